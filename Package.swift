@@ -1,0 +1,37 @@
+// swift-tools-version:6.0
+// The Python include and link flags are not known until install time: they
+// come from the interpreter doing the install. `scripts/swiftpm` (and the pip
+// build) computes them with sysconfig and passes them as -Xcc/-Xlinker flags,
+// so this manifest stays free of any interpreter path.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "peregrine",
+    products: [
+        .executable(name: "peregrine", targets: ["peregrine"]),
+    ],
+    targets: [
+        // C: syscalls, socket options, epoll, sendfile, clock, signals.
+        .target(name: "CSys"),
+        // libpython headers; the module map names no library, the link flags
+        // come from the build (see above).
+        .systemLibrary(name: "CPython", path: "Sources/CPython"),
+        // CPython macros and inline functions Swift cannot call directly.
+        .target(name: "CPyShim", dependencies: ["CPython"]),
+
+        .target(name: "Core", dependencies: ["CSys"], swiftSettings: strict),
+        .target(name: "HTTP1", dependencies: ["Core"], swiftSettings: strict),
+        .target(name: "PyBridge", dependencies: ["CPython", "CPyShim", "Core"], swiftSettings: strict),
+        .target(name: "Gateway", dependencies: ["PyBridge", "Core", "HTTP1", "CSys"], swiftSettings: strict),
+        .target(name: "Server", dependencies: ["Gateway", "PyBridge", "HTTP1", "Core", "CSys"], swiftSettings: strict),
+        .executableTarget(name: "peregrine", dependencies: ["Server"], swiftSettings: strict),
+
+        // libFuzzer entry point for the HTTP/1 parsers (see fuzz/README.md).
+        .executableTarget(name: "fuzz-http1", dependencies: ["HTTP1", "Core"], path: "fuzz/Sources/fuzz-http1", swiftSettings: strict),
+
+        .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "Core"], swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,70 @@
+// CPyShim: the CPython macros and static-inline functions, as real
+// functions Swift can call. Nothing here holds logic of its own.
+#ifndef PEREGRINE_CPYSHIM_H
+#define PEREGRINE_CPYSHIM_H
+
+// Python.h through the CPython module, so Swift sees one PyObject type.
+#include "../../CPython/shim.h"
+#include <stddef.h>
+
+void pshim_incref(PyObject *o);
+void pshim_decref(PyObject *o);
+void pshim_xdecref(PyObject *o);
+Py_ssize_t pshim_refcnt(PyObject *o);
+
+PyObject *pshim_none(void);
+PyObject *pshim_true(void);
+PyObject *pshim_false(void);
+PyObject *pshim_not_implemented(void);
+
+int pshim_bytes_check(PyObject *o);
+int pshim_bytearray_check(PyObject *o);
+int pshim_unicode_check(PyObject *o);
+int pshim_tuple_check(PyObject *o);
+int pshim_list_check(PyObject *o);
+int pshim_dict_check(PyObject *o);
+int pshim_long_check(PyObject *o);
+int pshim_bool_check(PyObject *o);
+int pshim_is_type(PyObject *o, PyTypeObject *t);
+
+char *pshim_bytes_data(PyObject *o);
+Py_ssize_t pshim_bytes_size(PyObject *o);
+char *pshim_bytearray_data(PyObject *o);
+Py_ssize_t pshim_bytearray_size(PyObject *o);
+PyObject *pshim_tuple_item(PyObject *o, Py_ssize_t i);
+Py_ssize_t pshim_tuple_size(PyObject *o);
+void pshim_tuple_set_item(PyObject *o, Py_ssize_t i, PyObject *v);  // steals v
+PyObject *pshim_list_item(PyObject *o, Py_ssize_t i);
+Py_ssize_t pshim_list_size(PyObject *o);
+
+// The 1-byte-per-character (latin-1 range) contents of a str, without a
+// copy; 0 if the str has wider characters.
+int pshim_unicode_latin1(PyObject *s, const unsigned char **data, Py_ssize_t *length);
+// A new str from latin-1 bytes.
+PyObject *pshim_unicode_latin1_new(const char *data, Py_ssize_t length);
+
+PyTypeObject *pshim_type(PyObject *o);
+const char *pshim_type_name(PyObject *o);
+
+// Vectorcall with positional arguments only.
+PyObject *pshim_call0(PyObject *callable);
+PyObject *pshim_call1(PyObject *callable, PyObject *a);
+PyObject *pshim_call2(PyObject *callable, PyObject *a, PyObject *b);
+PyObject *pshim_call3(PyObject *callable, PyObject *a, PyObject *b, PyObject *c);
+
+// The interpreter this binary was built against (its sys.executable at build
+// time); the default program name when the launcher does not name one.
+const char *pshim_build_python(void);
+
+// Py_Initialize with a program name (for sys.prefix / venv discovery) and
+// argv. Returns NULL on success or a static message. On error the status
+// message is copied to err.
+int pshim_initialize(const char *program_name, int argc, char **argv, char *err, size_t errlen);
+
+// The pending exception, normalised, with its traceback attached (new
+// reference), cleared; NULL if none. PyErr_GetRaisedException before 3.12.
+PyObject *pshim_fetch_exception(void);
+// Raises `exc` again (steals the reference).
+void pshim_restore_exception(PyObject *exc);
+
+#endif

@@ -1,0 +1,278 @@
+#define _GNU_SOURCE
+#include "csys.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/sendfile.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static void set_err(char *err, size_t errlen, const char *what, const char *detail) {
+    if (err && errlen) snprintf(err, errlen, "%s: %s", what, detail);
+}
+
+int csys_listen_tcp(const char *host, int port, int backlog, char *err, size_t errlen) {
+    struct addrinfo hints, *res = NULL, *ai;
+    char portstr[16];
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(portstr, sizeof portstr, "%d", port);
+    int rc = getaddrinfo(host, portstr, &hints, &res);
+    if (rc != 0) {
+        set_err(err, errlen, "cannot resolve host", gai_strerror(rc));
+        errno = EINVAL;
+        return -1;
+    }
+    int fd = -1, saved = 0;
+    for (ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) { saved = errno; continue; }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (ai->ai_family == AF_INET6) {
+            int zero = 0;  // "::" also accepts IPv4, as users expect of a wildcard
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        }
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, backlog) == 0) break;
+        saved = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        set_err(err, errlen, "cannot listen", strerror(saved));
+        errno = saved;
+    }
+    return fd;
+}
+
+int csys_listen_unix(const char *path, int backlog, char *err, size_t errlen) {
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof sa.sun_path) {
+        set_err(err, errlen, "unix socket path too long", path);
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) { set_err(err, errlen, "socket", strerror(errno)); return -1; }
+    // A stale socket file from an earlier run would make bind fail; remove it
+    // only if it is a socket nobody listens on.
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (probe >= 0) {
+            if (connect(probe, (struct sockaddr *)&sa, sizeof sa) != 0) unlink(path);
+            close(probe);
+        }
+    }
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, backlog) != 0) {
+        int saved = errno;
+        set_err(err, errlen, "cannot listen", strerror(saved));
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int csys_local_port(int fd) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) return -1;
+    if (ss.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return 0;
+}
+
+static void format_addr(const struct sockaddr_storage *ss, char *addr, size_t addrlen, int *port, int *is_unix) {
+    if (addrlen) addr[0] = 0;
+    *port = 0;
+    if (is_unix) *is_unix = 0;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &sin->sin_addr, addr, (socklen_t)addrlen);
+        *port = ntohs(sin->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+        if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+            inet_ntop(AF_INET, &sin6->sin6_addr.s6_addr[12], addr, (socklen_t)addrlen);
+        } else {
+            inet_ntop(AF_INET6, &sin6->sin6_addr, addr, (socklen_t)addrlen);
+        }
+        *port = ntohs(sin6->sin6_port);
+    } else if (is_unix) {
+        *is_unix = 1;
+    }
+}
+
+int csys_accept(int listen_fd, char *addr, size_t addrlen, int *port, int *is_unix) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    int fd = accept4(listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return -1;
+    format_addr(&ss, addr, addrlen, port, is_unix);
+    if (!*is_unix) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    return fd;
+}
+
+int csys_local_address(int fd, char *addr, size_t addrlen, int *port) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) return -1;
+    format_addr(&ss, addr, addrlen, port, NULL);
+    return 0;
+}
+
+int csys_errno(void) { return errno; }
+const char *csys_strerror(int err) { return strerror(err); }
+int csys_eagain(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+int csys_eintr(int err) { return err == EINTR; }
+
+ssize_t csys_read(int fd, void *buf, size_t len) { return read(fd, buf, len); }
+ssize_t csys_write(int fd, const void *buf, size_t len) { return send(fd, buf, len, MSG_NOSIGNAL); }
+ssize_t csys_writev(int fd, const struct iovec *iov, int count) {
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = (struct iovec *)iov;
+    msg.msg_iovlen = (size_t)count;
+    return sendmsg(fd, &msg, MSG_NOSIGNAL);
+}
+ssize_t csys_sendfile(int out_fd, int in_fd, int64_t *offset, size_t count) {
+    off_t off = (off_t)*offset;
+    ssize_t n = sendfile(out_fd, in_fd, &off, count);
+    *offset = (int64_t)off;
+    return n;
+}
+int csys_close(int fd) { return close(fd); }
+int csys_shutdown_write(int fd) { return shutdown(fd, SHUT_WR); }
+
+int csys_poll_one(int fd, int events, int timeout_ms) {
+    struct pollfd p = {.fd = fd, .events = 0, .revents = 0};
+    if (events & 1) p.events |= POLLIN;
+    if (events & 2) p.events |= POLLOUT;
+    for (;;) {
+        int rc = poll(&p, 1, timeout_ms);
+        if (rc < 0 && errno == EINTR) continue;
+        return rc > 0 ? 1 : rc;
+    }
+}
+
+int64_t csys_regular_file_size(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+    return (int64_t)st.st_size;
+}
+int64_t csys_file_offset(int fd) { return (int64_t)lseek(fd, 0, SEEK_CUR); }
+
+int csys_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+static uint32_t to_epoll(int events, int edge) {
+    uint32_t e = EPOLLRDHUP;
+    if (events & 1) e |= EPOLLIN;
+    if (events & 2) e |= EPOLLOUT;
+    if (edge) e |= EPOLLET;
+    return e;
+}
+int csys_epoll_add(int epfd, int fd, uint64_t token, int events, int edge) {
+    struct epoll_event ev = {.events = to_epoll(events, edge), .data.u64 = token};
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+int csys_epoll_mod(int epfd, int fd, uint64_t token, int events, int edge) {
+    struct epoll_event ev = {.events = to_epoll(events, edge), .data.u64 = token};
+    return epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev);
+}
+int csys_epoll_del(int epfd, int fd) { return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL); }
+
+int csys_epoll_wait(int epfd, csys_event *events, int max, int timeout_ms) {
+    struct epoll_event raw[256];
+    if (max > 256) max = 256;
+    int n = epoll_wait(epfd, raw, max, timeout_ms);
+    if (n < 0) return errno == EINTR ? 0 : -1;
+    for (int i = 0; i < n; i++) {
+        uint32_t e = 0;
+        if (raw[i].events & EPOLLIN) e |= 1;
+        if (raw[i].events & EPOLLOUT) e |= 2;
+        if (raw[i].events & (EPOLLERR | EPOLLHUP)) e |= 4;
+        if (raw[i].events & EPOLLRDHUP) e |= 1 | 8;
+        events[i].token = raw[i].data.u64;
+        events[i].events = e;
+    }
+    return n;
+}
+
+int64_t csys_monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+int64_t csys_realtime_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+void csys_http_date(int64_t unix_seconds, char out[29]) {
+    static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    time_t t = (time_t)unix_seconds;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday], tm.tm_mday,
+             months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    memcpy(out, tmp, 29);
+}
+
+int csys_signalfd_open(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) return -1;
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+int csys_signalfd_read(int fd) {
+    struct signalfd_siginfo info;
+    ssize_t n = read(fd, &info, sizeof info);
+    if (n != (ssize_t)sizeof info) return 0;
+    return (int)info.ssi_signo;
+}
+
+void csys_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
+int csys_getpid(void) { return (int)getpid(); }
+void csys_exit(int status) { _exit(status); }
+
+ssize_t csys_write_plain(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
+
+void csys_log_time(char *out, size_t len) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(out, len, "%Y-%m-%d %H:%M:%S +0000", &tm);
+}

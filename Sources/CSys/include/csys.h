@@ -1,0 +1,74 @@
+// CSys: the few system calls the server makes, with C-friendly shapes so the
+// Swift side never handles sockaddr unions, errno macros or varargs.
+// Every function returns -1 and leaves errno set on failure unless noted.
+#ifndef PEREGRINE_CSYS_H
+#define PEREGRINE_CSYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+// Listening sockets. The error text (if any) goes to `err` (NUL-terminated).
+int csys_listen_tcp(const char *host, int port, int backlog, char *err, size_t errlen);
+int csys_listen_unix(const char *path, int backlog, char *err, size_t errlen);
+// Bound local port of a socket (for --port 0), or -1.
+int csys_local_port(int fd);
+
+// Accepted connection, non-blocking and close-on-exec, TCP_NODELAY set on TCP.
+// The peer's address is written as text to `addr` and its port to `*port`
+// (0 and an empty string for a unix-socket peer); `*is_unix` tells which.
+int csys_accept(int listen_fd, char *addr, size_t addrlen, int *port, int *is_unix);
+// The local address of an accepted socket as text (for SERVER_NAME defaults).
+int csys_local_address(int fd, char *addr, size_t addrlen, int *port);
+
+int csys_errno(void);
+const char *csys_strerror(int err);
+int csys_eagain(int err);   // EAGAIN or EWOULDBLOCK
+int csys_eintr(int err);
+
+ssize_t csys_read(int fd, void *buf, size_t len);
+ssize_t csys_write(int fd, const void *buf, size_t len);
+ssize_t csys_writev(int fd, const struct iovec *iov, int count);
+// sendfile(2) from `in_fd` at `*offset`; advances `*offset`.
+ssize_t csys_sendfile(int out_fd, int in_fd, int64_t *offset, size_t count);
+int csys_close(int fd);
+int csys_shutdown_write(int fd);
+// Wait until `fd` is readable (events=1) or writable (events=2); returns
+// 1 ready, 0 timeout, -1 error. `timeout_ms` < 0 waits forever.
+int csys_poll_one(int fd, int events, int timeout_ms);
+// The regular-file size of `fd`, or -1 if it is not a regular file.
+int64_t csys_regular_file_size(int fd);
+int64_t csys_file_offset(int fd);
+
+// epoll. Event bits: 1 readable, 2 writable, 4 hang-up/error.
+int csys_epoll_create(void);
+int csys_epoll_add(int epfd, int fd, uint64_t token, int events, int edge);
+int csys_epoll_mod(int epfd, int fd, uint64_t token, int events, int edge);
+int csys_epoll_del(int epfd, int fd);
+typedef struct { uint64_t token; uint32_t events; uint32_t _pad; } csys_event;
+int csys_epoll_wait(int epfd, csys_event *events, int max, int timeout_ms);
+
+// Clocks.
+int64_t csys_monotonic_ns(void);
+int64_t csys_realtime_s(void);
+// IMF-fixdate (RFC 9110 §5.6.7) for a Unix time, 29 bytes written to out.
+void csys_http_date(int64_t unix_seconds, char out[29]);
+
+// Signals: SIGINT/SIGTERM/SIGHUP are blocked and delivered through a
+// signalfd, so the event loop sees them as readable events; SIGPIPE ignored.
+int csys_signalfd_open(void);
+// Reads one pending signal number from the signalfd, or 0 if none.
+int csys_signalfd_read(int fd);
+void csys_ignore_sigpipe(void);
+
+int csys_getpid(void);
+void csys_exit(int status) __attribute__((noreturn));
+
+
+
+// Plain write(2) for log output (stderr/stdout are not sockets).
+ssize_t csys_write_plain(int fd, const void *buf, size_t len);
+// "2026-11-30 14:00:00 +0000" (UTC) into out.
+void csys_log_time(char *out, size_t len);
+#endif

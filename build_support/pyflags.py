@@ -1,0 +1,123 @@
+"""Compute the SwiftPM flags that build peregrine against one interpreter.
+
+The host binary embeds CPython, so it must be compiled against the headers of
+the interpreter that will run the application and linked against that
+interpreter's libpython: shared when the interpreter has one, static otherwise
+(then the executable exports its symbols so C extension modules resolve them).
+
+Used by setup.py at `pip install` time and by scripts/swiftpm for development.
+Run directly, it prints one flag per line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+
+
+class MissingPrerequisite(Exception):
+    """A build input is absent; the message names it and how to get it."""
+
+
+def base_executable() -> str:
+    """The installed interpreter behind this one.
+
+    A pip isolated build, `python -m build` and uv run the build inside a
+    throwaway environment; `sys.executable` then names a temporary venv that is
+    gone when the binary runs. The base interpreter is the one whose headers
+    and libpython the flags below name, so it is the honest default to bake in.
+    At run time the launcher passes the real interpreter anyway
+    (PEREGRINE_PYTHON_EXECUTABLE), see python/peregrine/_binary.py. setup.py
+    bakes this one; a development build (scripts/swiftpm) bakes sys.executable
+    so that `swift run` inside a venv sees that venv.
+    """
+    return getattr(sys, "_base_executable", None) or sys.executable
+
+
+def _var(name: str) -> str:
+    value = sysconfig.get_config_var(name)
+    return "" if value is None else str(value)
+
+
+def include_dir() -> str:
+    path = _var("INCLUDEPY") or sysconfig.get_paths()["include"]
+    if not os.path.isfile(os.path.join(path, "Python.h")):
+        raise MissingPrerequisite(
+            f"Python headers not found: {path}/Python.h is missing. "
+            f"Install the development package for {base_executable()} "
+            "(Debian: apt-get install python3-dev)."
+        )
+    return path
+
+
+def _shared_library() -> str | None:
+    libdir = _var("LIBDIR")
+    names = [_var("LDLIBRARY"), f"libpython{_var('LDVERSION')}.so"]
+    multiarch = _var("MULTIARCH")
+    dirs = [libdir] + ([os.path.join(libdir, multiarch)] if multiarch else [])
+    for directory in dirs:
+        for name in names:
+            if name.endswith(".so") and os.path.isfile(os.path.join(directory, name)):
+                return directory
+    return None
+
+
+def _static_library() -> str | None:
+    name = _var("LIBRARY") or f"libpython{_var('LDVERSION')}.a"
+    for directory in (_var("LIBPL"), _var("LIBDIR")):
+        candidate = os.path.join(directory, name)
+        if directory and os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def link_flags() -> list[str]:
+    flags: list[str] = []
+    shared_dir = _shared_library()
+    if shared_dir is not None:
+        flags += ["-L" + shared_dir, "-lpython" + _var("LDVERSION")]
+        # A libpython outside the loader's default path (pyenv, a custom
+        # prefix) must be found at run time without LD_LIBRARY_PATH.
+        flags += ["-rpath", shared_dir]
+    else:
+        static = _static_library()
+        if static is None:
+            raise MissingPrerequisite(
+                f"libpython for {base_executable()} not found (neither a shared "
+                "libpython nor libpython.a). Install the interpreter's development "
+                "files, or rebuild it with --enable-shared."
+            )
+        # Extension modules are loaded with dlopen and expect the interpreter's
+        # symbols in the executable: export them.
+        flags += ["--whole-archive", static, "--no-whole-archive", "-export-dynamic"]
+        for part in (_var("LIBS") + " " + _var("SYSLIBS")).split():
+            if part.startswith("-l") or part.startswith("-L"):
+                flags.append(part)
+    return flags
+
+
+def swiftpm_flags(default_python: str | None = None) -> list[str]:
+    """-Xcc/-Xlinker flags; `default_python` is the interpreter baked in as the
+    binary's default program name (PEREGRINE_BUILD_PYTHON), sys.executable if
+    not given."""
+    baked = default_python or sys.executable
+    flags = ["-Xcc", "-I" + include_dir()]
+    flags += ["-Xcc", f'-DPEREGRINE_BUILD_PYTHON="{baked}"']
+    for flag in link_flags():
+        flags += ["-Xlinker", flag]
+    return flags
+
+
+def main() -> int:
+    try:
+        for flag in swiftpm_flags():
+            print(flag)
+    except MissingPrerequisite as error:
+        print(f"peregrine build: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
