@@ -16,7 +16,7 @@ import sys
 import sysconfig
 
 
-class MissingPrerequisite(Exception):
+class MissingPrerequisiteError(Exception):
     """A build input is absent; the message names it and how to get it."""
 
 
@@ -41,9 +41,10 @@ def _var(name: str) -> str:
 
 
 def include_dir() -> str:
+    """Directory holding Python.h for this interpreter."""
     path = _var("INCLUDEPY") or sysconfig.get_paths()["include"]
     if not os.path.isfile(os.path.join(path, "Python.h")):
-        raise MissingPrerequisite(
+        raise MissingPrerequisiteError(
             f"Python headers not found: {path}/Python.h is missing. "
             f"Install the development package for {base_executable()} "
             "(Debian: apt-get install python3-dev)."
@@ -73,6 +74,7 @@ def _static_library() -> str | None:
 
 
 def link_flags() -> list[str]:
+    """Linker flags for libpython: shared with an rpath, else static and exported."""
     flags: list[str] = []
     shared_dir = _shared_library()
     if shared_dir is not None:
@@ -83,7 +85,7 @@ def link_flags() -> list[str]:
     else:
         static = _static_library()
         if static is None:
-            raise MissingPrerequisite(
+            raise MissingPrerequisiteError(
                 f"libpython for {base_executable()} not found (neither a shared "
                 "libpython nor libpython.a). Install the interpreter's development "
                 "files, or rebuild it with --enable-shared."
@@ -92,15 +94,17 @@ def link_flags() -> list[str]:
         # symbols in the executable: export them.
         flags += ["--whole-archive", static, "--no-whole-archive", "-export-dynamic"]
         for part in (_var("LIBS") + " " + _var("SYSLIBS")).split():
-            if part.startswith("-l") or part.startswith("-L"):
+            if part.startswith(("-l", "-L")):
                 flags.append(part)
     return flags
 
 
 def swiftpm_flags(default_python: str | None = None) -> list[str]:
-    """-Xcc/-Xlinker flags; `default_python` is the interpreter baked in as the
-    binary's default program name (PEREGRINE_BUILD_PYTHON), sys.executable if
-    not given."""
+    """-Xcc/-Xlinker flags for SwiftPM.
+
+    `default_python` is the interpreter baked in as the binary's default
+    program name (PEREGRINE_BUILD_PYTHON); sys.executable if not given.
+    """
     baked = default_python or sys.executable
     flags = ["-Xcc", "-I" + include_dir()]
     flags += ["-Xcc", f'-DPEREGRINE_BUILD_PYTHON="{baked}"']
@@ -110,10 +114,11 @@ def swiftpm_flags(default_python: str | None = None) -> list[str]:
 
 
 def main() -> int:
+    """Print one flag per line, or the missing prerequisite."""
     try:
         for flag in swiftpm_flags():
             print(flag)
-    except MissingPrerequisite as error:
+    except MissingPrerequisiteError as error:
         print(f"peregrine build: {error}", file=sys.stderr)
         return 1
     return 0

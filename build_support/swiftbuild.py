@@ -1,0 +1,94 @@
+"""Build the `peregrine` executable with SwiftPM for the interpreter doing the install.
+
+setup.py calls `build_binary`. The scratch directory lives in the source tree
+(.build/pip-<interpreter>) and survives between installs, so a second
+`pip install .` with the same interpreter only recompiles what changed; each
+interpreter gets its own, because its flags would otherwise invalidate the
+other's build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyflags
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+
+class BuildFailedError(Exception):
+    """`swift build` exited non-zero; the message is a one-line summary."""
+
+
+def scratch_dir(root: Path, environ: Mapping[str, str]) -> Path:
+    """PEREGRINE_BUILD_DIR, or .build/pip-cpXY-<hash of the base interpreter>."""
+    explicit = environ.get("PEREGRINE_BUILD_DIR")
+    if explicit:
+        return Path(explicit).resolve()
+    tag = sysconfig.get_config_var("SOABI") or f"py{sys.version_info[0]}{sys.version_info[1]}"
+    digest = hashlib.sha256(f"{sys.base_prefix}\0{pyflags.base_executable()}".encode()).hexdigest()
+    return root / ".build" / f"pip-{tag}-{digest[:10]}"
+
+
+def jobs(environ: Mapping[str, str]) -> str:
+    """PEREGRINE_BUILD_JOBS, default one job per CPU."""
+    return environ.get("PEREGRINE_BUILD_JOBS") or str(os.cpu_count() or 1)
+
+
+def _tail(log: Path, lines: int = 40) -> str:
+    text = log.read_text(errors="replace").splitlines()
+    errors = [line for line in text if ": error:" in line or line.startswith("error:")]
+    shown = [*errors[:15], "...", *text[-lines:]] if errors else text[-lines:]
+    return "\n".join(shown)
+
+
+def build_binary(swift: str, root: Path, environ: Mapping[str, str]) -> Path:
+    """Run `swift build -c release --product peregrine`; return the built executable."""
+    scratch = scratch_dir(root, environ)
+    scratch.mkdir(parents=True, exist_ok=True)
+    flags = pyflags.swiftpm_flags(default_python=pyflags.base_executable())
+    common = [
+        swift,
+        "build",
+        "-c",
+        "release",
+        "--product",
+        "peregrine",
+        "--package-path",
+        str(root),
+        "--scratch-path",
+        str(scratch),
+    ]
+    command = [*common, "-j", jobs(environ), *flags]
+    log = scratch / "pip-build.log"
+    print(
+        f"peregrine: swift build -c release for {pyflags.base_executable()} in {scratch} (log: {log})",
+        flush=True,
+    )
+    started = time.monotonic()
+    with log.open("w") as sink:
+        sink.write(" ".join(command) + "\n")
+        sink.flush()
+        status = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, check=False).returncode
+    elapsed = time.monotonic() - started
+    if status != 0:
+        print(_tail(log), file=sys.stderr, flush=True)
+        raise BuildFailedError(
+            f"swift build failed (exit {status}) after {elapsed:.0f}s; "
+            f"the errors are above, the full log is {log}"
+        )
+    print(f"peregrine: swift build finished in {elapsed:.0f}s", flush=True)
+    shown = subprocess.run([*common, "--show-bin-path", *flags], capture_output=True, text=True, check=False)
+    output = shown.stdout.strip().splitlines()
+    binary = Path(output[-1] if output else scratch / "release") / "peregrine"
+    if not binary.is_file():
+        raise BuildFailedError(f"swift build succeeded but {binary} does not exist")
+    return binary
