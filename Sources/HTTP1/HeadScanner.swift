@@ -1,0 +1,156 @@
+/// Finds the end of a request head in a buffer that grows between calls, and
+/// tokenises the request line on the way.
+///
+/// Theory of operation. The scanner is a left-to-right machine whose state
+/// (phase, position, the spans found) survives between calls, so each call
+/// costs only the bytes that arrived since the last one. Every decision it
+/// makes depends only on bytes before its position: when it would need a byte
+/// past the end of the buffer it stops and reports `.needMore`, with its
+/// state unchanged since the last completed step. Hence feeding a head in any
+/// number of pieces reaches exactly the verdict of feeding it whole — the
+/// property the tests and the fuzz target check.
+///
+///     leadingLines ──> method ──SP──> target ──SP──> version ──CR──> requestLineLF
+///          │ CRLF ×≤8                (414 past                           │ LF
+///          └─(loop)                   maxTargetBytes)                     v
+///                                                      complete <──CRLF── fields ─┐
+///                                                                           └─────┘ line CRLF
+///
+/// * Leading empty lines: RFC 9112 §2.2 "a server that is expecting to
+///   receive and parse a request-line SHOULD ignore at least one empty line
+///   (CRLF) received prior to the request-line". We ignore up to
+///   `H1Limits.maxLeadingEmptyLines`.
+/// * Request line (RFC 9112 §3): `method SP request-target SP HTTP-version
+///   CRLF`, checked byte by byte: method = token, target = 1*VCHAR (no CTL,
+///   SP, DEL or obs-text), exactly one SP between parts. "Although the
+///   request-line grammar rule requires that each of the component elements
+///   be separated by a single SP octet, recipients MAY instead parse on
+///   whitespace-delimited word boundaries" — we don't: lenient splitting is
+///   how request-line smuggling starts. The target is measured as it arrives
+///   so an over-long one is refused with 414 (RFC 9112 §3 "A server that
+///   receives a request-target longer than any URI it wishes to parse MUST
+///   respond with a 414") before the line ends.
+/// * Field lines are not validated here, only delimited: each LF must follow
+///   a CR (RFC 9112 §2.2: we do not accept a bare LF as a line terminator; a
+///   bare CR inside a line is caught by the field parser as a CTL). An empty
+///   line ends the head. Lines are counted against `maxHeaderCount` (431)
+///   and the whole head against `maxHeadBytes` (431, RFC 6585 §5) as soon as
+///   either is exceeded.
+struct HeadScanner: Sendable {
+    enum Phase: UInt8, Sendable { case leadingLines, method, target, version, requestLineLF, fields, complete }
+    enum Step { case needMore, requestLineEnded, headEnded }
+
+    private(set) var phase: Phase = .leadingLines
+    /// Next byte to examine.
+    private var position = 0
+    private var leadingLines = 0
+    private(set) var methodStart = 0
+    private(set) var targetStart = 0
+    private(set) var versionStart = 0
+    private(set) var versionEnd = 0
+    /// First byte after the request line's CRLF.
+    private(set) var fieldsStart = 0
+    private var lineStart = 0
+    private var fieldLines = 0
+    /// One past the LF of the empty line; valid in `.complete`.
+    private(set) var headEnd = 0
+
+    var method: Range<Int> { methodStart..<(targetStart - 1) }
+    var target: Range<Int> { targetStart..<(versionStart - 1) }
+    var version: Range<Int> { versionStart..<versionEnd }
+
+    /// Advances over `b`, which must extend the buffer of the previous call.
+    /// Stops after the request line so the caller can judge it before the
+    /// rest of the head arrives.
+    mutating func scan(_ b: Bytes, _ limits: H1Limits) throws(H1Error) -> Step {
+        precondition(b.count >= position, "H1HeadParser.parse: buffer shrank; call reset() between requests")
+        if phase == .complete { return .headEnded }
+        let headLimit = limits.maxHeadBytes
+        while phase != .fields {
+            guard position < b.count else { return .needMore }
+            guard position < headLimit else { throw .headTooLarge }
+            let c = b[position]
+            switch phase {
+            case .leadingLines:
+                if c == Byte.cr {
+                    guard position + 1 < b.count else { return .needMore }
+                    guard b[position + 1] == Byte.lf else { throw .bareCR }
+                    leadingLines += 1
+                    guard leadingLines <= H1Limits.maxLeadingEmptyLines else { throw .tooManyEmptyLines }
+                    position += 2
+                } else if c == Byte.lf {
+                    throw .bareLF
+                } else {
+                    methodStart = position
+                    phase = .method
+                }
+            case .method:
+                if ByteClass.isTchar(c) {
+                    guard position - methodStart < H1Limits.maxMethodBytes else { throw .methodTooLong }
+                    position += 1
+                } else if c == Byte.sp && position > methodStart {
+                    position += 1
+                    targetStart = position
+                    phase = .target
+                } else {
+                    throw .invalidMethod
+                }
+            case .target:
+                if ByteClass.isTargetByte(c) {
+                    guard position - targetStart < limits.maxTargetBytes else { throw .targetTooLong }
+                    position += 1
+                } else if c == Byte.sp {
+                    guard position > targetStart else { throw .emptyTarget }
+                    position += 1
+                    versionStart = position
+                    phase = .version
+                } else {
+                    throw .invalidTargetByte
+                }
+            case .version:
+                if c == Byte.cr {
+                    versionEnd = position
+                    position += 1
+                    phase = .requestLineLF
+                } else if c == Byte.lf {
+                    throw .bareLF
+                } else if ByteClass.isTargetByte(c) && position - versionStart < 8 {
+                    position += 1
+                } else {
+                    throw .malformedVersion
+                }
+            case .requestLineLF:
+                guard c == Byte.lf else { throw .bareCR }
+                position += 1
+                fieldsStart = position
+                lineStart = position
+                phase = .fields
+                return .requestLineEnded
+            case .fields, .complete:
+                preconditionFailure("unreachable")
+            }
+        }
+        return try scanFields(b, limits)
+    }
+
+    private mutating func scanFields(_ b: Bytes, _ limits: H1Limits) throws(H1Error) -> Step {
+        // A head ending at LF index i is i + 1 bytes long, so only LFs below
+        // maxHeadBytes can end an acceptable head.
+        let searchEnd = Swift.min(b.count, limits.maxHeadBytes)
+        while let lf = b.firstIndex(of: Byte.lf, from: position, to: searchEnd) {
+            guard lf > lineStart, b[lf - 1] == Byte.cr else { throw .bareLF }
+            position = lf + 1
+            if lf - 1 == lineStart {
+                headEnd = position
+                phase = .complete
+                return .headEnded
+            }
+            fieldLines += 1
+            guard fieldLines <= limits.maxHeaderCount else { throw .tooManyFields }
+            lineStart = position
+        }
+        position = searchEnd
+        if searchEnd == limits.maxHeadBytes && b.count > searchEnd { throw .headTooLarge }
+        return .needMore
+    }
+}
