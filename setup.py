@@ -47,10 +47,10 @@ class BuildPyWithSwift(build_py):
     """build_py, then build the Swift executable and put it in the package."""
 
     def run(self) -> None:
-        """Copy the Python files, then build and add the binary."""
-        super().run()
+        """Check prerequisites, copy the Python files, then build and add the binary."""
         try:
             swift = preflight.checks_from_environment(os.environ)
+            super().run()
             built = swiftbuild.build_binary(swift, ROOT, os.environ)
         except (pyflags.MissingPrerequisiteError, swiftbuild.BuildFailedError) as error:
             raise SystemExit(f"peregrine build: {error}") from None

@@ -1,0 +1,157 @@
+"""Helpers to find or make an installed `peregrine` for end-to-end tests.
+
+Other test modules get the server command with `peregrine_command()`:
+
+    from installed import peregrine_command
+    proc = subprocess.Popen([*peregrine_command(), "--port", str(port), "app:app"])
+
+It honours $PEREGRINE_BIN (a path to the `peregrine` console script or to the
+binary itself), then the console script beside the interpreter running the
+tests (its venv), then `peregrine` on PATH. test_install.py uses
+`make_venv`/`pip_install` to install into fresh venvs itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: Long enough for a cold release build of the server on two cores.
+INSTALL_TIMEOUT = 3600.0
+
+
+def peregrine_command() -> list[str]:
+    """Command that starts the installed server, or skip the test with how to get one."""
+    explicit = os.environ.get("PEREGRINE_BIN")
+    if explicit:
+        return [explicit]
+    beside = Path(sys.executable).parent / "peregrine"
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("peregrine")
+    if found:
+        return [found]
+    pytest.skip("no installed peregrine: run `pip install .` in this venv or set PEREGRINE_BIN")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Venv:
+    """A virtual environment made for a test."""
+
+    root: Path
+
+    @property
+    def python(self) -> Path:
+        """The venv's interpreter."""
+        return self.root / "bin" / "python"
+
+    @property
+    def peregrine(self) -> Path:
+        """The `peregrine` console script pip put in the venv."""
+        return self.root / "bin" / "peregrine"
+
+    def run(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 600.0
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the venv's python with `args`, capturing text output."""
+        return subprocess.run(
+            [str(self.python), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            check=False,
+        )
+
+
+def clean_environment(**extra: str) -> dict[str, str]:
+    """os.environ without anything that would make one interpreter see another's packages."""
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONNOUSERSITE", "PEREGRINE_BINARY"}
+        and not key.startswith("PIP_")
+    }
+    environment["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    environment["PIP_NO_INPUT"] = "1"
+    environment.update(extra)
+    return environment
+
+
+def make_venv(base_python: Path, root: Path) -> Venv:
+    """Create a venv from `base_python` (skip if it cannot make one)."""
+    result = subprocess.run(
+        [str(base_python), "-m", "venv", str(root)], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        pytest.skip(
+            f"{base_python} cannot create a venv (Debian: apt-get install python3-venv): "
+            f"{result.stderr.strip().splitlines()[-1:]}"
+        )
+    return Venv(root=root)
+
+
+def pip_install(venv: Venv, *requirements: str, env: dict[str, str] | None = None) -> None:
+    """`pip install` into the venv; fail the test with pip's output tail if it fails."""
+    result = venv.run(
+        "-m", "pip", "install", *requirements, env=env or clean_environment(), timeout=INSTALL_TIMEOUT
+    )
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-60:])
+        pytest.fail(f"pip install {' '.join(requirements)} failed:\n{tail}")
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago on 127.0.0.1."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[str], timeout: float = 30.0) -> None:
+    """Wait until something accepts on 127.0.0.1:`port`; fail if `process` exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            output = process.stdout.read() if process.stdout else ""
+            pytest.fail(f"server exited with {process.returncode} before listening:\n{output}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        time.sleep(0.1)
+    pytest.fail(f"server did not listen on port {port} within {timeout:.0f}s")
+
+
+def http_get(port: int, path: str = "/") -> tuple[int, str]:
+    """GET `path` from 127.0.0.1:`port`; return the status and the body text."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        connection.close()
+
+
+def stop(process: subprocess.Popen[str]) -> str:
+    """Terminate the server, escalating to SIGKILL; return what it printed."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.stdout.read() if process.stdout else ""
