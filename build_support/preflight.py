@@ -56,7 +56,7 @@ def find_swift(explicit: str | None, search_path: str | None, fallbacks: Iterabl
     for candidate in fallbacks:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
-    raise MissingPrerequisiteError(f"the Swift toolchain was not found (no `swift` on PATH); {SWIFT_HINT}.")
+    raise MissingPrerequisiteError(f"the Swift toolchain was not found (no swift on PATH); {SWIFT_HINT}.")
 
 
 def swift_version(swift: str) -> str:
