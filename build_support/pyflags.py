@@ -66,10 +66,13 @@ def _shared_library() -> str | None:
 
 def _static_library() -> str | None:
     name = _var("LIBRARY") or f"libpython{_var('LDVERSION')}.a"
+    # Debian's plain archive is not position-independent and cannot go into
+    # a PIE executable; it ships a -pic variant beside it.
+    names = [name.removesuffix(".a") + "-pic.a", name]
     for directory in (_var("LIBPL"), _var("LIBDIR")):
-        candidate = os.path.join(directory, name)
-        if directory and os.path.isfile(candidate):
-            return candidate
+        for candidate in (os.path.join(directory, n) for n in names):
+            if directory and os.path.isfile(candidate):
+                return candidate
     return None
 
 
@@ -93,8 +96,11 @@ def link_flags() -> list[str]:
         # Extension modules are loaded with dlopen and expect the interpreter's
         # symbols in the executable: export them.
         flags += ["--whole-archive", static, "--no-whole-archive", "-export-dynamic"]
-        for part in (_var("LIBS") + " " + _var("SYSLIBS")).split():
-            if part.startswith(("-l", "-L")):
+        # MODLIBS: libraries of the extension modules built into the archive
+        # (zlib, expat on Debian's); python3-config leaves them out because
+        # it assumes the shared library, which carries its own dependencies.
+        for part in " ".join(_var(name) for name in ("LIBS", "SYSLIBS", "MODLIBS")).split():
+            if part.startswith(("-l", "-L")) and part not in flags:
                 flags.append(part)
     return flags
 
