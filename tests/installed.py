@@ -82,7 +82,6 @@ def clean_environment(**extra: str) -> dict[str, str]:
         key: value
         for key, value in os.environ.items()
         if key not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONNOUSERSITE", "PEREGRINE_BINARY"}
-        and not key.startswith("PIP_")
     }
     environment["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     environment["PIP_NO_INPUT"] = "1"
