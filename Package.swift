@@ -24,7 +24,9 @@ let package = Package(
         .target(name: "Core", dependencies: ["CSys"], swiftSettings: strict),
         .target(name: "HTTP1", dependencies: ["Core"], swiftSettings: strict),
         .target(name: "PyBridge", dependencies: ["CPython", "CPyShim", "Core"], swiftSettings: strict),
-        .target(name: "Gateway", dependencies: ["PyBridge", "Core", "HTTP1", "CSys"], swiftSettings: strict),
+        // The gateways are Python adapters by nature, so they see the C API too;
+        // the protocol cores and the server do not.
+        .target(name: "Gateway", dependencies: ["PyBridge", "CPython", "CPyShim", "Core", "CSys"], swiftSettings: strict),
         .target(name: "Server", dependencies: ["Gateway", "PyBridge", "HTTP1", "Core", "CSys"], swiftSettings: strict),
         .executableTarget(name: "peregrine", dependencies: ["Server"], swiftSettings: strict),
 

@@ -114,3 +114,18 @@ void pshim_restore_exception(PyObject *exc) {
     Py_INCREF(Py_TYPE(exc));
 #endif
 }
+
+PyObject *pshim_exc_type_error(void) { return PyExc_TypeError; }
+PyObject *pshim_exc_value_error(void) { return PyExc_ValueError; }
+PyObject *pshim_exc_runtime_error(void) { return PyExc_RuntimeError; }
+PyObject *pshim_exc_os_error(void) { return PyExc_OSError; }
+PyObject *pshim_exc_stop_iteration(void) { return PyExc_StopIteration; }
+PyObject *pshim_exc_assertion_error(void) { return PyExc_AssertionError; }
+
+PyObject *pshim_call_method0(PyObject *o, const char *name) {
+    PyObject *n = PyUnicode_FromString(name);
+    if (!n) return NULL;
+    PyObject *r = PyObject_CallMethodNoArgs(o, n);
+    Py_DECREF(n);
+    return r;
+}

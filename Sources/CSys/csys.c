@@ -150,16 +150,16 @@ const char *csys_strerror(int err) { return strerror(err); }
 int csys_eagain(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 int csys_eintr(int err) { return err == EINTR; }
 
-ssize_t csys_read(int fd, void *buf, size_t len) { return read(fd, buf, len); }
-ssize_t csys_write(int fd, const void *buf, size_t len) { return send(fd, buf, len, MSG_NOSIGNAL); }
-ssize_t csys_writev(int fd, const struct iovec *iov, int count) {
+long csys_read(int fd, void *buf, size_t len) { return read(fd, buf, len); }
+long csys_write(int fd, const void *buf, size_t len) { return send(fd, buf, len, MSG_NOSIGNAL); }
+long csys_writev(int fd, const struct iovec *iov, int count) {
     struct msghdr msg;
     memset(&msg, 0, sizeof msg);
     msg.msg_iov = (struct iovec *)iov;
     msg.msg_iovlen = (size_t)count;
     return sendmsg(fd, &msg, MSG_NOSIGNAL);
 }
-ssize_t csys_sendfile(int out_fd, int in_fd, int64_t *offset, size_t count) {
+long csys_sendfile(int out_fd, int in_fd, int64_t *offset, size_t count) {
     off_t off = (off_t)*offset;
     ssize_t n = sendfile(out_fd, in_fd, &off, count);
     *offset = (int64_t)off;
@@ -267,7 +267,7 @@ void csys_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
 int csys_getpid(void) { return (int)getpid(); }
 void csys_exit(int status) { _exit(status); }
 
-ssize_t csys_write_plain(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
+long csys_write_plain(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
 
 void csys_log_time(char *out, size_t len) {
     struct timespec ts;
@@ -276,3 +276,15 @@ void csys_log_time(char *out, size_t len) {
     gmtime_r(&ts.tv_sec, &tm);
     strftime(out, len, "%Y-%m-%d %H:%M:%S +0000", &tm);
 }
+
+long csys_write2(int fd, const void *a, size_t alen, const void *b, size_t blen) {
+    struct iovec iov[2] = {{(void *)a, alen}, {(void *)b, blen}};
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = iov;
+    msg.msg_iovlen = alen ? 2 : 1;
+    if (!alen) msg.msg_iov = iov + 1;
+    return sendmsg(fd, &msg, MSG_NOSIGNAL);
+}
+
+const char *csys_getenv(const char *name) { return getenv(name); }

@@ -66,7 +66,7 @@ public enum Log {
         }
     }
 
-    static func timestamp() -> String {
+    public static func timestamp() -> String {
         var buf = [CChar](repeating: 0, count: 40)
         csys_log_time(&buf, 40)
         return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -128,3 +128,10 @@ public func takeTraceback() -> PythonTraceback {
     PyErr_Clear()
     return PythonTraceback(exceptionName: name, message: message, text: text)
 }
+
+extension Interpreter {
+    /// "3.11.7" of the running interpreter.
+    public static var version: String {
+        String(cString: Py_GetVersion()).split(separator: " ").first.map(String.init) ?? "?"
+    }
+}

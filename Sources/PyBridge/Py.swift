@@ -35,6 +35,12 @@ public enum Py {
     public static var `true`: PyRef { pshim_true() }
     public static var `false`: PyRef { pshim_false() }
 
+    public static var typeError: PyRef { pshim_exc_type_error() }
+    public static var valueError: PyRef { pshim_exc_value_error() }
+    public static var runtimeError: PyRef { pshim_exc_runtime_error() }
+    public static var osError: PyRef { pshim_exc_os_error() }
+    public static var assertionError: PyRef { pshim_exc_assertion_error() }
+
     @inlinable public static func incref(_ o: PyRef) { pshim_incref(o) }
     @inlinable public static func decref(_ o: PyRef) { pshim_decref(o) }
     @inlinable public static func xdecref(_ o: PyRef?) { if let o { pshim_decref(o) } }

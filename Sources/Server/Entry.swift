@@ -1,8 +1,85 @@
-import PyBridge
+import CSys
 import Core
+import Gateway
+import PyBridge
 
+/// The `peregrine` command: parse options, start Python, import the
+/// application, bind, serve. Every startup problem is one line on standard
+/// error and exit status 2.
 public enum Main {
-    public static func run() {
-        print("todo")
+    public static func run() -> Never {
+        let args = Array(CommandLine.arguments.dropFirst())
+        let config: Config
+        do {
+            switch try CommandLineParser.parse(args) {
+            case .printAndExit(let text, let status):
+                Log.writeAll(status == 0 ? 1 : 2, text)
+                csys_exit(status)
+            case .run(let c):
+                config = c
+            }
+        } catch {
+            fail(error.message)
+        }
+        Log.level = config.logLevel
+        csys_ignore_sigpipe()
+        do {
+            try serve(config)
+        } catch {
+            if let detail = error.detail, !detail.isEmpty { Log.writeAll(2, detail.hasSuffix("\n") ? detail : detail + "\n") }
+            fail(error.message)
+        }
+        csys_exit(0)
+    }
+
+    static func fail(_ message: String) -> Never {
+        Log.writeAll(2, "peregrine: error: \(message)\n")
+        csys_exit(2)
+    }
+
+    static func serve(_ config: Config) throws(StartupFailure) {
+        let programName = environment("PEREGRINE_PYTHON_EXECUTABLE")
+        do {
+            try Interpreter.start(programName: programName, argv: ["peregrine"], pythonPaths: config.pythonPaths)
+            try Runtime.install()
+        } catch {
+            throw StartupFailure(error.message, detail: error.traceback)
+        }
+        let app: PyRef
+        do {
+            app = try Interpreter.loadApplication(config.app, factory: config.factory)
+        } catch {
+            throw StartupFailure(error.message, detail: error.traceback)
+        }
+        var proto = config.appProtocol
+        if proto == .auto {
+            switch Runtime.detectProtocol(app) {
+            case "asgi": proto = .asgi
+            case "wsgi": proto = .wsgi
+            default:
+                throw StartupFailure("cannot tell whether '\(config.app)' is a WSGI or an ASGI application; pass --protocol wsgi or --protocol asgi")
+            }
+        }
+        if proto == .asgi {
+            throw StartupFailure("'\(config.app)' is an ASGI application; this build serves WSGI only so far (ASGI support is tracked separately)")
+        }
+        let listener = try Listener.bind(config)
+        let signalFD = csys_signalfd_open()
+        let gateway = WSGIGateway(app: app, rootPath: config.rootPath, scheme: "http", multiprocess: false)
+        let worker: Worker
+        do {
+            worker = try Worker(config: config, listener: listener, gateway: gateway, signalFD: signalFD)
+        } catch {
+            throw StartupFailure(error.description)
+        }
+        Log.info("peregrine \(peregrineVersion) serving \(config.app) (WSGI) with Python \(Interpreter.version)")
+        Log.info("listening on \(listener.displayURL)")
+        worker.run()
+        Log.info("stopped after \(worker.requestsServed) requests")
+    }
+
+    static func environment(_ name: String) -> String? {
+        guard let v = getenvText(name), !v.isEmpty else { return nil }
+        return v
     }
 }

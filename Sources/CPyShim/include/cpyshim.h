@@ -50,6 +50,7 @@ const char *pshim_type_name(PyObject *o);
 PyObject *pshim_call0(PyObject *callable);
 PyObject *pshim_call1(PyObject *callable, PyObject *a);
 PyObject *pshim_call2(PyObject *callable, PyObject *a, PyObject *b);
+PyObject *pshim_call_method0(PyObject *o, const char *name);
 PyObject *pshim_call3(PyObject *callable, PyObject *a, PyObject *b, PyObject *c);
 
 // The interpreter this binary was built against (its sys.executable at build
@@ -66,5 +67,13 @@ int pshim_initialize(const char *program_name, int argc, char **argv, char *err,
 PyObject *pshim_fetch_exception(void);
 // Raises `exc` again (steals the reference).
 void pshim_restore_exception(PyObject *exc);
+
+// Exception types (C globals are shared mutable state to Swift 6).
+PyObject *pshim_exc_type_error(void);
+PyObject *pshim_exc_value_error(void);
+PyObject *pshim_exc_runtime_error(void);
+PyObject *pshim_exc_os_error(void);
+PyObject *pshim_exc_stop_iteration(void);
+PyObject *pshim_exc_assertion_error(void);
 
 #endif

@@ -6,8 +6,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
-#include <sys/uio.h>
+// Only stdint/stddef here: system headers pulled in through this module
+// would clash with the same headers seen through Python.h (which compiles
+// them with other feature macros) in any Swift module that imports both.
+struct iovec;
 
 // Listening sockets. The error text (if any) goes to `err` (NUL-terminated).
 int csys_listen_tcp(const char *host, int port, int backlog, char *err, size_t errlen);
@@ -27,11 +29,13 @@ const char *csys_strerror(int err);
 int csys_eagain(int err);   // EAGAIN or EWOULDBLOCK
 int csys_eintr(int err);
 
-ssize_t csys_read(int fd, void *buf, size_t len);
-ssize_t csys_write(int fd, const void *buf, size_t len);
-ssize_t csys_writev(int fd, const struct iovec *iov, int count);
+long csys_read(int fd, void *buf, size_t len);
+long csys_write(int fd, const void *buf, size_t len);
+long csys_writev(int fd, const struct iovec *iov, int count);
+// writev of two buffers (a response head and a body block): one syscall.
+long csys_write2(int fd, const void *a, size_t alen, const void *b, size_t blen);
 // sendfile(2) from `in_fd` at `*offset`; advances `*offset`.
-ssize_t csys_sendfile(int out_fd, int in_fd, int64_t *offset, size_t count);
+long csys_sendfile(int out_fd, int in_fd, int64_t *offset, size_t count);
 int csys_close(int fd);
 int csys_shutdown_write(int fd);
 // Wait until `fd` is readable (events=1) or writable (events=2); returns
@@ -63,12 +67,14 @@ int csys_signalfd_read(int fd);
 void csys_ignore_sigpipe(void);
 
 int csys_getpid(void);
+// getenv, NULL if unset.
+const char *csys_getenv(const char *name);
 void csys_exit(int status) __attribute__((noreturn));
 
 
 
 // Plain write(2) for log output (stderr/stdout are not sockets).
-ssize_t csys_write_plain(int fd, const void *buf, size_t len);
+long csys_write_plain(int fd, const void *buf, size_t len);
 // "2026-11-30 14:00:00 +0000" (UTC) into out.
 void csys_log_time(char *out, size_t len);
 #endif

@@ -1,0 +1,7 @@
+import CSys
+
+/// File facts the gateways need without importing the C shim themselves.
+public enum Files {
+    /// The size of a regular file, or -1 for anything else (pipes, sockets).
+    public static func regularFileSize(_ fd: Int32) -> Int64 { csys_regular_file_size(fd) }
+}

@@ -1,0 +1,178 @@
+import CPython
+import CPyShim
+import Core
+import PyBridge
+
+/// Builds the PEP 3333 environ for one request.
+///
+/// The constant part (wsgi.version, wsgi.errors, SCRIPT_NAME, ...) is a
+/// template dict made once per worker; each request starts from a copy of it
+/// and sets only what varies.
+struct WSGIEnvironBuilder {
+    let keys: WSGIKeys
+    let template: PyRef
+    let rootPath: [UInt8]
+    private var headerKeys = HeaderKeyCache()
+    private var decoded = [UInt8](repeating: 0, count: 1024)
+
+    init(keys: WSGIKeys, rootPath: String, scheme: StaticString, multiprocess: Bool, errors: PyRef, fileWrapper: PyRef) {
+        self.keys = keys
+        self.rootPath = Array(rootPath.utf8)
+        let t = PyDict_New()!
+        let version = PyTuple_New(2)!
+        pshim_tuple_set_item(version, 0, Py.int(1))
+        pshim_tuple_set_item(version, 1, Py.int(0))
+        PyDict_SetItem(t, keys.wsgiVersion, version)
+        Py.decref(version)
+        let schemeStr = Py.str(scheme.description)
+        PyDict_SetItem(t, keys.wsgiURLScheme, schemeStr)
+        Py.decref(schemeStr)
+        PyDict_SetItem(t, keys.wsgiErrors, errors)
+        PyDict_SetItem(t, keys.wsgiMultithread, Py.false)
+        PyDict_SetItem(t, keys.wsgiMultiprocess, multiprocess ? Py.true : Py.false)
+        PyDict_SetItem(t, keys.wsgiRunOnce, Py.false)
+        PyDict_SetItem(t, keys.wsgiFileWrapper, fileWrapper)
+        PyDict_SetItem(t, keys.wsgiInputTerminated, Py.true)
+        let software = Py.str("peregrine")
+        PyDict_SetItem(t, keys.serverSoftware, software)
+        Py.decref(software)
+        let script = Py.str(rootPath)
+        PyDict_SetItem(t, keys.scriptName, script)
+        Py.decref(script)
+        template = t
+    }
+
+    /// Sets `key` to a new reference `value` (consumed).
+    @inline(__always)
+    private func set(_ env: PyRef, _ key: PyRef, _ value: PyRef?) {
+        guard let value else { PyErr_Clear(); return }
+        PyDict_SetItem(env, key, value)
+        Py.decref(value)
+    }
+
+    /// A new environ dict, or nil with a Python exception set.
+    mutating func build(_ request: GatewayRequest, input: PyRef) -> PyRef? {
+        guard let env = PyDict_Copy(template) else { return nil }
+        set(env, keys.requestMethod, keys.method(request.bytes(request.method)))
+        setPath(env, request)
+        let q = request.bytes(request.query)
+        if q.isEmpty {
+            PyDict_SetItem(env, keys.queryString, keys.emptyString)
+        } else {
+            set(env, keys.queryString, Py.latin1(q))
+        }
+        let target = Py.latin1(request.bytes(request.target))
+        if let target {
+            PyDict_SetItem(env, keys.rawURI, target)
+            PyDict_SetItem(env, keys.requestURI, target)
+            Py.decref(target)
+        }
+        let proto: PyRef
+        switch request.httpVersion.utf8CodeUnitCount {
+        case 8 where request.httpVersion.utf8Start[7] == 0x30: proto = keys.http10
+        case 8: proto = keys.http11
+        default: proto = Py.str(request.httpVersion.description); Py.decref(proto)
+        }
+        PyDict_SetItem(env, keys.serverProtocol, proto)
+        setPeer(env, request.peer)
+        PyDict_SetItem(env, keys.wsgiInput, input)
+
+        for i in 0..<request.fieldCount {
+            let f = request.fields[i]
+            let name = request.bytes(f.name)
+            let value = request.bytes(f.value)
+            let key: PyRef
+            if equalsIgnoringCase(name, "content-type") {
+                key = keys.contentType; Py.incref(key)
+            } else if equalsIgnoringCase(name, "content-length") {
+                key = keys.contentLength; Py.incref(key)
+            } else {
+                guard let k = headerKeys.key(for: name) else { continue }
+                key = k
+            }
+            defer { Py.decref(key) }
+            guard let v = Py.latin1(value) else { PyErr_Clear(); continue }
+            if let existing = PyDict_GetItemWithError(env, key) {
+                // Repeated fields are one field with a list value (RFC 9110
+                // §5.3); cookies are joined the way the Cookie header joins
+                // them (RFC 6265 §5.4).
+                let separator = key == keys.httpCookie ? "; " : ", "
+                let sep = Py.str(separator)
+                let joined = PyUnicode_Concat(existing, sep)
+                Py.decref(sep)
+                if let joined, let full = PyUnicode_Concat(joined, v) {
+                    PyDict_SetItem(env, key, full)
+                    Py.decref(full)
+                }
+                Py.xdecref(joined)
+                Py.decref(v)
+                // Content-Length and Content-Type are single-valued; the
+                // parser has already refused differing Content-Lengths.
+            } else {
+                PyDict_SetItem(env, key, v)
+                Py.decref(v)
+            }
+        }
+        return env
+    }
+
+    private func setPeer(_ env: PyRef, _ peer: PeerInfo) {
+        if peer.cachedRemoteAddress == nil {
+            let addr = Py.str(peer.isUnix ? "" : peer.remoteAddress)
+            let port = Py.str(peer.isUnix ? "" : String(peer.remotePort))
+            peer.cachedRemoteAddress = UnsafeMutableRawPointer(addr)
+            peer.cachedRemotePort = UnsafeMutableRawPointer(port)
+        }
+        PyDict_SetItem(env, keys.remoteAddr, peer.cachedRemoteAddress!.assumingMemoryBound(to: PyObject.self))
+        PyDict_SetItem(env, keys.remotePort, peer.cachedRemotePort!.assumingMemoryBound(to: PyObject.self))
+        let name = Py.str(peer.serverName)
+        PyDict_SetItem(env, keys.serverName, name)
+        Py.decref(name)
+        let port = Py.str(String(peer.serverPort))
+        PyDict_SetItem(env, keys.serverPort, port)
+        Py.decref(port)
+    }
+
+    /// PATH_INFO is the percent-decoded path as latin-1 (PEP 3333 "native
+    /// strings": bytes carried in a str one-to-one), with --root-path taken
+    /// off the front when the path is under it.
+    private mutating func setPath(_ env: PyRef, _ request: GatewayRequest) {
+        let raw = request.bytes(request.path)
+        if decoded.count < raw.count { decoded = [UInt8](repeating: 0, count: raw.count) }
+        var n = 0
+        decoded.withUnsafeMutableBufferPointer { out in
+            var i = 0
+            while i < raw.count {
+                let b = raw[i]
+                if b == 0x25, i + 2 < raw.count, let hi = hexValue(raw[i + 1]), let lo = hexValue(raw[i + 2]) {
+                    out[n] = hi << 4 | lo
+                    i += 3
+                } else {
+                    out[n] = b
+                    i += 1
+                }
+                n += 1
+            }
+        }
+        var start = 0
+        if !rootPath.isEmpty && n >= rootPath.count {
+            var under = true
+            for j in 0..<rootPath.count where decoded[j] != rootPath[j] { under = false; break }
+            if under && (n == rootPath.count || decoded[rootPath.count] == 0x2F) { start = rootPath.count }
+        }
+        let value = decoded.withUnsafeBytes { b in
+            Py.latin1(UnsafeRawBufferPointer(rebasing: b[start..<n]))
+        }
+        set(env, keys.pathInfo, value)
+    }
+}
+
+@inline(__always)
+func hexValue(_ c: UInt8) -> UInt8? {
+    switch c {
+    case 0x30...0x39: return c - 0x30
+    case 0x41...0x46: return c - 0x41 + 10
+    case 0x61...0x66: return c - 0x61 + 10
+    default: return nil
+    }
+}

@@ -1,0 +1,614 @@
+import CPython
+import CPyShim
+import Core
+import PyBridge
+
+/// The WSGI (PEP 3333) adapter: turns one `GatewayRequest` into a call of the
+/// application and drives its response into an `Exchange`.
+///
+/// Theory of operation. One worker serves one WSGI request at a time, inline
+/// on its thread: `serve` builds the environ, calls the application, then
+/// walks the returned iterable. The response head is held back until the
+/// first non-empty block (PEP 3333 "headers must not be sent until..."), so
+/// `start_response` may still be called again with `exc_info`, or for the
+/// first time from inside the first iteration. Each block then goes to the
+/// socket before the next is asked for; a list or tuple is known in full and
+/// goes out in one write with a computed Content-Length. A Content-Length the
+/// application declares is enforced: excess is dropped, a short body aborts
+/// the connection so the client cannot mistake it for complete.
+///
+/// The C-level objects handed to the application (wsgi.input,
+/// start_response, write) carry the request's `token`; once `serve` returns
+/// the token changes and stale objects raise instead of touching the next
+/// request.
+public final class WSGIGateway {
+    nonisolated(unsafe) static var current: WSGIGateway?
+
+    private let app: PyRef
+    private var environ: WSGIEnvironBuilder
+    private let keys: WSGIKeys
+    private let fileWrapperType: PyRef
+    private(set) var token: UInt64 = 0
+
+    // Per-request state, reset by `serve`.
+    private var exchange: Exchange?
+    private var isHead = false
+    private var startCalled = false
+    private var headSent = false
+    private var status = 0
+    private var statusRef: PyRef?
+    private var headersRef: PyRef?
+    private var declaredLength: Int64?
+    private var closeRequested = false
+    private var bodyBytes: Int64 = 0
+    private var excessLogged = false
+    private var writeUsed = false
+    private var connectionLost = false
+    private var bodyTooLarge = false
+
+    // Request-body look-ahead for readline.
+    private let bodyBuffer: UnsafeMutableRawPointer
+    private let bodyCapacity = 64 * 1024
+    private var bodyStart = 0
+    private var bodyEnd = 0
+    private var bodyDone = false
+
+    private var fields: UnsafeMutablePointer<ResponseField>
+    private var fieldCapacity = 32
+
+    /// Summary of the last request, for the access log.
+    public private(set) var lastStatus = 0
+    public private(set) var lastBodyBytes: Int64 = 0
+
+    public init(app: PyRef, rootPath: String, scheme: StaticString, multiprocess: Bool) {
+        self.app = app
+        keys = WSGIKeys()
+        _ = WSGIInput.makeType()
+        WSGICallables.makeTypes()
+        let errorStream = pshim_call0(Runtime.attribute("ErrorStream"))!
+        fileWrapperType = Runtime.attribute("FileWrapper")
+        environ = WSGIEnvironBuilder(keys: keys, rootPath: rootPath, scheme: scheme, multiprocess: multiprocess,
+                                     errors: errorStream, fileWrapper: fileWrapperType)
+        bodyBuffer = .allocate(byteCount: bodyCapacity, alignment: 16)
+        fields = .allocate(capacity: fieldCapacity)
+        WSGIGateway.current = self
+    }
+
+    // MARK: - One request
+
+    /// Serves one request to completion (or abort). `token` must differ from
+    /// every earlier request's.
+    public func serve(_ request: GatewayRequest, exchange: Exchange, token: UInt64) {
+        self.exchange = exchange
+        self.token = token
+        WSGIGateway.current = self
+        isHead = request.isHead
+        startCalled = false
+        headSent = false
+        status = 0
+        declaredLength = nil
+        closeRequested = false
+        bodyBytes = 0
+        excessLogged = false
+        writeUsed = false
+        connectionLost = false
+        bodyTooLarge = false
+        bodyStart = 0
+        bodyEnd = 0
+        bodyDone = false
+        defer { endRequest() }
+
+        guard let input = WSGIInput.make(token: token),
+              let start = WSGICallables.make(WSGICallables.startResponseType!, token: token) else {
+            applicationFailed(); return
+        }
+        guard let env = environ.build(request, input: input) else {
+            Py.decref(input); Py.decref(start)
+            applicationFailed(); return
+        }
+        let result = pshim_call2(app, env, start)
+        Py.decref(env); Py.decref(input); Py.decref(start)
+        guard let result else { applicationFailed(); return }
+        respond(with: result)
+        closeIterable(result)
+        Py.decref(result)
+    }
+
+    private func endRequest() {
+        token = 0
+        Py.xdecref(statusRef); statusRef = nil
+        Py.xdecref(headersRef); headersRef = nil
+        lastStatus = status
+        lastBodyBytes = bodyBytes
+        exchange = nil
+    }
+
+    private func respond(with result: PyRef) {
+        if pshim_list_check(result) != 0 || pshim_tuple_check(result) != 0 {
+            respondWithSequence(result)
+        } else if pshim_type(result) == UnsafeMutableRawPointer(fileWrapperType).assumingMemoryBound(to: PyTypeObject.self),
+                  startCalled, respondWithFile(result) {
+            return
+        } else {
+            respondWithIterable(result)
+        }
+    }
+
+    /// A list or tuple: every block is in hand, so the length is known and
+    /// the whole response goes out in one write.
+    private func respondWithSequence(_ result: PyRef) {
+        let isList = pshim_list_check(result) != 0
+        let count = isList ? pshim_list_size(result) : pshim_tuple_size(result)
+        var total: Int64 = 0
+        for i in 0..<count {
+            let item = isList ? pshim_list_item(result, i)! : pshim_tuple_item(result, i)!
+            guard pshim_bytes_check(item) != 0 else {
+                Py.raise(Py.typeError, "the application's response must contain bytes, not \(Py.typeName(item))")
+                applicationFailed(); return
+            }
+            total += Int64(pshim_bytes_size(item))
+        }
+        guard startCalled else {
+            Py.raise(Py.runtimeError, "the application returned without calling start_response")
+            applicationFailed(); return
+        }
+        if !headSent && !emitHead(knownLength: writeUsed ? nil : total) { return }
+        for i in 0..<count {
+            let item = isList ? pshim_list_item(result, i)! : pshim_tuple_item(result, i)!
+            if !sendBlock(item, flush: false) { return }
+        }
+        finishResponse()
+    }
+
+    /// Any other iterable: each block reaches the socket before the next is
+    /// requested (PEP 3333 "unbuffered").
+    private func respondWithIterable(_ result: PyRef) {
+        guard let iterator = PyObject_GetIter(result) else { applicationFailed(); return }
+        defer { Py.decref(iterator) }
+        while let item = PyIter_Next(iterator) {
+            defer { Py.decref(item) }
+            guard pshim_bytes_check(item) != 0 else {
+                Py.raise(Py.typeError, "the application yielded \(Py.typeName(item)), not bytes")
+                applicationFailed(); return
+            }
+            guard startCalled else {
+                Py.raise(Py.runtimeError, "the application yielded body data before calling start_response")
+                applicationFailed(); return
+            }
+            if pshim_bytes_size(item) == 0 { continue }
+            if !headSent && !emitHead(knownLength: nil) { return }
+            if isHead { break }   // the head is decided; a HEAD response has no body to produce
+            if !sendBlock(item, flush: true) { return }
+        }
+        if PyErr_Occurred() != nil { applicationFailed(); return }
+        guard startCalled else {
+            Py.raise(Py.runtimeError, "the application returned without calling start_response")
+            applicationFailed(); return
+        }
+        if !headSent && !emitHead(knownLength: writeUsed ? nil : 0) { return }
+        finishResponse()
+    }
+
+    /// wsgi.file_wrapper around a regular file: sendfile from its current
+    /// position. Returns false to fall back to plain iteration.
+    private func respondWithFile(_ wrapper: PyRef) -> Bool {
+        guard let filelike = PyObject_GetAttrString(wrapper, "filelike") else { PyErr_Clear(); return false }
+        defer { Py.decref(filelike) }
+        let fd = PyObject_AsFileDescriptor(filelike)
+        if fd < 0 { PyErr_Clear(); return false }
+        let size = Files.regularFileSize(fd)
+        guard size >= 0 else { return false }
+        // A Python file object may have read ahead into its own buffer; its
+        // tell() is the logical position, which is where sending starts.
+        var offset: Int64
+        if let pos = pshim_call_method0(filelike, "tell") {
+            offset = Int64(PyLong_AsLongLong(pos))
+            Py.decref(pos)
+            if PyErr_Occurred() != nil { PyErr_Clear(); return false }
+        } else {
+            PyErr_Clear()
+            return false
+        }
+        var remaining = max(0, size - offset)
+        if let declared = declaredLength { remaining = min(remaining, declared) }
+        if !emitHead(knownLength: remaining) { return true }
+        if isHead || remaining == 0 { finishResponse(); return true }
+        guard let exchange else { return true }
+        guard let sent = exchange.sendFile(fd: fd, offset: offset, count: remaining) else { return false }
+        bodyBytes += sent
+        if sent < remaining {
+            connectionLost = true
+            exchange.abort()
+            return true
+        }
+        finishResponse()
+        return true
+    }
+
+    private func closeIterable(_ result: PyRef) {
+        guard PyObject_HasAttrString(result, "close") != 0 else { return }
+        if let r = pshim_call_method0(result, "close") {
+            Py.decref(r)
+        } else {
+            let tb = takeTraceback()
+            Log.error("the application's close() raised \(tb.exceptionName): \(tb.message)\n\(tb.text)")
+        }
+    }
+
+    // MARK: - Output
+
+    @discardableResult
+    private func emitHead(knownLength: Int64?) -> Bool {
+        guard let exchange, let headersRef, let statusRef else { return false }
+        headSent = true
+        let n = pshim_list_check(headersRef) != 0 ? pshim_list_size(headersRef) : pshim_tuple_size(headersRef)
+        if n > fieldCapacity {
+            fields.deallocate()
+            fieldCapacity = Int(n) * 2
+            fields = .allocate(capacity: fieldCapacity)
+        }
+        var used = 0
+        for i in 0..<n {
+            let pair = pshim_list_check(headersRef) != 0 ? pshim_list_item(headersRef, i)! : pshim_tuple_item(headersRef, i)!
+            let name = latin1View(pshim_tuple_item(pair, 0)!)
+            let value = latin1View(pshim_tuple_item(pair, 1)!)
+            // Framing and connection management are the server's: the
+            // application's Content-Length becomes the head's length, and
+            // hop-by-hop fields (PEP 3333 forbids them) are not passed on.
+            if equalsIgnoringCase(name, "content-length") || equalsIgnoringCase(name, "transfer-encoding")
+                || equalsIgnoringCase(name, "connection") || equalsIgnoringCase(name, "keep-alive") {
+                continue
+            }
+            fields[used] = ResponseField(name: name, value: value)
+            used += 1
+        }
+        let statusText = latin1View(statusRef)
+        let reason = UnsafeRawBufferPointer(rebasing: statusText[min(4, statusText.count)...])
+        let head = ResponseHead(status: status, reason: reason,
+                                fields: UnsafeBufferPointer(start: fields, count: used),
+                                contentLength: declaredLength ?? knownLength, close: closeRequested)
+        if !exchange.sendHead(head) { connectionLost = true; return false }
+        return true
+    }
+
+    /// Sends one block, holding the application to its Content-Length.
+    private func sendBlock(_ bytes: PyRef, flush: Bool) -> Bool {
+        guard let exchange else { return false }
+        var count = Int64(pshim_bytes_size(bytes))
+        if count == 0 { return true }
+        if let declared = declaredLength, !isHead {
+            let room = declared - bodyBytes
+            if count > room {
+                if !excessLogged {
+                    excessLogged = true
+                    Log.warning("the application sent more than its Content-Length of \(declared) bytes; the excess was dropped")
+                }
+                count = max(0, room)
+                if count == 0 { return true }
+            }
+        }
+        bodyBytes += count
+        let view = UnsafeRawBufferPointer(start: pshim_bytes_data(bytes), count: Int(count))
+        if !exchange.sendBody(view, flush: flush) { connectionLost = true; return false }
+        return true
+    }
+
+    private func finishResponse() {
+        guard let exchange, !connectionLost else { return }
+        if let declared = declaredLength, bodyBytes < declared, !isHead, status != 204, status != 304 {
+            Log.warning("the application's response was shorter (\(bodyBytes) bytes) than its Content-Length of \(declared) bytes; the connection was closed")
+            exchange.abort()
+            return
+        }
+        if !exchange.finish() { connectionLost = true }
+    }
+
+    /// The application raised (the exception is pending). Before the head
+    /// has gone out the client gets a 500 (413 when the body was too large);
+    /// after, the connection is aborted.
+    private func applicationFailed() {
+        let tb = takeTraceback()
+        guard let exchange else { return }
+        if connectionLost { return }
+        if headSent {
+            Log.error("the application raised \(tb.exceptionName) after the response began; connection aborted\n\(tb.text)")
+            exchange.abort()
+            return
+        }
+        if bodyTooLarge {
+            Log.info("request body exceeded --max-body; answered 413")
+            sendErrorResponse(413, "Content Too Large")
+        } else {
+            Log.error("the application raised \(tb.exceptionName): \(tb.message)\n\(tb.text)")
+            sendErrorResponse(500, "Internal Server Error")
+        }
+    }
+
+    private func sendErrorResponse(_ code: Int, _ reason: StaticString) {
+        guard let exchange else { return }
+        status = code
+        headSent = true
+        let body = reason
+        let contentType: StaticString = "content-type"
+        let plain: StaticString = "text/plain; charset=utf-8"
+        fields[0] = ResponseField(name: UnsafeRawBufferPointer(start: contentType.utf8Start, count: contentType.utf8CodeUnitCount),
+                                  value: UnsafeRawBufferPointer(start: plain.utf8Start, count: plain.utf8CodeUnitCount))
+        let head = ResponseHead(status: code,
+                                reason: UnsafeRawBufferPointer(start: reason.utf8Start, count: reason.utf8CodeUnitCount),
+                                fields: UnsafeBufferPointer(start: fields, count: 1),
+                                contentLength: Int64(body.utf8CodeUnitCount), close: code == 413)
+        guard exchange.sendHead(head) else { return }
+        bodyBytes = Int64(body.utf8CodeUnitCount)
+        _ = exchange.sendBody(UnsafeRawBufferPointer(start: body.utf8Start, count: body.utf8CodeUnitCount), flush: false)
+        _ = exchange.finish()
+    }
+
+    // MARK: - start_response and write
+
+    func startResponse(status statusObj: PyRef, headers: PyRef, excInfo: PyRef?) -> Bool {
+        if let excInfo {
+            if headSent {
+                // PEP 3333: with the head already out, re-raise the error.
+                if pshim_tuple_check(excInfo) != 0 && pshim_tuple_size(excInfo) == 3 {
+                    let t = pshim_tuple_item(excInfo, 0)!, v = pshim_tuple_item(excInfo, 1)!, tb = pshim_tuple_item(excInfo, 2)!
+                    Py.incref(t); Py.incref(v); Py.incref(tb)
+                    PyErr_Restore(t, v, tb == Py.none ? nil : tb)
+                    if tb == Py.none { Py.decref(tb) }
+                } else {
+                    Py.raise(Py.typeError, "exc_info must be a (type, value, traceback) tuple")
+                }
+                return false
+            }
+        } else if startCalled {
+            Py.raise(Py.assertionError, "start_response called a second time without exc_info")
+            return false
+        }
+        guard pshim_unicode_check(statusObj) != 0 else {
+            Py.raise(Py.typeError, "status must be a str, not \(Py.typeName(statusObj))")
+            return false
+        }
+        let text = latin1View(statusObj)
+        guard text.count >= 4, isDigit(text[0]), isDigit(text[1]), isDigit(text[2]), text[3] == 0x20,
+              validFieldValue(UnsafeRawBufferPointer(rebasing: text[4...])) else {
+            Py.raise(Py.valueError, "status must look like '200 OK', got \(Py.describe(statusObj))")
+            return false
+        }
+        let code = Int(text[0] - 0x30) * 100 + Int(text[1] - 0x30) * 10 + Int(text[2] - 0x30)
+        guard code >= 200 else {
+            Py.raise(Py.valueError, "status \(code): WSGI responses must be final (200-999)")
+            return false
+        }
+        guard pshim_list_check(headers) != 0 || pshim_tuple_check(headers) != 0 else {
+            Py.raise(Py.typeError, "response_headers must be a list of (name, value) tuples, not \(Py.typeName(headers))")
+            return false
+        }
+        var declared: Int64?
+        var close = false
+        let isList = pshim_list_check(headers) != 0
+        let n = isList ? pshim_list_size(headers) : pshim_tuple_size(headers)
+        for i in 0..<n {
+            let pair = isList ? pshim_list_item(headers, i)! : pshim_tuple_item(headers, i)!
+            guard pshim_tuple_check(pair) != 0, pshim_tuple_size(pair) == 2 else {
+                Py.raise(Py.typeError, "each response header must be a (name, value) tuple, got \(Py.describe(pair))")
+                return false
+            }
+            let nameObj = pshim_tuple_item(pair, 0)!, valueObj = pshim_tuple_item(pair, 1)!
+            guard pshim_unicode_check(nameObj) != 0, pshim_unicode_check(valueObj) != 0 else {
+                Py.raise(Py.typeError, "response header names and values must be str: \(Py.describe(pair))")
+                return false
+            }
+            var data: UnsafePointer<UInt8>?
+            var len: Py_ssize_t = 0
+            guard pshim_unicode_latin1(nameObj, &data, &len) != 0, pshim_unicode_latin1(valueObj, &data, &len) != 0 else {
+                Py.raise(Py.valueError, "response header \(Py.describe(pair)) is not latin-1")
+                return false
+            }
+            let name = latin1View(nameObj), value = latin1View(valueObj)
+            guard validToken(name) else {
+                Py.raise(Py.valueError, "invalid response header name \(Py.describe(nameObj))")
+                return false
+            }
+            guard validFieldValue(value) else {
+                Py.raise(Py.valueError, "response header \(Py.describe(nameObj)) has a control character (CR, LF or NUL) in its value")
+                return false
+            }
+            if equalsIgnoringCase(name, "content-length") {
+                guard let v = parseLength(value), declared == nil || declared == v else {
+                    Py.raise(Py.valueError, "invalid Content-Length response header \(Py.describe(valueObj))")
+                    return false
+                }
+                declared = v
+            } else if equalsIgnoringCase(name, "connection") {
+                close = close || containsToken(value, "close")
+            }
+        }
+        Py.xdecref(statusRef)
+        Py.xdecref(headersRef)
+        Py.incref(statusObj); Py.incref(headers)
+        statusRef = statusObj
+        headersRef = headers
+        status = code
+        declaredLength = declared
+        closeRequested = close
+        startCalled = true
+        return true
+    }
+
+    func writeCallable(_ data: PyRef) -> Bool {
+        guard pshim_bytes_check(data) != 0 else {
+            Py.raise(Py.typeError, "write() takes bytes, not \(Py.typeName(data))")
+            return false
+        }
+        guard startCalled else {
+            Py.raise(Py.runtimeError, "write() called before start_response")
+            return false
+        }
+        writeUsed = true
+        if !headSent && !emitHead(knownLength: nil) {
+            Py.raise(Py.osError, "client disconnected")
+            return false
+        }
+        if isHead { return true }
+        if !sendBlock(data, flush: true) {
+            Py.raise(Py.osError, "client disconnected")
+            return false
+        }
+        return true
+    }
+
+    // MARK: - Request body
+
+    /// Fills the look-ahead buffer with more body; false at the end (or on
+    /// failure, with a Python exception set).
+    private func fillBody() -> Bool? {
+        if bodyDone { return false }
+        guard let exchange else { return false }
+        if bodyStart > 0 {
+            let n = bodyEnd - bodyStart
+            if n > 0 { bodyBuffer.copyMemory(from: bodyBuffer + bodyStart, byteCount: n) }
+            bodyStart = 0
+            bodyEnd = n
+        }
+        switch exchange.readBody(into: UnsafeMutableRawBufferPointer(start: bodyBuffer + bodyEnd, count: bodyCapacity - bodyEnd)) {
+        case .data(let n):
+            bodyEnd += n
+            return true
+        case .end:
+            bodyDone = true
+            return false
+        case .failed(let reason):
+            Py.raise(Py.osError, "request body could not be read: \(reason)")
+            return nil
+        case .tooLarge:
+            bodyTooLarge = true
+            Py.raise(Py.osError, "request body is larger than the server accepts (--max-body)")
+            return nil
+        }
+    }
+
+    /// read(size): blocks until `size` bytes or the end of the body.
+    func readBody(size: Int) -> PyRef? {
+        var capacity = size < 0 ? max(bodyCapacity, bodyEnd - bodyStart) : size
+        if size > bodyCapacity * 16 { capacity = bodyCapacity }  // grow as data actually arrives
+        guard var out = PyBytes_FromStringAndSize(nil, capacity) else { return nil }
+        var filled = 0
+        while size < 0 || filled < size {
+            if bodyEnd == bodyStart {
+                guard let more = fillBody() else { Py.decref(out); return nil }
+                if !more { break }
+            }
+            let want = size < 0 ? bodyEnd - bodyStart : min(bodyEnd - bodyStart, size - filled)
+            if filled + want > capacity {
+                capacity = max(capacity * 2, filled + want)
+                if size >= 0 { capacity = min(capacity, size) }
+                var o: PyRef? = out
+                guard _PyBytes_Resize(&o, capacity) == 0, let grown = o else { return nil }
+                out = grown
+            }
+            (UnsafeMutableRawPointer(pshim_bytes_data(out)!) + filled).copyMemory(from: bodyBuffer + bodyStart, byteCount: want)
+            filled += want
+            bodyStart += want
+        }
+        if filled != capacity {
+            var o: PyRef? = out
+            guard _PyBytes_Resize(&o, filled) == 0, let shrunk = o else { return nil }
+            out = shrunk
+        }
+        return out
+    }
+
+    /// readline(limit): up to and including the next b"\n".
+    func readLine(limit: Int) -> PyRef? {
+        var scanned = 0
+        var pending: [UInt8] = []
+        while true {
+            let available = bodyEnd - bodyStart
+            let p = (bodyBuffer + bodyStart).assumingMemoryBound(to: UInt8.self)
+            while scanned < available {
+                let b = p[scanned]
+                scanned += 1
+                if b == 0x0A || (limit >= 0 && pending.count + scanned >= limit) {
+                    return takeLine(&pending, scanned)
+                }
+            }
+            if available == bodyCapacity || (bodyStart > 0 && bodyEnd == bodyCapacity) {
+                // The buffer is full without a newline: move it aside.
+                pending.append(contentsOf: UnsafeRawBufferPointer(start: bodyBuffer + bodyStart, count: available))
+                bodyStart = 0
+                bodyEnd = 0
+                scanned = 0
+            }
+            guard let more = fillBody() else { return nil }
+            if !more { return takeLine(&pending, bodyEnd - bodyStart) }
+        }
+    }
+
+    private func takeLine(_ pending: inout [UInt8], _ count: Int) -> PyRef? {
+        let chunk = UnsafeRawBufferPointer(start: bodyBuffer + bodyStart, count: count)
+        bodyStart += count
+        if pending.isEmpty { return Py.bytes(chunk) }
+        pending.append(contentsOf: chunk)
+        return pending.withUnsafeBytes { Py.bytes($0) }
+    }
+}
+
+// MARK: - Small helpers
+
+@inline(__always) func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+
+/// The bytes of a 1-byte-kind str (validated in start_response).
+func latin1View(_ s: PyRef) -> UnsafeRawBufferPointer {
+    var data: UnsafePointer<UInt8>?
+    var len: Py_ssize_t = 0
+    guard pshim_unicode_latin1(s, &data, &len) != 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    return UnsafeRawBufferPointer(start: data, count: len)
+}
+
+/// RFC 9110 §5.6.2 token.
+func validToken(_ b: UnsafeRawBufferPointer) -> Bool {
+    guard !b.isEmpty else { return false }
+    for c in b {
+        switch c {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: continue
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+             UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+             UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): continue
+        default: return false
+        }
+    }
+    return true
+}
+
+/// RFC 9110 §5.5: no CR, LF, NUL or other controls except HTAB.
+func validFieldValue(_ b: UnsafeRawBufferPointer) -> Bool {
+    for c in b where (c < 0x20 && c != 0x09) || c == 0x7F { return false }
+    return true
+}
+
+func parseLength(_ b: UnsafeRawBufferPointer) -> Int64? {
+    var start = 0, end = b.count
+    while start < end && (b[start] == 0x20 || b[start] == 0x09) { start += 1 }
+    while end > start && (b[end - 1] == 0x20 || b[end - 1] == 0x09) { end -= 1 }
+    guard start < end, end - start <= 18 else { return nil }
+    var v: Int64 = 0
+    for i in start..<end {
+        guard isDigit(b[i]) else { return nil }
+        v = v * 10 + Int64(b[i] - 0x30)
+    }
+    return v
+}
+
+func containsToken(_ b: UnsafeRawBufferPointer, _ token: StaticString) -> Bool {
+    var i = 0
+    while i < b.count {
+        while i < b.count && (b[i] == 0x20 || b[i] == 0x09 || b[i] == 0x2C) { i += 1 }
+        var j = i
+        while j < b.count && b[j] != 0x2C { j += 1 }
+        var e = j
+        while e > i && (b[e - 1] == 0x20 || b[e - 1] == 0x09) { e -= 1 }
+        if e > i && equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: b[i..<e]), token) { return true }
+        i = j
+    }
+    return false
+}
+

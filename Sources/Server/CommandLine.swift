@@ -1,0 +1,166 @@
+import Core
+
+/// The result of reading argv: run, or print something and exit.
+public enum CommandLineAction {
+    case run(Config)
+    case printAndExit(String, status: Int32)
+}
+
+/// A command-line mistake: one line for the operator, exit status 2.
+public struct UsageError: Error {
+    public let message: String
+}
+
+public let peregrineVersion = "0.1.0"
+
+public let usageText = """
+usage: peregrine [options] MODULE:ATTR
+
+Serve a WSGI (PEP 3333) or ASGI application over HTTP/1.1.
+
+options:
+  --host HOST              interface to bind (default 127.0.0.1)
+  --port PORT              TCP port to bind (default 8000; 0 picks a free one)
+  --unix PATH              listen on a unix socket instead of TCP
+  --backlog N              listen backlog (default 2048)
+  --protocol P             wsgi, asgi or auto (default auto: a coroutine function
+                           or a callable taking 3 positional arguments is ASGI,
+                           2 is WSGI)
+  --factory                MODULE:ATTR is a factory returning the application
+  --root-path PATH         mount point: SCRIPT_NAME / ASGI root_path
+  --max-connections N      concurrent connections per worker (default 4096)
+  --max-body BYTES         largest request body (default 16MiB)
+  --max-header-size BYTES  largest request head (default 32KiB)
+  --keep-alive MS          idle keep-alive timeout (default 5000)
+  --request-timeout MS     time to receive a head; longest body/write stall
+                           (default 30000)
+  --python-path DIR        put DIR first on sys.path (repeatable)
+  --log-level LEVEL        debug, info, warning, error or silent (default info)
+  --access-log             log one line per request to standard output
+  --access-log-format F    text (default) or json; implies --access-log
+  --version                print the version and exit
+  --help                   print this help and exit
+
+BYTES accepts a suffix: k, m, g (powers of 1024), e.g. 16m.
+"""
+
+public enum CommandLineParser {
+    public static func parse(_ arguments: [String]) throws(UsageError) -> CommandLineAction {
+        var config = Config()
+        var positional: [String] = []
+        var i = 0
+        while i < arguments.count {
+            let arg = arguments[i]
+            i += 1
+            if !arg.hasPrefix("--") || arg == "--" {
+                if arg == "--" {
+                    positional += arguments[i...]
+                    break
+                }
+                if arg.hasPrefix("-") && arg.count > 1 {
+                    throw UsageError(message: "unknown option '\(arg)' (see --help)")
+                }
+                positional.append(arg)
+                continue
+            }
+            var name = arg
+            var inlineValue: String?
+            if let eq = arg.firstIndex(of: "=") {
+                name = String(arg[..<eq])
+                inlineValue = String(arg[arg.index(after: eq)...])
+            }
+            func value() throws(UsageError) -> String {
+                if let v = inlineValue { return v }
+                guard i < arguments.count else { throw UsageError(message: "option \(name) needs a value") }
+                i += 1
+                return arguments[i - 1]
+            }
+            func flag() throws(UsageError) {
+                if inlineValue != nil { throw UsageError(message: "option \(name) takes no value") }
+            }
+            switch name {
+            case "--help": try flag(); return .printAndExit(usageText, status: 0)
+            case "--version": try flag(); return .printAndExit("peregrine \(peregrineVersion)\n", status: 0)
+            case "--host":
+                config.host = try value()
+                if config.host.isEmpty { throw UsageError(message: "--host must not be empty") }
+            case "--port": config.port = try integer(name, try value(), 0...65535)
+            case "--unix":
+                let path = try value()
+                if path.isEmpty { throw UsageError(message: "--unix needs a path") }
+                config.unixPath = path
+            case "--backlog": config.backlog = try integer(name, try value(), 1...65535)
+            case "--protocol":
+                let v = try value()
+                guard let p = AppProtocol(rawValue: v.lowercased()) else {
+                    throw UsageError(message: "--protocol must be wsgi, asgi or auto, got '\(v)'")
+                }
+                config.appProtocol = p
+            case "--factory": try flag(); config.factory = true
+            case "--root-path":
+                var v = try value()
+                while v.hasSuffix("/") { v.removeLast() }
+                if !v.isEmpty && !v.hasPrefix("/") {
+                    throw UsageError(message: "--root-path must start with '/', got '\(v)'")
+                }
+                config.rootPath = v
+            case "--max-connections": config.maxConnections = try integer(name, try value(), 1...1_000_000)
+            case "--max-body": config.maxBody = Int64(try size(name, try value(), 0...(1 << 50)))
+            case "--max-header-size": config.maxHeaderSize = try size(name, try value(), 1024...(16 << 20))
+            case "--keep-alive": config.keepAliveMilliseconds = try integer(name, try value(), 0...86_400_000)
+            case "--request-timeout": config.requestTimeoutMilliseconds = try integer(name, try value(), 1...86_400_000)
+            case "--python-path": config.pythonPaths.append(try value())
+            case "--log-level":
+                let v = try value()
+                guard let l = LogLevel(name: v) else {
+                    throw UsageError(message: "--log-level must be debug, info, warning, error or silent, got '\(v)'")
+                }
+                config.logLevel = l
+            case "--access-log": try flag(); config.accessLog = true
+            case "--access-log-format":
+                let v = try value()
+                guard let f = AccessLogFormat(rawValue: v.lowercased()) else {
+                    throw UsageError(message: "--access-log-format must be text or json, got '\(v)'")
+                }
+                config.accessLogFormat = f
+                config.accessLog = true
+            default:
+                throw UsageError(message: "unknown option '\(name)' (see --help)")
+            }
+        }
+        guard positional.count == 1 else {
+            if positional.isEmpty { throw UsageError(message: "no application given: peregrine [options] MODULE:ATTR (see --help)") }
+            throw UsageError(message: "expected one MODULE:ATTR, got \(positional.count): \(positional.joined(separator: " "))")
+        }
+        let app = positional[0]
+        guard let colon = app.firstIndex(of: ":"), colon != app.startIndex, app.index(after: colon) != app.endIndex else {
+            throw UsageError(message: "application must be given as MODULE:ATTR, got '\(app)'")
+        }
+        config.app = app
+        return .run(config)
+    }
+
+    static func integer(_ name: String, _ text: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let v = Int(text), range.contains(v) else {
+            throw UsageError(message: "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got '\(text)'")
+        }
+        return v
+    }
+
+    static func size(_ name: String, _ text: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int {
+        var digits = Substring(text.lowercased())
+        var multiplier = 1
+        for (suffix, m) in [("kib", 1 << 10), ("mib", 1 << 20), ("gib", 1 << 30), ("kb", 1 << 10), ("mb", 1 << 20),
+                            ("gb", 1 << 30), ("k", 1 << 10), ("m", 1 << 20), ("g", 1 << 30), ("b", 1)] {
+            if digits.hasSuffix(suffix) {
+                digits = digits.dropLast(suffix.count)
+                multiplier = m
+                break
+            }
+        }
+        guard let v = Int(digits), v >= 0, v <= range.upperBound / multiplier, range.contains(v * multiplier) else {
+            throw UsageError(message: "\(name) must be a size in bytes between \(range.lowerBound) and \(range.upperBound) (suffix k, m or g allowed), got '\(text)'")
+        }
+        return v * multiplier
+    }
+}

@@ -1,0 +1,42 @@
+import Core
+
+/// Which gateway serves the application.
+public enum AppProtocol: String, Sendable {
+    case auto, wsgi, asgi
+}
+
+public enum AccessLogFormat: String, Sendable {
+    case text, json
+}
+
+/// Everything the command line sets. Defaults are the documented ones
+/// (README "Usage").
+public struct Config: Sendable {
+    public var app: String = ""
+    public var host = "127.0.0.1"
+    public var port = 8000
+    public var unixPath: String?
+    public var backlog = 2048
+    public var appProtocol: AppProtocol = .auto
+    public var factory = false
+    public var rootPath = ""
+    /// Concurrent connections per worker; further connections wait in the
+    /// kernel's accept queue until a slot frees.
+    public var maxConnections = 4096
+    /// Largest request body; a larger declared Content-Length gets 413 before
+    /// the application runs, a larger chunked body fails the read.
+    public var maxBody: Int64 = 16 * 1024 * 1024
+    /// Largest request head (request line and fields); beyond it: 431.
+    public var maxHeaderSize = 32 * 1024
+    /// Idle time allowed between requests on a kept-alive connection.
+    public var keepAliveMilliseconds = 5000
+    /// Time allowed to receive a request head, and the longest stall while
+    /// reading a body or writing a response.
+    public var requestTimeoutMilliseconds = 30000
+    public var pythonPaths: [String] = []
+    public var logLevel: LogLevel = .info
+    public var accessLog = false
+    public var accessLogFormat: AccessLogFormat = .text
+
+    public init() {}
+}

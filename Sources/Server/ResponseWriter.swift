@@ -1,0 +1,134 @@
+import CSys
+import Core
+import Gateway
+import HTTP1
+
+/// Serialises HTTP/1.1 response heads and framed body bytes into one
+/// per-worker output buffer, and writes it out.
+///
+/// Bytes accumulate until a flush, so a small response (head and body) goes
+/// out in one `send`; a large body block is not copied but written with the
+/// buffered head in one `writev`. Writes are blocking from the caller's
+/// point of view: a full socket buffer waits (GIL released, bounded by the
+/// write-stall timeout) — the WSGI model, where the application runs inline.
+struct OutputBuffer: ~Copyable {
+    private(set) var base: UnsafeMutableRawPointer
+    private(set) var capacity: Int
+    var count = 0
+
+    init(capacity: Int = 64 * 1024) {
+        self.capacity = capacity
+        base = .allocate(byteCount: capacity, alignment: 16)
+    }
+
+    deinit { base.deallocate() }
+
+    var free: Int { capacity - count }
+
+    mutating func reserve(_ n: Int) {
+        guard count + n > capacity else { return }
+        var c = capacity
+        while c < count + n { c *= 2 }
+        let nb = UnsafeMutableRawPointer.allocate(byteCount: c, alignment: 16)
+        nb.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = nb
+        capacity = c
+    }
+
+    /// Returns to the normal size after an unusually large head.
+    mutating func shrinkIfLarge() {
+        guard capacity > 256 * 1024, count == 0 else { return }
+        base.deallocate()
+        capacity = 64 * 1024
+        base = .allocate(byteCount: capacity, alignment: 16)
+    }
+
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        reserve(bytes.count)
+        if bytes.count > 0 { (base + count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+        count += bytes.count
+    }
+
+    @inline(__always)
+    mutating func append(_ s: StaticString) {
+        append(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    mutating func append(decimal value: Int64) {
+        reserve(20)
+        var v = value
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch on the stack
+        let n = withUnsafeMutableBytes(of: &digits) { d -> Int in
+            var i = 24
+            repeat {
+                i -= 1
+                d[i] = UInt8(truncatingIfNeeded: 0x30 + v % 10)
+                v /= 10
+            } while v > 0
+            let len = 24 - i
+            (base + count).copyMemory(from: d.baseAddress! + i, byteCount: len)
+            return len
+        }
+        count += n
+    }
+
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+}
+
+/// Blocking write of everything given, to a non-blocking socket.
+enum SocketWriter {
+    enum Outcome { case done, failed }
+
+    /// Writes `a` then `b` (either may be empty) fully. On EAGAIN waits for
+    /// writability up to `stallMilliseconds` with the GIL released.
+    static func write(fd: Int32, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
+                      stallMilliseconds: Int, waitWritable: (Int32, Int) -> Bool) -> Outcome {
+        var aOff = 0, bOff = 0
+        while aOff < a.count || bOff < b.count {
+            let n: Int
+            if aOff < a.count {
+                n = csys_write2(fd, a.baseAddress! + aOff, a.count - aOff,
+                                b.count > bOff ? b.baseAddress! + bOff : nil, b.count - bOff)
+            } else {
+                n = csys_write(fd, b.baseAddress! + bOff, b.count - bOff)
+            }
+            if n < 0 {
+                let e = csys_errno()
+                if csys_eintr(e) != 0 { continue }
+                if csys_eagain(e) != 0 {
+                    if !waitWritable(fd, stallMilliseconds) { return .failed }
+                    continue
+                }
+                return .failed
+            }
+            var left = n
+            let fromA = min(left, a.count - aOff)
+            aOff += fromA
+            left -= fromA
+            bOff += left
+        }
+        return .done
+    }
+}
+
+/// Reason phrases for the statuses the server itself produces.
+enum StatusText {
+    static func reason(_ status: Int) -> StaticString {
+        switch status {
+        case 100: "Continue"
+        case 400: "Bad Request"
+        case 408: "Request Timeout"
+        case 413: "Content Too Large"
+        case 414: "URI Too Long"
+        case 417: "Expectation Failed"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 503: "Service Unavailable"
+        case 505: "HTTP Version Not Supported"
+        default: "Error"
+        }
+    }
+}

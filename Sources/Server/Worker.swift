@@ -1,0 +1,191 @@
+import CSys
+import Core
+import Gateway
+import HTTP1
+import PyBridge
+
+/// One worker: one thread, one epoll, its own connections, buffers, timers
+/// and gateway. Nothing here is shared with another worker.
+///
+/// The loop waits in epoll with the GIL released, accepts, reads, and for
+/// each complete request runs the WSGI application inline; timers are a
+/// wheel with one deadline per connection slot.
+final class Worker {
+    let config: Config
+    let listener: Listener
+    let gateway: WSGIGateway
+    let headerTable: H1HeaderTable
+    let fieldSpans: UnsafeMutablePointer<FieldSpans>
+    let accessLog: AccessLog
+    var out = OutputBuffer()
+    var date = DateCache()
+    private(set) var now: Instant
+    private var poller: Poller
+    private var timers: TimerWheel
+    private var pool = BufferPool()
+    let blockSize: Int
+    private let limits: H1Limits
+    private var slots: [H1Connection] = []
+    private var generations: [UInt32] = []
+    private var freeSlots: [Int] = []
+    private var openCount = 0
+    private var accepting = true
+    private let signalFD: Int32
+    private(set) var stopping = false
+    private var requestTokens: UInt64 = 0
+    var requestsServed = 0
+
+    private static let listenerToken: UInt64 = 1 << 63
+    private static let signalToken: UInt64 = 1 << 63 | 1
+
+    init(config: Config, listener: Listener, gateway: WSGIGateway, signalFD: Int32) throws(SystemError) {
+        self.config = config
+        self.listener = listener
+        self.gateway = gateway
+        self.signalFD = signalFD
+        var l = H1Limits()
+        l.maxHeadBytes = config.maxHeaderSize
+        limits = l
+        headerTable = H1HeaderTable(capacity: l.maxHeaderCount)
+        fieldSpans = .allocate(capacity: l.maxHeaderCount)
+        accessLog = AccessLog(enabled: config.accessLog, format: config.accessLogFormat)
+        now = Instant.now()
+        poller = try Poller()
+        timers = TimerWheel(capacity: config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: now)
+        blockSize = pool.blockSize
+        try poller.add(listener.fd, token: Worker.listenerToken, interest: .readable)
+        if signalFD >= 0 { try poller.add(signalFD, token: Worker.signalToken, interest: .readable) }
+    }
+
+    func clockNow() -> Instant { Instant.now() }
+
+    func nextRequestToken() -> UInt64 {
+        requestTokens &+= 1
+        return requestTokens
+    }
+
+    // MARK: - Loop
+
+    func run() {
+        while !(stopping && openCount == 0) {
+            let timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
+            let n = GIL.released { poller.wait(timeoutMilliseconds: stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout) }
+            now = Instant.now()
+            date.refresh()
+            for i in 0..<n {
+                let (token, events) = poller.event(at: i)
+                if token == Worker.listenerToken {
+                    acceptConnections()
+                } else if token == Worker.signalToken {
+                    handleSignal()
+                } else {
+                    let index = Int(token & 0xFFFF_FFFF)
+                    guard index < slots.count, UInt64(generations[index]) == token >> 32 else { continue }
+                    let c = slots[index]
+                    if events.contains(.error) && !events.contains(.readable) {
+                        c.close()
+                    } else {
+                        c.onReadable()
+                    }
+                }
+            }
+            timers.expire(now: now) { index in
+                slots[index].onTimeout()
+            }
+        }
+    }
+
+    private func acceptConnections() {
+        var budget = 128
+        var addr = [CChar](repeating: 0, count: 64)
+        while budget > 0 && accepting {
+            budget -= 1
+            guard openCount < config.maxConnections else {
+                // Leave further connections in the kernel's queue until a
+                // slot frees (see connectionClosed).
+                poller.remove(listener.fd)
+                accepting = false
+                return
+            }
+            var port: Int32 = 0
+            var isUnix: Int32 = 0
+            let fd = csys_accept(listener.fd, &addr, 64, &port, &isUnix)
+            if fd < 0 { return }
+            let index: Int
+            if let free = freeSlots.popLast() {
+                index = free
+            } else {
+                index = slots.count
+                slots.append(H1Connection(worker: self, index: index, limits: limits))
+                generations.append(0)
+            }
+            generations[index] &+= 1
+            let c = slots[index]
+            let remote = String(decoding: addr.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            var local = [CChar](repeating: 0, count: 64)
+            var localPort: Int32 = 0
+            var serverName = listener.host
+            if !listener.isUnix, csys_local_address(fd, &local, 64, &localPort) == 0 {
+                serverName = String(decoding: local.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+            let peer = PeerInfo(remoteAddress: remote, remotePort: Int(port), serverName: serverName,
+                                serverPort: listener.isUnix ? 0 : Int(localPort), isUnix: isUnix != 0, scheme: "http")
+            openCount += 1
+            c.open(fd: fd, peer: peer, generation: generations[index])
+            do {
+                try poller.add(fd, token: c.token, interest: .readable)
+            } catch {
+                c.close()
+            }
+        }
+    }
+
+    func connectionClosed(_ c: H1Connection) {
+        poller.remove(c.fd)
+        generations[c.index] &+= 1
+        freeSlots.append(c.index)
+        openCount -= 1
+        if !accepting && !stopping {
+            accepting = true
+            try? poller.add(listener.fd, token: Worker.listenerToken, interest: .readable)
+        }
+    }
+
+    private func handleSignal() {
+        let sig = csys_signalfd_read(signalFD)
+        guard sig != 0 else { return }
+        if stopping {
+            Log.info("second signal: exiting now")
+            csys_exit(0)
+        }
+        Log.info("signal \(sig): stopping (no new connections; idle ones closed)")
+        stopping = true
+        poller.remove(listener.fd)
+        accepting = false
+        for c in slots where c.phase == .head || c.phase == .lingering {
+            c.close()
+        }
+    }
+
+    // MARK: - Services for connections
+
+    func arm(_ c: H1Connection, milliseconds: Int) {
+        timers.arm(c.index, at: now.adding(milliseconds: milliseconds))
+    }
+
+    func disarm(_ c: H1Connection) {
+        timers.cancel(c.index)
+    }
+
+    func takeBlock() -> UnsafeMutableRawPointer { pool.take() }
+    func giveBlock(_ b: UnsafeMutableRawPointer) { pool.give(b) }
+
+    /// Waits (GIL released) until `fd` is readable; false on timeout.
+    func waitReadable(_ fd: Int32, milliseconds: Int) -> Bool {
+        GIL.released { csys_poll_one(fd, 1, Int32(milliseconds)) } == 1
+    }
+
+    func waitWritable(_ fd: Int32, _ milliseconds: Int) -> Bool {
+        GIL.released { csys_poll_one(fd, 2, Int32(milliseconds)) } == 1
+    }
+}
