@@ -40,8 +40,6 @@ struct HeaderKeyCache {
         guard let key = make(name) else { return nil }
         if table[i] == nil && probes < 8 && used < (mask + 1) * 3 / 4 {
             Py.incref(key)  // the table's reference, kept for the worker's life
-            var interned: PyRef? = key
-            PyUnicode_InternInPlace(&interned)
             table[i] = Entry(hash: h, name: name.map(lower), key: key)
             used += 1
         }

@@ -96,7 +96,7 @@ struct WSGIEnvironBuilder {
                 // Repeated fields are one field with a list value (RFC 9110
                 // §5.3); cookies are joined the way the Cookie header joins
                 // them (RFC 6265 §5.4).
-                let separator = key == keys.httpCookie ? "; " : ", "
+                let separator = equalsIgnoringCase(name, "cookie") ? "; " : ", "
                 let sep = Py.str(separator)
                 let joined = PyUnicode_Concat(existing, sep)
                 Py.decref(sep)
