@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone of this repository on a Debian 12
+# machine with a Swift 6 toolchain and CPython (what .ci/run calls):
+#
+#   1. system packages the build and the tests need (apt, when root);
+#   2. a test venv with the test requirements and peregrine itself installed
+#      by `pip install .` (a release build against that venv's interpreter);
+#   3. lint (ruff) and types (mypy --strict) of the Python package;
+#   4. `swift test`: unit tests of the protocol cores;
+#   5. a short libFuzzer run over the HTTP/1 parsers;
+#   6. pytest: end-to-end tests against the installed server, and the install
+#      test (fresh venvs of two interpreters).
+#
+# Environment: PYTHON (default python3) picks the interpreter of the test venv;
+# FUZZ_SECONDS (default 30) the fuzzing time.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+python=${PYTHON:-python3}
+venv="$root/.venv-test"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "system packages"
+needed=(libssl-dev python3-dev python3-venv curl)
+missing=()
+for p in "${needed[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+        echo "missing Debian packages: ${missing[*]} (run as root, or install them)" >&2
+        exit 1
+    fi
+fi
+
+step "test venv ($($python --version 2>&1)) and pip install ."
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+"$venv/bin/python" -m pip install -q --upgrade pip
+"$venv/bin/python" -m pip install -q -r tests/requirements.txt
+"$venv/bin/python" -m pip install -q .
+"$venv/bin/peregrine" --version
+
+step "ruff and mypy"
+"$venv/bin/python" -m ruff check python build_support setup.py tests
+"$venv/bin/python" -m mypy
+
+step "swift test"
+PYTHON="$venv/bin/python" scripts/swiftpm test -j 2 2>&1 | tail -n 40
+
+step "fuzz (${FUZZ_SECONDS:-30} s)"
+fuzz/run.sh "${FUZZ_SECONDS:-30}"
+
+step "pytest"
+"$venv/bin/python" -m pytest tests -q -p no:cacheprovider
