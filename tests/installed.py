@@ -3,7 +3,8 @@
 Other test modules get the server command with `peregrine_command()`:
 
     from installed import peregrine_command
-    proc = subprocess.Popen([*peregrine_command(), "--port", str(port), "app:app"])
+    with RunningServer([*peregrine_command(), "--port", "0", "app:app"], cwd=app_dir) as server:
+        status, body = http_get(server.port)
 
 It honours $PEREGRINE_BIN (a path to the `peregrine` console script or to the
 binary itself), then the console script beside the interpreter running the
@@ -13,14 +14,14 @@ tests (its venv), then `peregrine` on PATH. test_install.py uses
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
-import time
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,17 +121,75 @@ def free_port() -> int:
         return port
 
 
-def wait_for_port(port: int, process: subprocess.Popen[str], timeout: float = 30.0) -> None:
-    """Wait until something accepts on 127.0.0.1:`port`; fail if `process` exits first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            output = process.stdout.read() if process.stdout else ""
-            pytest.fail(f"server exited with {process.returncode} before listening:\n{output}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            return
-        time.sleep(0.1)
-    pytest.fail(f"server did not listen on port {port} within {timeout:.0f}s")
+#: The server's start-up log line naming the bound address (with --port 0, the port chosen).
+LISTENING = re.compile(r"listening on https?://\S*:(\d+)")
+
+
+class RunningServer:
+    """A server process started with `--port 0`; the port is read from its log.
+
+    with RunningServer([*peregrine_command(), "--port", "0", "app:app"], cwd=app_dir) as server:
+        status, body = http_get(server.port)
+    """
+
+    def __init__(
+        self, command: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 30.0
+    ) -> None:
+        self.process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env if env is not None else clean_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._port: int | None = None
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        if not self._ready.wait(timeout) or self._port is None:
+            self.stop()
+            pytest.fail(f"server did not report a listening port within {timeout:.0f}s:\n{self.output}")
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+            match = LISTENING.search(line)
+            if match and self._port is None:
+                self._port = int(match.group(1))
+                self._ready.set()
+        self._ready.set()
+
+    @property
+    def port(self) -> int:
+        """The TCP port the server listens on."""
+        assert self._port is not None
+        return self._port
+
+    @property
+    def output(self) -> str:
+        """Everything the server printed so far (stdout and stderr)."""
+        return "".join(self.lines)
+
+    def stop(self) -> int:
+        """SIGTERM, then SIGKILL after 15 s; return the exit status."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._reader.join(timeout=5)
+        return self.process.returncode
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
 
 def http_get(port: int, path: str = "/") -> tuple[int, str]:
@@ -142,15 +201,3 @@ def http_get(port: int, path: str = "/") -> tuple[int, str]:
         return response.status, response.read().decode()
     finally:
         connection.close()
-
-
-def stop(process: subprocess.Popen[str]) -> str:
-    """Terminate the server, escalating to SIGKILL; return what it printed."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    return process.stdout.read() if process.stdout else ""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import sysconfig
@@ -22,17 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from installed import (
-    REPO,
-    Venv,
-    clean_environment,
-    free_port,
-    http_get,
-    make_venv,
-    pip_install,
-    stop,
-    wait_for_port,
-)
+from installed import REPO, RunningServer, Venv, clean_environment, http_get, make_venv, pip_install
 
 sys.path.insert(0, str(REPO / "build_support"))
 sys.path.insert(0, str(REPO / "python"))
@@ -178,21 +167,13 @@ def test_application_imports_resolve_like_the_venv(
     """A C extension from the venv, a module from the cwd and one from --python-path all import."""
     pip_install(installed_venv, "markupsafe")
     app_dir, extra = import_app
-    port = free_port()
-    server = subprocess.Popen(
-        [str(installed_venv.peregrine), "--port", str(port), "--python-path", str(extra), "importer:app"],
-        cwd=app_dir,
-        env=clean_environment(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    command = [str(installed_venv.peregrine), "--port", "0", "--python-path", str(extra), "importer:app"]
+    server = RunningServer(command, cwd=app_dir)
     try:
-        wait_for_port(port, server)
-        status, body = http_get(port)
+        status, body = http_get(server.port)
     finally:
-        output = stop(server)
-    assert status == 200, output
+        returncode = server.stop()
+    assert status == 200, server.output
     answer = json.loads(body)
     venv_root = installed_venv.root.resolve()
     assert answer["escaped"] == "&lt;b&gt;"
@@ -200,7 +181,7 @@ def test_application_imports_resolve_like_the_venv(
     assert answer["from_cwd"] == "cwd"
     assert answer["from_python_path"] == "python-path"
     assert Path(answer["prefix"]).resolve() == venv_root
-    assert server.returncode in {0, -signal.SIGTERM}, output
+    assert returncode == 0, server.output  # SIGTERM is a graceful stop
 
 
 # --- preflight: one line naming what is missing ---------------------------------------
