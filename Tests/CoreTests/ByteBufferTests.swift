@@ -1,0 +1,97 @@
+import XCTest
+@testable import Core
+
+final class ByteBufferTests: XCTestCase {
+    func withBlock(_ size: Int, _ body: (inout ByteBuffer) -> Void) {
+        var b = ByteBuffer()
+        let block = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        b.attach(block, capacity: size)
+        body(&b)
+        b.detach()?.deallocate()
+    }
+
+    func append(_ b: inout ByteBuffer, _ s: String) {
+        Array(s.utf8).withUnsafeBytes { b.append($0) }
+    }
+
+    func testAppendThenConsumeTracksReadableBytes() {
+        withBlock(16) { b in
+            append(&b, "hello")
+            XCTAssertEqual(b.readableCount, 5)
+            b.readerIndex += 2
+            XCTAssertEqual(Array(b.readable), Array("llo".utf8))
+            XCTAssertEqual(b.writableCount, 11)
+        }
+    }
+
+    func testCompactMovesUnreadBytesToTheFront() {
+        withBlock(8) { b in
+            append(&b, "abcdefgh")
+            b.readerIndex = 6
+            XCTAssertEqual(b.writableCount, 0)
+            b.compact()
+            XCTAssertEqual(b.readerIndex, 0)
+            XCTAssertEqual(Array(b.readable), Array("gh".utf8))
+            XCTAssertEqual(b.writableCount, 6)
+        }
+    }
+
+    func testMoveToLargerStorageKeepsContentsAndReturnsOldBlock() {
+        withBlock(4) { b in
+            append(&b, "wxyz")
+            b.readerIndex = 1
+            let bigger = UnsafeMutableRawPointer.allocate(byteCount: 32, alignment: 16)
+            let old = b.move(toNewStorage: bigger, capacity: 32)
+            XCTAssertNotNil(old)
+            old?.deallocate()
+            XCTAssertEqual(Array(b.readable), Array("xyz".utf8))
+            XCTAssertEqual(b.capacity, 32)
+        }
+    }
+
+    func testDetachLeavesAnEmptyBufferWithoutStorage() {
+        var b = ByteBuffer()
+        XCTAssertFalse(b.hasStorage)
+        XCTAssertEqual(b.readable.count, 0)
+        let block = UnsafeMutableRawPointer.allocate(byteCount: 8, alignment: 16)
+        b.attach(block, capacity: 8)
+        XCTAssertTrue(b.hasStorage)
+        b.detach()?.deallocate()
+        XCTAssertFalse(b.hasStorage)
+        XCTAssertEqual(b.capacity, 0)
+    }
+
+    func testSpanStaysEightBytes() {
+        XCTAssertEqual(MemoryLayout<ByteSpan>.size, 8)
+    }
+}
+
+final class BufferPoolTests: XCTestCase {
+    func testGivenBlocksAreReused() {
+        var pool = BufferPool(blockSize: 64, maxFree: 2)
+        let a = pool.take()
+        pool.give(a)
+        XCTAssertEqual(pool.take(), a)
+        pool.give(a)
+    }
+
+    func testBlocksBeyondTheFreeLimitGoBackToTheAllocator() {
+        var pool = BufferPool(blockSize: 64, maxFree: 1)
+        let a = pool.take(), b = pool.take()
+        pool.give(a)
+        pool.give(b)  // freed, not kept
+        XCTAssertEqual(pool.take(), a)
+        pool.give(a)
+    }
+}
+
+final class DateCacheTests: XCTestCase {
+    func testDateIsAnIMFFixdate() {
+        let cache = DateCache()
+        let text = String(decoding: cache.bytes, as: UTF8.self)
+        XCTAssertEqual(text.count, 29)
+        XCTAssertTrue(text.hasSuffix(" GMT"), text)
+        XCTAssertEqual(Array(text)[3], ",")
+        XCTAssertTrue(["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].contains(String(text.prefix(3))))
+    }
+}
