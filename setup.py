@@ -74,7 +74,7 @@ class BuildPyWithSwift(build_py):
     def get_outputs(self, include_bytecode: bool = True) -> list[str]:
         """Files this command produces, the binary and its build record included."""
         if self.editable_mode:
-            return super().get_outputs(include_bytecode)
+            return list(super().get_outputs(include_bytecode))
         package_dir = Path(self.build_lib) / "peregrine"
         extra = [str(package_dir / BINARY), str(package_dir / BUILD_INFO)]
         return [*super().get_outputs(include_bytecode), *extra]

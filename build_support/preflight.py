@@ -47,9 +47,7 @@ def find_swift(explicit: str | None, search_path: str | None, fallbacks: Iterabl
     if explicit:
         if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
             return explicit
-        raise MissingPrerequisiteError(
-            f"PEREGRINE_SWIFT={explicit} is not an executable swift driver; {SWIFT_HINT}."
-        )
+        raise MissingPrerequisiteError(f"PEREGRINE_SWIFT={explicit} is not an executable swift driver; {SWIFT_HINT}.")
     found = shutil.which("swift", path=search_path) if search_path else None
     if found:
         return found
@@ -62,9 +60,7 @@ def find_swift(explicit: str | None, search_path: str | None, fallbacks: Iterabl
 def swift_version(swift: str) -> str:
     """First line of `swift --version`; fails if the driver does not run or is older than 6."""
     try:
-        result = subprocess.run(
-            [swift, "--version"], capture_output=True, text=True, timeout=120, check=False
-        )
+        result = subprocess.run([swift, "--version"], capture_output=True, text=True, timeout=120, check=False)
     except OSError as error:
         raise MissingPrerequisiteError(f"{swift} does not run ({error}); {SWIFT_HINT}.") from error
     text = (result.stdout + result.stderr).strip()
@@ -73,9 +69,7 @@ def swift_version(swift: str) -> str:
         raise MissingPrerequisiteError(f"{swift} --version failed (exit {result.returncode}); {SWIFT_HINT}.")
     major = first.split("Swift version", 1)[1].strip().split(".", 1)[0]
     if not major.isdigit() or int(major) < 6:
-        raise MissingPrerequisiteError(
-            f"peregrine needs Swift 6 or newer, {swift} is: {first}; {SWIFT_HINT}."
-        )
+        raise MissingPrerequisiteError(f"peregrine needs Swift 6 or newer, {swift} is: {first}; {SWIFT_HINT}.")
     return first
 
 
@@ -100,9 +94,7 @@ def openssl_include_dirs(environ: Mapping[str, str]) -> list[str]:
         dirs += [part for part in environ.get(variable, "").split(os.pathsep) if part]
     pkg_config = shutil.which("pkg-config", path=environ.get("PATH"))
     if pkg_config:
-        result = subprocess.run(
-            [pkg_config, "--cflags-only-I", "openssl"], capture_output=True, text=True, check=False
-        )
+        result = subprocess.run([pkg_config, "--cflags-only-I", "openssl"], capture_output=True, text=True, check=False)
         if result.returncode == 0:
             dirs += [flag[2:] for flag in result.stdout.split() if flag.startswith("-I")]
     return dirs + list(SYSTEM_INCLUDE_DIRS)

@@ -82,8 +82,7 @@ def build_binary(swift: str, root: Path, environ: Mapping[str, str]) -> Path:
     if status != 0:
         print(_tail(log), file=sys.stderr, flush=True)
         raise BuildFailedError(
-            f"swift build failed (exit {status}) after {elapsed:.0f}s; "
-            f"the errors are above, the full log is {log}"
+            f"swift build failed (exit {status}) after {elapsed:.0f}s; the errors are above, the full log is {log}"
         )
     print(f"peregrine: swift build finished in {elapsed:.0f}s", flush=True)
     shown = subprocess.run([*common, "--show-bin-path", *flags], capture_output=True, text=True, check=False)

@@ -92,9 +92,7 @@ def clean_environment(**extra: str) -> dict[str, str]:
 
 def make_venv(base_python: Path, root: Path) -> Venv:
     """Create a venv from `base_python` (skip if it cannot make one)."""
-    result = subprocess.run(
-        [str(base_python), "-m", "venv", str(root)], capture_output=True, text=True, check=False
-    )
+    result = subprocess.run([str(base_python), "-m", "venv", str(root)], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         pytest.skip(
             f"{base_python} cannot create a venv (Debian: apt-get install python3-venv): "
@@ -105,9 +103,7 @@ def make_venv(base_python: Path, root: Path) -> Venv:
 
 def pip_install(venv: Venv, *requirements: str, env: dict[str, str] | None = None) -> None:
     """`pip install` into the venv; fail the test with pip's output tail if it fails."""
-    result = venv.run(
-        "-m", "pip", "install", *requirements, env=env or clean_environment(), timeout=INSTALL_TIMEOUT
-    )
+    result = venv.run("-m", "pip", "install", *requirements, env=env or clean_environment(), timeout=INSTALL_TIMEOUT)
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).splitlines()[-60:])
         pytest.fail(f"pip install {' '.join(requirements)} failed:\n{tail}")

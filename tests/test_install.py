@@ -161,9 +161,7 @@ def import_app(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.install
-def test_application_imports_resolve_like_the_venv(
-    installed_venv: Venv, import_app: tuple[Path, Path]
-) -> None:
+def test_application_imports_resolve_like_the_venv(installed_venv: Venv, import_app: tuple[Path, Path]) -> None:
     """A C extension from the venv, a module from the cwd and one from --python-path all import."""
     pip_install(installed_venv, "markupsafe")
     app_dir, extra = import_app
@@ -261,9 +259,7 @@ def test_no_libpython_at_all_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_pa
         pyflags.link_flags()
 
 
-def test_failed_swift_build_shows_errors_and_one_summary(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_failed_swift_build_shows_errors_and_one_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fake = tmp_path / "swift"
     fake.write_text(
         "#!/bin/sh\n"
@@ -306,9 +302,7 @@ def _launcher(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[st
 def test_launcher_execs_binary_with_interpreter_and_arguments() -> None:
     """The binary gets argv[0] "peregrine", the arguments, and the launcher's interpreter."""
     # Stand in for the server with this interpreter, which can report all three.
-    report = (
-        "import os, sys; print(sys.orig_argv[0], os.environ['PEREGRINE_PYTHON_EXECUTABLE'], sys.argv[1:])"
-    )
+    report = "import os, sys; print(sys.orig_argv[0], os.environ['PEREGRINE_PYTHON_EXECUTABLE'], sys.argv[1:])"
     result = _launcher({"PEREGRINE_BINARY": sys.executable}, "-c", report, "--port", "0", "app:app")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"peregrine {sys.executable} ['--port', '0', 'app:app']"
