@@ -55,10 +55,7 @@ class BuildPyWithSwift(build_py):
         except (pyflags.MissingPrerequisiteError, swiftbuild.BuildFailedError) as error:
             raise SystemExit(f"peregrine build: {error}") from None
         # An editable install imports the package from the source tree.
-        if self.editable_mode:
-            package_dir = ROOT / "python" / "peregrine"
-        else:
-            package_dir = Path(self.build_lib) / "peregrine"
+        package_dir = ROOT / "python" / "peregrine" if self.editable_mode else Path(self.build_lib) / "peregrine"
         target = package_dir / BINARY
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built, target)
