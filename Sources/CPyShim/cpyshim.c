@@ -129,3 +129,5 @@ PyObject *pshim_call_method0(PyObject *o, const char *name) {
     Py_DECREF(n);
     return r;
 }
+int pshim_list_exact(PyObject *o) { return PyList_CheckExact(o); }
+int pshim_tuple_exact(PyObject *o) { return PyTuple_CheckExact(o); }

@@ -226,6 +226,9 @@ public final class WSGIGateway {
     }
 
     private func closeIterable(_ result: PyRef) {
+        // Exact lists and tuples have no close(); asking would raise and
+        // swallow an AttributeError on every request.
+        if pshim_list_exact(result) != 0 || pshim_tuple_exact(result) != 0 { return }
         guard PyObject_HasAttrString(result, "close") != 0 else { return }
         if let r = pshim_call_method0(result, "close") {
             Py.decref(r)

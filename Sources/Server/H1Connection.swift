@@ -25,7 +25,8 @@ import HTTP1
 final class H1Connection: Exchange {
     enum Phase { case head, discarding, lingering, closed }
 
-    unowned let worker: Worker
+    // The worker owns every connection and outlives it.
+    unowned(unsafe) let worker: Worker
     let index: Int
     private(set) var generation: UInt32 = 0
     private(set) var fd: Int32 = -1

@@ -22,6 +22,8 @@ int pshim_bytearray_check(PyObject *o);
 int pshim_unicode_check(PyObject *o);
 int pshim_tuple_check(PyObject *o);
 int pshim_list_check(PyObject *o);
+int pshim_list_exact(PyObject *o);
+int pshim_tuple_exact(PyObject *o);
 int pshim_dict_check(PyObject *o);
 int pshim_long_check(PyObject *o);
 int pshim_bool_check(PyObject *o);
