@@ -32,7 +32,9 @@ def base_executable() -> str:
     bakes this one; a development build (scripts/swiftpm) bakes sys.executable
     so that `swift run` inside a venv sees that venv.
     """
-    return getattr(sys, "_base_executable", None) or sys.executable
+    # Resolved, so python3 and python3.11 of one installation give the same
+    # flags (and share one incremental build directory, see swiftbuild.py).
+    return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
 
 
 def _var(name: str) -> str:
