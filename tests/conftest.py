@@ -159,6 +159,13 @@ class Server:
                 return line
         return None
 
+    def excerpt(self, limit: int = 40) -> str:
+        """The server's stderr, long crash dumps cut to their first `limit` lines."""
+        lines = list(self.stderr.lines)
+        if len(lines) <= limit:
+            return "\n".join(lines)
+        return "\n".join([*lines[:limit], f"... ({len(lines) - limit} more lines)"])
+
     def check_alive(self) -> None:
         """Fail the test if the server has died or printed crash text."""
         code = self.process.poll()
@@ -167,7 +174,7 @@ class Server:
             self.stderr.join(2)
             pytest.fail(
                 f"server {' '.join(self.args)} died (exit {code}) or crashed ({crash!r}); stderr:\n"
-                + self.stderr.text()[-6000:]
+                + self.excerpt()
             )
 
     def stop(self) -> int:
@@ -190,7 +197,7 @@ class Server:
         if code != 0 or crash is not None:
             pytest.fail(
                 f"server {' '.join(self.args)} exited with {code} after SIGTERM (crash text: {crash!r}); "
-                f"stderr:\n{self.stderr.text()[-6000:]}"
+                f"stderr:\n{self.excerpt()}"
             )
         return code
 
