@@ -186,6 +186,17 @@ def digest(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
                                     "reads": reads})
 
 
+@route("first-read")
+def first_read(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+    """Record the first 5 body bytes as soon as they are read, then read the rest; answer the total."""
+    first = environ["wsgi.input"].read(5)
+    record(f"first-read {first.decode('latin-1')}")
+    total = len(first)
+    while chunk := environ["wsgi.input"].read(65536):
+        total += len(chunk)
+    return text(start_response, str(total).encode())
+
+
 def _server_input(environ: Environ) -> Any:  # noqa: ANN401 (the server's stream type is its own)
     """The server's wsgi.input itself, from under the validator's InputWrapper."""
     stream = environ["wsgi.input"]
