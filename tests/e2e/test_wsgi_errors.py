@@ -1,0 +1,124 @@
+"""Application errors (PEP 3333 "Error Handling", issue 2 item 6).
+
+Before the head is sent an exception becomes a 500 and the worker goes on;
+after it, the connection is aborted so the client sees a truncated body;
+both are logged with the traceback. start_response's exc_info rules.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from rawhttp import ConnectionClosedError, RawConnection, assert_still_serving, request
+
+if TYPE_CHECKING:
+    from conftest import Server
+
+
+def _logged(server: Server, text: str) -> bool:
+    return server.stderr.wait_for(lambda line: text in line, 5) is not None
+
+
+def test_exception_before_start_response_is_answered_500(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("GET", "/raise-before"))
+        response = connection.read_response()
+    assert response.status == 500
+    assert b"boom" not in response.body, "the traceback leaked to the client"
+    assert _logged(wsgi_server, "raise-before: boom before start_response")
+    assert _logged(wsgi_server, "Traceback")
+    assert_still_serving(wsgi_server)
+
+
+def test_many_exceptions_in_a_row_on_one_connection(wsgi_server: Server) -> None:
+    connection = RawConnection.to(wsgi_server)
+    try:
+        for _ in range(20):
+            connection.send(request("GET", "/raise-before"))
+            response = connection.read_response()
+            assert response.status == 500
+            if (response.header("Connection") or "").lower() == "close":
+                connection.close()
+                connection = RawConnection.to(wsgi_server)
+    finally:
+        connection.close()
+    assert_still_serving(wsgi_server)
+
+
+def test_returning_without_calling_start_response_is_answered_500(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("GET", "/no-start-response"))
+        assert connection.read_response().status == 500
+    assert_still_serving(wsgi_server)
+
+
+def test_exception_after_the_head_aborts_a_chunked_response(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("GET", "/raise-after") + request("GET", "/hello"))
+        head = connection.read_head()
+        assert head.status == 200
+        assert (head.header("Transfer-Encoding") or "").lower() == "chunked"
+        rest = connection.read_until_close()
+    assert rest.startswith(b"7\r\npartial\r\n")
+    assert b"0\r\n\r\n" not in rest, "an aborted response was terminated as if complete"
+    assert b"HTTP/1.1" not in rest, "the pipelined request was answered on an aborted connection"
+    assert _logged(wsgi_server, "raise-after: boom mid-body")
+    assert_still_serving(wsgi_server)
+
+
+def test_exception_after_the_head_aborts_a_content_length_response(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("GET", "/raise-after-cl"))
+        head = connection.read_head()
+        assert head.header("Content-Length") == "100"
+        try:
+            connection.read_exactly(100)
+        except ConnectionClosedError as closed:
+            assert closed.partial == b"partial"
+        else:
+            raise AssertionError("a complete body arrived from an application that raised")
+    assert_still_serving(wsgi_server)
+
+
+def test_exception_in_close_is_logged_and_the_response_stands(wsgi_server: Server) -> None:
+    name = f"raise-close-{time.monotonic_ns()}"
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("GET", f"/raise-in-close?id={name}"))
+        response = connection.read_response()
+    assert (response.status, response.body) == (200, b"body before close")
+    assert wsgi_server.wait_for_event(f"closed {name}")
+    assert _logged(wsgi_server, "raise-in-close: boom in close()")
+    assert_still_serving(wsgi_server)
+
+
+def test_second_start_response_without_exc_info_raises(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("GET", "/start-twice"))
+        response = connection.read_response()
+    assert response.status == 200
+    assert response.body.startswith(b"second call raised "), response.body
+
+
+def test_start_response_with_exc_info_before_output_replaces_the_head(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("GET", "/exc-info-before"))
+        response = connection.read_response()
+    assert response.status == 503
+    assert response.header("X-Second") == "yes"
+    assert response.header("X-First") is None
+    assert response.body == b"replaced by the error page"
+
+
+def test_start_response_with_exc_info_after_output_reraises_and_aborts(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("GET", "/exc-info-after"))
+        head = connection.read_head()
+        assert head.status == 200
+        rest = connection.read_until_close()
+    assert rest.startswith(b"7\r\npartial\r\n")
+    assert b"should never be sent" not in rest
+    assert b"0\r\n\r\n" not in rest
+    assert wsgi_server.wait_for_event("exc-info-after re-raised ValueError")
+    assert "exc-info-after not re-raised" not in wsgi_server.events()
+    assert_still_serving(wsgi_server)
