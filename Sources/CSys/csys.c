@@ -288,3 +288,4 @@ long csys_write2(int fd, const void *a, size_t alen, const void *b, size_t blen)
 }
 
 const char *csys_getenv(const char *name) { return getenv(name); }
+int csys_file_exists(const char *path) { struct stat st; return stat(path, &st) == 0; }

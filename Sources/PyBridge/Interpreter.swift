@@ -135,3 +135,11 @@ extension Interpreter {
         String(cString: Py_GetVersion()).split(separator: " ").first.map(String.init) ?? "?"
     }
 }
+
+extension Interpreter {
+    /// sys.prefix: where imports resolve from (a venv's directory under a venv).
+    public static var prefix: String {
+        guard let p = PySys_GetObject("prefix") else { return "?" }
+        return Py.string(p) ?? "?"
+    }
+}

@@ -38,7 +38,15 @@ public enum Main {
     }
 
     static func serve(_ config: Config) throws(StartupFailure) {
-        let programName = environment("PEREGRINE_PYTHON_EXECUTABLE")
+        // The launcher names the Python it runs under; run directly, an
+        // active virtualenv is honoured; otherwise the build's interpreter.
+        var programName = environment("PEREGRINE_PYTHON_EXECUTABLE")
+        if let p = programName, !fileExists(p) {
+            throw StartupFailure("PEREGRINE_PYTHON_EXECUTABLE names \(p), which does not exist")
+        }
+        if programName == nil, let venv = environment("VIRTUAL_ENV"), fileExists(venv + "/bin/python") {
+            programName = venv + "/bin/python"
+        }
         do {
             try Interpreter.start(programName: programName, argv: ["peregrine"], pythonPaths: config.pythonPaths)
             try Runtime.install()
@@ -72,7 +80,7 @@ public enum Main {
         } catch {
             throw StartupFailure(error.description)
         }
-        Log.info("peregrine \(peregrineVersion) serving \(config.app) (WSGI) with Python \(Interpreter.version)")
+        Log.info("peregrine \(peregrineVersion) serving \(config.app) (WSGI) with Python \(Interpreter.version) (prefix \(Interpreter.prefix))")
         Log.info("listening on \(listener.displayURL)")
         worker.run()
         Log.info("stopped after \(worker.requestsServed) requests")

@@ -4,3 +4,5 @@ func getenvText(_ name: String) -> String? {
     guard let p = csys_getenv(name) else { return nil }
     return String(cString: p)
 }
+
+func fileExists(_ path: String) -> Bool { csys_file_exists(path) != 0 }

@@ -69,6 +69,7 @@ void csys_ignore_sigpipe(void);
 int csys_getpid(void);
 // getenv, NULL if unset.
 const char *csys_getenv(const char *name);
+int csys_file_exists(const char *path);
 void csys_exit(int status) __attribute__((noreturn));
 
 
