@@ -78,9 +78,10 @@ public enum BodyRead {
     case data(Int)
     /// The body is complete.
     case end
-    /// The client stalled past the request timeout, went away, or broke the
-    /// framing; the connection will be closed.
-    case failed(StaticString)
+    /// The client stalled past the request timeout (status 408), broke the
+    /// framing (400), or went away (status 0: nobody to answer); the
+    /// connection will be closed.
+    case failed(StaticString, status: Int)
     /// The body grew past --max-body.
     case tooLarge
 }

@@ -45,6 +45,9 @@ public final class WSGIGateway {
     private var writeUsed = false
     private var connectionLost = false
     private var bodyTooLarge = false
+    /// The status owed to the client when reading the body failed (400 bad
+    /// framing, 408 stall; 0 when the client is gone).
+    private var bodyFailureStatus: Int?
 
     // Request-body look-ahead for readline.
     private let bodyBuffer: UnsafeMutableRawPointer
@@ -93,6 +96,7 @@ public final class WSGIGateway {
         writeUsed = false
         connectionLost = false
         bodyTooLarge = false
+        bodyFailureStatus = nil
         bodyStart = 0
         bodyEnd = 0
         bodyDone = false
@@ -321,6 +325,11 @@ public final class WSGIGateway {
         if bodyTooLarge {
             Log.info("request body exceeded --max-body; answered 413")
             sendErrorResponse(413, "Content Too Large")
+        } else if let code = bodyFailureStatus, code != 0 {
+            // The application failed because the body could not be read:
+            // the client's fault, answered with the client's status.
+            Log.info("request body could not be read; answered \(code)")
+            sendErrorResponse(code, code == 408 ? "Request Timeout" : "Bad Request")
         } else {
             Log.error("the application raised \(tb.exceptionName): \(tb.message)\n\(tb.text)")
             sendErrorResponse(500, "Internal Server Error")
@@ -339,7 +348,7 @@ public final class WSGIGateway {
         let head = ResponseHead(status: code,
                                 reason: UnsafeRawBufferPointer(start: reason.utf8Start, count: reason.utf8CodeUnitCount),
                                 fields: UnsafeBufferPointer(start: fields, count: 1),
-                                contentLength: Int64(body.utf8CodeUnitCount), close: code == 413)
+                                contentLength: Int64(body.utf8CodeUnitCount), close: code != 500)
         guard exchange.sendHead(head) else { return }
         bodyBytes = Int64(body.utf8CodeUnitCount)
         _ = exchange.sendBody(UnsafeRawBufferPointer(start: body.utf8Start, count: body.utf8CodeUnitCount), flush: false)
@@ -479,7 +488,9 @@ public final class WSGIGateway {
         case .end:
             bodyDone = true
             return false
-        case .failed(let reason):
+        case .failed(let reason, let status):
+            bodyFailureStatus = status
+            if status == 0 { connectionLost = true }
             Py.raise(Py.osError, "request body could not be read: \(reason)")
             return nil
         case .tooLarge:

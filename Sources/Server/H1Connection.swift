@@ -174,6 +174,12 @@ final class H1Connection: Exchange {
         case .chunked:
             chunked = H1ChunkedDecoder(limits: parser.limits)
             bodyComplete = false
+            // Bad framing in the part of the body already here is refused
+            // before the application runs, like a bad head.
+            if let error = prevalidateChunkedBody() {
+                sendErrorAndLinger(Int(error.status))
+                return
+            }
         }
         headSent = false
         aborted = false
@@ -284,10 +290,10 @@ final class H1Connection: Exchange {
             case .data: return nil
             case .again:
                 if !worker.waitReadable(fd, milliseconds: worker.config.requestTimeoutMilliseconds) {
-                    return .failed("timed out waiting for the request body")
+                    return .failed("timed out waiting for the request body", status: 408)
                 }
-            case .eof: return .failed("the client closed the connection mid-body")
-            case .error: return .failed("the connection failed while reading the body")
+            case .eof: return .failed("the client closed the connection mid-body", status: 0)
+            case .error: return .failed("the connection failed while reading the body", status: 0)
             }
         }
     }
@@ -345,13 +351,32 @@ final class H1Connection: Exchange {
         }
     }
 
+    /// Runs a copy of the chunked decoder over the buffered body bytes and
+    /// returns the framing error, if they contain one.
+    private func prevalidateChunkedBody() -> H1Error? {
+        var probe = chunked
+        var rest = input.readable
+        while !rest.isEmpty {
+            switch probe.decode(rest) {
+            case .data(_, let consumed), .needMoreData(let consumed):
+                if consumed == 0 { return nil }
+                rest = UnsafeRawBufferPointer(rebasing: rest[consumed...])
+            case .end:
+                return nil
+            case .failed(let error):
+                return error
+            }
+        }
+        return nil
+    }
+
     func readBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyRead {
         if bodyComplete { return .end }
         if expectContinue && !continueSent && !headSent && input.isEmpty {
             continueSent = true
             let line: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
             if !writeNow(UnsafeRawBufferPointer(start: line.utf8Start, count: line.utf8CodeUnitCount)) {
-                return .failed("the connection failed")
+                return .failed("the connection failed", status: 0)
             }
         }
         continueSent = true
@@ -369,7 +394,7 @@ final class H1Connection: Exchange {
             } catch {
                 keepAlive = false
                 bodyComplete = true  // nothing more can be read from this framing
-                return .failed(error.reason)
+                return .failed(error.reason, status: Int(error.status))
             }
             if bodyComplete { return .end }
             if let failure = fillBlocking() {
@@ -547,20 +572,44 @@ final class H1Connection: Exchange {
         lingerAfterResponse()
     }
 
+    /// Lingering close (RFC 9112 §9.6): our side is shut down, and what the
+    /// client still sends is read and dropped until it has been quiet for
+    /// `lingerQuietMilliseconds`, or for at most `lingerMaxMilliseconds` or
+    /// `lingerMaxBytes` in all. Closing with unread input would reset the
+    /// connection and could destroy the response before the client reads
+    /// it. A lingering connection holds no buffer and no longer counts
+    /// towards --max-connections.
+    static let lingerQuietMilliseconds = 2000
+    static let lingerMaxMilliseconds = 30_000
+    static let lingerMaxBytes = 1 << 20
+    private var lingerDeadline = Instant(nanoseconds: 0)
+    private var lingerBytes = 0
+
     private func lingerAfterResponse() {
         _ = csys_shutdown_write(fd)
-        phase = .lingering
         input.readerIndex = input.writerIndex
-        worker.arm(self, milliseconds: 2000)
+        releaseInput()
+        guard worker.beginLinger(self) else { close(); return }
+        phase = .lingering
+        lingerBytes = 0
+        lingerDeadline = worker.now.adding(milliseconds: H1Connection.lingerMaxMilliseconds)
+        worker.arm(self, milliseconds: H1Connection.lingerQuietMilliseconds)
+        drainForLinger()
     }
 
     private func drainForLinger() {
         var scratch: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-        var total = 0
-        while total < 1 << 20 {
+        while lingerBytes < H1Connection.lingerMaxBytes {
             let n = withUnsafeMutableBytes(of: &scratch) { csys_read(fd, $0.baseAddress, $0.count) }
-            if n > 0 { total += n; continue }
-            if n < 0 && csys_eagain(csys_errno()) != 0 { return }
+            if n > 0 { lingerBytes += n; continue }
+            if n < 0 && csys_eintr(csys_errno()) != 0 { continue }
+            if n < 0 && csys_eagain(csys_errno()) != 0 {
+                if worker.now < lingerDeadline {
+                    let left = lingerDeadline.milliseconds(since: worker.now)
+                    worker.arm(self, milliseconds: min(H1Connection.lingerQuietMilliseconds, max(left, 1)))
+                    return
+                }
+            }
             break
         }
         close()
@@ -568,11 +617,12 @@ final class H1Connection: Exchange {
 
     func close() {
         guard phase != .closed else { return }
+        let wasLingering = phase == .lingering
         phase = .closed
         worker.disarm(self)
         input.readerIndex = input.writerIndex
         releaseInput()
-        worker.connectionClosed(self)
+        worker.connectionClosed(self, wasLingering: wasLingering)
         _ = csys_close(fd)
         fd = -1
         peer = nil

@@ -29,11 +29,13 @@ final class Worker {
     private var generations: [UInt32] = []
     private var freeSlots: [Int] = []
     private var openCount = 0
+    private var lingeringCount = 0
     private var accepting = true
     private let signalFD: Int32
     private(set) var stopping = false
     private var requestTokens: UInt64 = 0
     var requestsServed = 0
+    private var expired: [Int] = []
 
     private static let listenerToken: UInt64 = 1 << 63
     private static let signalToken: UInt64 = 1 << 63 | 1
@@ -51,7 +53,8 @@ final class Worker {
         accessLog = AccessLog(enabled: config.accessLog, format: config.accessLogFormat)
         now = Instant.now()
         poller = try Poller()
-        timers = TimerWheel(capacity: config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: now)
+        // Up to maxConnections active plus as many lingering (see beginLinger).
+        timers = TimerWheel(capacity: 2 * config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: now)
         blockSize = pool.blockSize
         try poller.add(listener.fd, token: Worker.listenerToken, interest: .readable)
         if signalFD >= 0 { try poller.add(signalFD, token: Worker.signalToken, interest: .readable) }
@@ -67,7 +70,7 @@ final class Worker {
     // MARK: - Loop
 
     func run() {
-        while !(stopping && openCount == 0) {
+        while !(stopping && openCount == 0 && lingeringCount == 0) {
             let timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
             let n = GIL.released { poller.wait(timeoutMilliseconds: stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout) }
             now = Instant.now()
@@ -89,7 +92,11 @@ final class Worker {
                     }
                 }
             }
-            timers.expire(now: now) { index in
+            // Collected first: a timeout handler re-arms or cancels timers,
+            // which must not happen while the wheel is being walked.
+            expired.removeAll(keepingCapacity: true)
+            timers.expire(now: now) { expired.append($0) }
+            for index in expired where slots[index].phase != .closed {
                 slots[index].onTimeout()
             }
         }
@@ -140,11 +147,26 @@ final class Worker {
         }
     }
 
-    func connectionClosed(_ c: H1Connection) {
+    /// A connection entering its lingering close stops counting towards
+    /// --max-connections; at most as many again may linger (beyond that the
+    /// connection is closed at once). False: close now.
+    func beginLinger(_ c: H1Connection) -> Bool {
+        guard lingeringCount < config.maxConnections else { return false }
+        lingeringCount += 1
+        openCount -= 1
+        resumeAcceptingIfPaused()
+        return true
+    }
+
+    func connectionClosed(_ c: H1Connection, wasLingering: Bool) {
         poller.remove(c.fd)
         generations[c.index] &+= 1
         freeSlots.append(c.index)
-        openCount -= 1
+        if wasLingering { lingeringCount -= 1 } else { openCount -= 1 }
+        resumeAcceptingIfPaused()
+    }
+
+    private func resumeAcceptingIfPaused() {
         if !accepting && !stopping {
             accepting = true
             try? poller.add(listener.fd, token: Worker.listenerToken, interest: .readable)
