@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
+import time
 from typing import TYPE_CHECKING
 
 import pytest
@@ -237,3 +239,36 @@ def test_access_log_records_rejected_requests_or_stays_valid_json(start_server: 
     assert server.stdout.wait_for(lambda text: "/hello" in text, 5) is not None
     for line in server.stdout.lines:
         json.loads(line)
+
+
+def test_sigterm_lets_an_in_flight_request_finish(start_server: Callable[..., Server]) -> None:
+    server = start_server("wsgi_apps:app")
+    with RawConnection.to(server) as connection:
+        connection.send(request("GET", "/sleep?ms=1000"))
+        time.sleep(0.3)
+        server.process.send_signal(signal.SIGTERM)
+        response = connection.read_response()
+        assert (response.status, response.body) == (200, b"slept")
+    assert server.process.wait(timeout=10) == 0
+
+
+def test_serves_on_ipv6_loopback(tmp_path_factory: pytest.TempPathFactory) -> None:
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 in this Python")
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    from conftest import start
+
+    server = start("wsgi_apps:app", "--host", "::1", "--port", "0", state=tmp_path_factory.mktemp("v6"))
+    try:
+        with socket.create_connection(("::1", server.port), timeout=10) as sock:
+            connection = RawConnection(sock)
+            connection.send(request("GET", "/environ/v6"))
+            environ = json.loads(connection.read_response().body)
+        assert environ["REMOTE_ADDR"][1] == "::1"
+        assert environ["SERVER_PORT"][1] == str(server.port)
+    finally:
+        server.stop()

@@ -236,3 +236,50 @@ def test_short_body_for_declared_content_length_closes_the_connection(wsgi_serve
             raise AssertionError("a 100-byte body arrived for a 10-byte response")
     assert wsgi_server.stderr.wait_for(lambda line: "shorter" in line and "Content-Length" in line, 5) is not None
     assert_still_serving(wsgi_server)
+
+
+def test_body_arriving_after_the_head_is_waited_for(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("POST", "/echo/late-body", [("Content-Length", "10")]))
+        time.sleep(0.3)
+        connection.send(b"01234")
+        time.sleep(0.3)
+        connection.send(b"56789")
+        assert connection.read_response().body == b"0123456789"
+
+
+def test_content_length_with_leading_zeros_is_accepted(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("POST", "/echo/zeros", [("Content-Length", "005")]) + b"abcde" + request("GET", "/hello"))
+        assert connection.read_response().body == b"abcde"
+        assert connection.read_response().body == b"hello"
+
+
+def test_transfer_coding_names_are_case_insensitive(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("POST", "/echo/case", [("transfer-encoding", "Chunked")]) + chunked(b"abc"))
+        assert connection.read_response().body == b"abc"
+
+
+def test_transfer_encoding_in_http10_request_closes_the_connection(wsgi_server: Server) -> None:
+    """RFC 9112 §6.1: treat the framing as faulty and close after processing (or refuse with 400)."""
+    data = request("POST", "/echo/te-10", [("Transfer-Encoding", "chunked")], version="HTTP/1.0", host=None)
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(data + chunked(b"abc") + request("GET", "/hello"))
+        response = connection.read_response()
+        assert response.status in (200, 400)
+        assert connection.closed_by_server()
+        assert b"hello" not in connection.buffer
+
+
+def test_client_disconnecting_mid_body_does_not_disturb_the_server(wsgi_server: Server) -> None:
+    name = f"/input-error/disconnect-{time.monotonic_ns()}"
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("POST", name, [("Content-Length", "100000")]) + b"x" * 1000)
+        time.sleep(0.2)
+    assert wsgi_server.wait_for_event(f"call POST {name}")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not any(e.startswith("input-error ") for e in wsgi_server.events()[-5:]):
+        time.sleep(0.05)
+    assert "input-error none" not in wsgi_server.events()[-5:], "a truncated body read as complete"
+    assert_still_serving(wsgi_server)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import http.client
+import socket
+import threading
+import time
 from typing import TYPE_CHECKING
 
 import httpx
 from rawhttp import RawConnection, assert_still_serving, chunked, request
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from conftest import Server
 
 
@@ -155,3 +160,64 @@ def test_client_closing_mid_head_does_not_disturb_the_server(wsgi_server: Server
         with RawConnection.to(wsgi_server) as connection:
             connection.send(request("GET", "/hello/cut")[:cut])
     assert_still_serving(wsgi_server)
+
+
+def test_concurrent_keep_alive_clients_each_get_their_own_answers(wsgi_server: Server) -> None:
+    failures: list[str] = []
+
+    def client(number: int) -> None:
+        try:
+            with RawConnection.to(wsgi_server, timeout=30) as connection:
+                for i in range(20):
+                    body = f"client {number} request {i}".encode() * (1 + i)
+                    connection.send(request("POST", f"/echo/c{number}", body=body))
+                    response = connection.read_response()
+                    if response.body != body:
+                        failures.append(f"client {number} request {i}: {response.body[:60]!r}")
+        except Exception as error:  # noqa: BLE001 (collected and reported below)
+            failures.append(f"client {number}: {error!r}")
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(45)
+    assert failures == []
+
+
+def test_hundreds_of_short_connections_reuse_slots_cleanly(wsgi_server: Server) -> None:
+    for i in range(300):
+        with RawConnection.to(wsgi_server) as connection:
+            if i % 3 == 0:
+                continue  # connect and close without a request
+            connection.send(request("GET", "/hello"))
+            if i % 3 == 1:
+                assert connection.read_response().body == b"hello"
+            # i % 3 == 2: close without reading the response
+    assert_still_serving(wsgi_server)
+
+
+def test_slow_reader_gets_a_large_streamed_response_intact(start_server: Callable[..., Server]) -> None:
+    """The server's writes hit EAGAIN and partial writes; a reader that keeps making progress gets every
+    byte in order even though the whole response takes longer than --request-timeout (a stall limit)."""
+    server = start_server("wsgi_apps:app", "--request-timeout", "2000")
+    count, size = 128, 65536
+    with RawConnection.to(server, timeout=30) as connection:
+        connection.send(request("GET", f"/chunks?n={count}&size={size}") + request("GET", "/hello"))
+        started = time.monotonic()
+        time.sleep(0.5)
+        head = connection.read_head()
+        assert head.status == 200
+        received = bytearray()
+        while True:
+            chunk_size = int(connection.read_line(), 16)
+            if chunk_size == 0:
+                assert connection.read_line() == b"\r\n"
+                break
+            received += connection.read_exactly(chunk_size)
+            assert connection.read_exactly(2) == b"\r\n"
+            if len(received) % (1 << 20) == 0:
+                time.sleep(0.4)
+        assert bytes(received) == b"".join(bytes([65 + i % 26]) * size for i in range(count))
+        assert connection.read_response().body == b"hello"
+        assert time.monotonic() - started > 2.5

@@ -233,3 +233,26 @@ def test_unix_socket_serves_and_remote_addr_is_empty(
     assert environ["REMOTE_ADDR"] == ""
     assert environ["PATH_INFO"] == "/environ/unix"
     assert environ["wsgi.url_scheme"] == "http"
+
+
+def test_field_values_with_tab_obs_text_and_empty_value(wsgi_server: Server) -> None:
+    data = (b"GET /environ/values HTTP/1.1\r\nHost: localhost\r\nX-Tab: a\tb\r\nX-Latin: caf\xe9\r\n"
+            b"X-Empty:\r\nX-Spaces:    \r\n\r\n")
+    environ = values(environ_of(wsgi_server, data))
+    assert environ["HTTP_X_TAB"] == "a\tb"
+    assert environ["HTTP_X_LATIN"] == "caf\xe9"
+    assert environ["HTTP_X_EMPTY"] == ""
+    assert environ["HTTP_X_SPACES"] == ""
+
+
+def test_extension_method_is_passed_through(wsgi_server: Server) -> None:
+    environ = values(environ_of(wsgi_server, request("PURGE", "/environ/purge")))
+    assert environ["REQUEST_METHOD"] == "PURGE"
+
+
+def test_method_longer_than_any_implemented_is_refused_501(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("X" * 100, "/environ/long-method"))
+        assert connection.read_response().status == 501
+        assert connection.closed_by_server()
+    assert not [call for call in wsgi_server.calls() if "long-method" in call]
