@@ -265,3 +265,31 @@ def test_max_connections_queues_a_second_connection_until_the_first_closes(
         response = second.read_response()
     assert (response.status, response.body) == (200, b"hello")
     assert time.monotonic() - started < 3.0
+
+
+def test_chunked_body_crossing_max_body_in_a_later_packet_is_answered_413(small_limits: Server) -> None:
+    marker = f"/input-error/late-too-big-{time.monotonic_ns()}"
+    with RawConnection.to(small_limits) as connection:
+        connection.send(request("POST", marker, [("Transfer-Encoding", "chunked")]) + b"200\r\n" + b"a" * 512 + b"\r\n")
+        assert small_limits.wait_for_event(f"call POST {marker}")
+        try:
+            for _ in range(4):
+                connection.send(b"200\r\n" + b"b" * 512 + b"\r\n")
+                time.sleep(0.05)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        response = connection.read_response()
+        assert response.status == 413
+        assert connection.closed_by_server()
+    assert_still_serving(small_limits)
+
+
+def test_trailer_section_too_large_is_refused(small_limits: Server) -> None:
+    data = request("POST", "/echo/big-trailers", [("Transfer-Encoding", "chunked")]) + chunked(
+        b"abc", trailers=[(f"X-T{i}", "t" * 100) for i in range(100)])
+    with RawConnection.to(small_limits) as connection:
+        connection.send(data)
+        response = connection.read_response()
+        assert response.status in (400, 431)
+        assert connection.closed_by_server()
+    assert_still_serving(small_limits)

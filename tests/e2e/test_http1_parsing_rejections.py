@@ -309,3 +309,30 @@ def test_error_response_ends_pipelined_requests(wsgi_server: Server) -> None:
         assert connection.buffer == b"", f"more after the error response: {connection.buffer[:200]!r}"
     calls = wsgi_server.calls()
     assert not [call for call in calls if marker in call or following in call]
+
+
+def test_bad_chunk_size_arriving_while_the_application_reads_is_answered_400(wsgi_server: Server) -> None:
+    """The application is already running when the bad framing arrives: it gets an error, the client a 400."""
+    marker = _marker().replace("/echo/", "/input-error/")
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(head(marker, "Transfer-Encoding: chunked") + b"5\r\nhello\r\n")
+        assert wsgi_server.wait_for_event(f"call POST {marker}")
+        connection.send(b"zz\r\nworld\r\n0\r\n\r\n")
+        response = connection.read_response()
+        assert response.status == 400
+        assert connection.closed_by_server()
+    assert "input-error none" not in wsgi_server.events()[-3:]
+    assert_still_serving(wsgi_server)
+
+
+def test_chunk_extension_abuse_arriving_while_the_application_reads_is_answered_400(wsgi_server: Server) -> None:
+    marker = _marker().replace("/echo/", "/input-error/")
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(head(marker, "Transfer-Encoding: chunked") + b"5\r\nhello\r\n")
+        assert wsgi_server.wait_for_event(f"call POST {marker}")
+        for _ in range(10):
+            connection.send(b"5;" + b"e" * 500)
+        connection.send(b"\r\nworld\r\n0\r\n\r\n")
+        assert connection.read_response().status == 400
+        assert connection.closed_by_server()
+    assert_still_serving(wsgi_server)
