@@ -44,8 +44,16 @@ APPS = TESTS / "apps"
 STARTUP_TIMEOUT = 15.0
 STOP_TIMEOUT = 15.0
 #: Text that means the Swift host crashed rather than failing cleanly.
-CRASH_MARKERS = ("Fatal error", "Segmentation", "Stack dump", "Current stack trace", "Illegal instruction",
-                 "Aborted", "SIGSEGV", "SIGABRT")
+CRASH_MARKERS = (
+    "Fatal error",
+    "Segmentation",
+    "Stack dump",
+    "Current stack trace",
+    "Illegal instruction",
+    "Aborted",
+    "SIGSEGV",
+    "SIGABRT",
+)
 LISTENING = re.compile(r"listening on (?:http://(?:\[[^\]]+\]|[^\s:/]+):(?P<port>\d+)|unix:(?P<unix>\S+))")
 
 
@@ -173,8 +181,7 @@ class Server:
         if code is not None or crash is not None:
             self.stderr.join(2)
             pytest.fail(
-                f"server {' '.join(self.args)} died (exit {code}) or crashed ({crash!r}); stderr:\n"
-                + self.excerpt()
+                f"server {' '.join(self.args)} died (exit {code}) or crashed ({crash!r}); stderr:\n" + self.excerpt()
             )
 
     def stop(self) -> int:
@@ -202,16 +209,24 @@ class Server:
         return code
 
 
-def launch(target: str, *options: str, state: Path, cwd: Path | None = None,
-           env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], list[str]]:
+def launch(
+    target: str, *options: str, state: Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], list[str]]:
     """Start `peregrine [options] target` with tests/apps on its path; do not wait."""
     args = [*peregrine_command(), "--python-path", str(APPS), *options, target]
     environment = dict(os.environ if env is None else env)
     environment["PEREGRINE_TEST_STATE"] = str(state)
     environment.setdefault("PYTHONUNBUFFERED", "1")
     process = subprocess.Popen(
-        args, cwd=cwd or state, env=environment, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
+        args,
+        cwd=cwd or state,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
     )
     return process, args
 
@@ -223,16 +238,17 @@ def start(target: str, *options: str, state: Path, cwd: Path | None = None) -> S
     process, args = launch(target, *options, state=state, cwd=cwd)
     assert process.stderr is not None
     assert process.stdout is not None
-    server = Server(process=process, args=args, state=state, stderr=Lines(process.stderr),
-                    stdout=Lines(process.stdout))
+    server = Server(process=process, args=args, state=state, stderr=Lines(process.stderr), stdout=Lines(process.stdout))
     line = server.stderr.wait_for(lambda text: LISTENING.search(text) is not None, STARTUP_TIMEOUT)
     if line is None:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
         process.wait()
         server.stderr.join()
-        pytest.fail(f"{' '.join(args)} did not log 'listening on' within {STARTUP_TIMEOUT:.0f}s "
-                    f"(exit {process.returncode}); stderr:\n{server.stderr.text()}")
+        pytest.fail(
+            f"{' '.join(args)} did not log 'listening on' within {STARTUP_TIMEOUT:.0f}s "
+            f"(exit {process.returncode}); stderr:\n{server.stderr.text()}"
+        )
     match = LISTENING.search(line)
     assert match is not None
     if match["unix"]:

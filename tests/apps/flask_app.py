@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
-
+from typing import TYPE_CHECKING, Any
 from wsgiref.validate import validator
 
 from flask import Flask, Response, request, stream_with_context
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
 
 app = Flask(__name__)
 
@@ -26,16 +27,19 @@ def user(user_id: int) -> dict[str, object]:
 
 @app.route("/form", methods=["POST"])
 def form() -> dict[str, object]:
-    return {"name": request.form["name"], "tags": request.form.getlist("tag"),
-            "content_type": request.content_type}
+    return {"name": request.form["name"], "tags": request.form.getlist("tag"), "content_type": request.content_type}
 
 
 @app.post("/upload")
 def upload() -> dict[str, object]:
     uploaded = request.files["file"]
     data = uploaded.read()
-    return {"filename": uploaded.filename, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-            "note": request.form.get("note")}
+    return {
+        "filename": uploaded.filename,
+        "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "note": request.form.get("note"),
+    }
 
 
 @app.get("/stream")

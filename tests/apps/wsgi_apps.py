@@ -59,11 +59,11 @@ def query(environ: Environ) -> dict[str, str]:
     return {key: values[-1] for key, values in parse_qs(environ.get("QUERY_STRING", "")).items()}
 
 
-def text(start_response: StartResponse, body: bytes, status: str = "200 OK",
-         extra: list[tuple[str, str]] | None = None) -> list[bytes]:
+def text(
+    start_response: StartResponse, body: bytes, status: str = "200 OK", extra: list[tuple[str, str]] | None = None
+) -> list[bytes]:
     """A complete plain-text response with Content-Length."""
-    start_response(status, [("Content-Type", "text/plain"), ("Content-Length", str(len(body))),
-                            *(extra or [])])
+    start_response(status, [("Content-Type", "text/plain"), ("Content-Length", str(len(body))), *(extra or [])])
     return [body]
 
 
@@ -130,10 +130,10 @@ def environ_dump(environ: Environ, start_response: StartResponse) -> Iterable[by
     # Through the validator's wrappers: the server's own objects.
     for key in ("wsgi.input", "wsgi.errors"):
         inner = getattr(environ[key], "input", None) or getattr(environ[key], "errors", None)
-        dumped[key + ".server"] = [type(inner).__name__, [hasattr(inner, m) for m in ("read", "readline",
-                                                                                      "readlines", "__iter__",
-                                                                                      "write", "flush",
-                                                                                      "writelines")]]
+        dumped[key + ".server"] = [
+            type(inner).__name__,
+            [hasattr(inner, m) for m in ("read", "readline", "readlines", "__iter__", "write", "flush", "writelines")],
+        ]
     return as_json(start_response, dumped)
 
 
@@ -182,8 +182,7 @@ def digest(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         size += len(chunk)
         largest = max(largest, len(chunk))
         hasher.update(chunk)
-    return as_json(start_response, {"size": size, "sha256": hasher.hexdigest(), "largest": largest,
-                                    "reads": reads})
+    return as_json(start_response, {"size": size, "sha256": hasher.hexdigest(), "largest": largest, "reads": reads})
 
 
 @route("first-read")
@@ -237,9 +236,12 @@ def input_methods(environ: Environ, start_response: StartResponse) -> Iterable[b
     return as_json(start_response, [part.decode("latin-1") for part in parts])
 
 
-@route("input-raw", validated=False,
-       why_not="read() and read(-1) without a size break PEP 3333's read(size); iteration uses the "
-               "server's own __iter__, which the validator replaces with readline()")
+@route(
+    "input-raw",
+    validated=False,
+    why_not="read() and read(-1) without a size break PEP 3333's read(size); iteration uses the "
+    "server's own __iter__, which the validator replaces with readline()",
+)
 def input_methods_raw(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
     """/input-raw/MODE?n=N: as /input, on the server's stream directly."""
     mode = environ["PATH_INFO"].split("/")[2]
@@ -294,9 +296,12 @@ def empty_blocks(environ: Environ, start_response: StartResponse) -> Iterable[by
     return iter([b"", b"ab", b"", b"cd", b""])
 
 
-@route("file", validated=False,
-       why_not="the validator wraps the returned wsgi.file_wrapper in its own iterator, hiding the "
-               "file from the server, so the sendfile path would never run")
+@route(
+    "file",
+    validated=False,
+    why_not="the validator wraps the returned wsgi.file_wrapper in its own iterator, hiding the "
+    "file from the server, so the sendfile path would never run",
+)
 def file(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
     """/file?path=P&offset=O&length=L: wsgi.file_wrapper over a real file, seeked to O."""
     params = query(environ)
@@ -317,8 +322,9 @@ def file(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
 def file_validated(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
     """wsgi.file_wrapper over a real file, through the validator (iterated, not sendfile)."""
     path = Path(query(environ)["path"])
-    start_response("200 OK", [("Content-Type", "application/octet-stream"),
-                              ("Content-Length", str(path.stat().st_size))])
+    start_response(
+        "200 OK", [("Content-Type", "application/octet-stream"), ("Content-Length", str(path.stat().st_size))]
+    )
     return environ["wsgi.file_wrapper"](path.open("rb"), 65536)
 
 
@@ -477,8 +483,7 @@ def exc_info_before(environ: Environ, start_response: StartResponse) -> Iterable
     try:
         raise ValueError("handled by the application")
     except ValueError:
-        start_response("503 Service Unavailable", [("Content-Type", "text/plain"), ("X-Second", "yes")],
-                       sys.exc_info())
+        start_response("503 Service Unavailable", [("Content-Type", "text/plain"), ("X-Second", "yes")], sys.exc_info())
     return [b"replaced by the error page"]
 
 
@@ -509,8 +514,11 @@ def no_start_response(environ: Environ, start_response: StartResponse) -> Iterab
     return []
 
 
-@route("bad-header", validated=False,
-       why_not="the validator itself refuses control characters in header values; here the server must")
+@route(
+    "bad-header",
+    validated=False,
+    why_not="the validator itself refuses control characters in header values; here the server must",
+)
 def bad_header(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
     """/bad-header/KIND: a response header value (or name) with CR, LF, NUL or CRLF injection."""
     kind = environ["PATH_INFO"].split("/")[2]

@@ -8,12 +8,13 @@ buffer so pipelined responses are parsed one after another.
 
 from __future__ import annotations
 
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import socket
+
     from conftest import Server
 
 
@@ -51,8 +52,14 @@ class Response:
         return [value for key, value in self.headers if key.lower() == name.lower()]
 
 
-def request(method: str, target: str, headers: list[tuple[str, str]] | None = None, body: bytes = b"",
-            version: str = "HTTP/1.1", host: str | None = "localhost") -> bytes:
+def request(
+    method: str,
+    target: str,
+    headers: list[tuple[str, str]] | None = None,
+    body: bytes = b"",
+    version: str = "HTTP/1.1",
+    host: str | None = "localhost",
+) -> bytes:
     """The bytes of a well-formed request; adds Host (unless None) and Content-Length for a body."""
     lines = [f"{method} {target} {version}"]
     names = {name.lower() for name, _ in headers or []}

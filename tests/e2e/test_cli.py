@@ -15,9 +15,10 @@ import time
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import APPS, CRASH_MARKERS
-from installed import peregrine_command
 from rawhttp import RawConnection, request
+
+from conftest import APPS, CRASH_MARKERS, start
+from installed import peregrine_command
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -30,21 +31,26 @@ def run(*args: str, cwd: Path | None = None, timeout: float = 20.0) -> subproces
     """Run peregrine to completion (it must exit by itself)."""
     try:
         return subprocess.run(
-            [*peregrine_command(), *args], cwd=cwd or APPS, capture_output=True, text=True,
-            stdin=subprocess.DEVNULL, timeout=timeout, check=False,
+            [*peregrine_command(), *args],
+            cwd=cwd or APPS,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
             env={**os.environ, "PEREGRINE_TEST_STATE": "/tmp"},  # noqa: S108 (the apps' event log; unused here)
         )
     except subprocess.TimeoutExpired as expired:
-        pytest.fail(f"peregrine {' '.join(args)} did not exit within {timeout:.0f}s "
-                    f"(stderr so far: {expired.stderr!r})")
+        pytest.fail(
+            f"peregrine {' '.join(args)} did not exit within {timeout:.0f}s (stderr so far: {expired.stderr!r})"
+        )
 
 
 def error_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
     return [line for line in result.stderr.splitlines() if line.startswith("peregrine: error:")]
 
 
-def assert_clean_usage_error(result: subprocess.CompletedProcess[str], *mentions: str,
-                             traceback: bool = False) -> str:
+def assert_clean_usage_error(result: subprocess.CompletedProcess[str], *mentions: str, traceback: bool = False) -> str:
     """Exit 2, exactly one `peregrine: error:` line mentioning each of `mentions`, no crash text."""
     assert result.returncode == 2, f"exit {result.returncode}; stderr:\n{result.stderr}"
     lines = error_lines(result)
@@ -81,9 +87,24 @@ def assert_clean_usage_error(result: subprocess.CompletedProcess[str], *mentions
         ([], ""),
         (["wsgi_apps:app", "other:app"], ""),
     ],
-    ids=["unknown-option", "port-abc", "port-99999", "port-negative", "protocol-foo", "max-body-x",
-         "max-header-size-suffix", "keep-alive-word", "request-timeout-empty", "max-connections-word",
-         "backlog-word", "log-level", "access-log-format", "missing-value", "no-application", "two-applications"],
+    ids=[
+        "unknown-option",
+        "port-abc",
+        "port-99999",
+        "port-negative",
+        "protocol-foo",
+        "max-body-x",
+        "max-header-size-suffix",
+        "keep-alive-word",
+        "request-timeout-empty",
+        "max-connections-word",
+        "backlog-word",
+        "log-level",
+        "access-log-format",
+        "missing-value",
+        "no-application",
+        "two-applications",
+    ],
 )
 def test_bad_command_line_exits_2_with_one_error_line(args: list[str], mention: str) -> None:
     assert_clean_usage_error(run(*args), mention)
@@ -124,8 +145,9 @@ def test_port_in_use(tmp_path: Path) -> None:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        result = run("--host", "127.0.0.1", "--port", str(port), "--python-path", str(APPS), "wsgi_apps:app",
-                     cwd=tmp_path)
+        result = run(
+            "--host", "127.0.0.1", "--port", str(port), "--python-path", str(APPS), "wsgi_apps:app", cwd=tmp_path
+        )
     assert_clean_usage_error(result, str(port))
 
 
@@ -166,9 +188,26 @@ def test_help() -> None:
     result = run("--help")
     assert result.returncode == 0
     assert "usage: peregrine" in result.stdout
-    for option in ("--host", "--port", "--unix", "--backlog", "--protocol", "--factory", "--root-path",
-                   "--max-connections", "--max-body", "--max-header-size", "--keep-alive", "--request-timeout",
-                   "--python-path", "--log-level", "--access-log", "--access-log-format", "--version", "--help"):
+    for option in (
+        "--host",
+        "--port",
+        "--unix",
+        "--backlog",
+        "--protocol",
+        "--factory",
+        "--root-path",
+        "--max-connections",
+        "--max-body",
+        "--max-header-size",
+        "--keep-alive",
+        "--request-timeout",
+        "--python-path",
+        "--log-level",
+        "--access-log",
+        "--access-log-format",
+        "--version",
+        "--help",
+    ):
         assert option in result.stdout, option
 
 
@@ -260,8 +299,6 @@ def test_serves_on_ipv6_loopback(tmp_path_factory: pytest.TempPathFactory) -> No
             probe.bind(("::1", 0))
     except OSError:
         pytest.skip("no IPv6 loopback on this machine")
-    from conftest import start
-
     server = start("wsgi_apps:app", "--host", "::1", "--port", "0", state=tmp_path_factory.mktemp("v6"))
     try:
         with socket.create_connection(("::1", server.port), timeout=10) as sock:

@@ -54,17 +54,25 @@ def test_method_not_allowed(client: httpx.Client) -> None:
 def test_form_post(client: httpx.Client) -> None:
     response = client.post("/form", data={"name": "Zo\u00eb", "tag": ["a", "b"]})
     assert response.status_code == 200
-    assert response.json() == {"name": "Zo\u00eb", "tags": ["a", "b"],
-                               "content_type": "application/x-www-form-urlencoded"}
+    assert response.json() == {
+        "name": "Zo\u00eb",
+        "tags": ["a", "b"],
+        "content_type": "application/x-www-form-urlencoded",
+    }
 
 
 def test_file_upload_of_1_mib(client: httpx.Client) -> None:
     data = os.urandom(1024 * 1024 + 7)
-    response = client.post("/upload", files={"file": ("blob.bin", data, "application/octet-stream")},
-                           data={"note": "hello"})
+    response = client.post(
+        "/upload", files={"file": ("blob.bin", data, "application/octet-stream")}, data={"note": "hello"}
+    )
     assert response.status_code == 200
-    assert response.json() == {"filename": "blob.bin", "size": len(data),
-                               "sha256": hashlib.sha256(data).hexdigest(), "note": "hello"}
+    assert response.json() == {
+        "filename": "blob.bin",
+        "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "note": "hello",
+    }
 
 
 def test_file_upload_with_chunked_request_body(client: httpx.Client) -> None:
@@ -74,7 +82,7 @@ def test_file_upload_with_chunked_request_body(client: httpx.Client) -> None:
 
     def pieces() -> Iterator[bytes]:
         for start in range(0, len(body), 65536):
-            yield body[start:start + 65536]
+            yield body[start : start + 65536]
 
     headers = {"content-type": request.headers["content-type"]}
     response = client.post("/upload", content=pieces(), headers=headers)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+import pytest
 from rawhttp import ConnectionClosedError, RawConnection, assert_still_serving, chunked, request
 
 if TYPE_CHECKING:
@@ -29,8 +30,9 @@ def test_content_length_body_is_echoed(wsgi_server: Server) -> None:
 
 def test_chunked_body_with_trailers_is_echoed_and_the_connection_stays_in_sync(wsgi_server: Server) -> None:
     pieces = [b"first piece\n", b"x" * 70000, b"\r\n0\r\n\r\n-looks-like-framing", b"end"]
-    data = (request("POST", "/echo/trailers", [("Transfer-Encoding", "chunked"), ("Trailer", "X-Checksum")])
-            + chunked(*pieces, trailers=[("X-Checksum", "abc123"), ("X-Other", "value")]))
+    data = request("POST", "/echo/trailers", [("Transfer-Encoding", "chunked"), ("Trailer", "X-Checksum")]) + chunked(
+        *pieces, trailers=[("X-Checksum", "abc123"), ("X-Other", "value")]
+    )
     with RawConnection.to(wsgi_server) as connection:
         connection.send(data + request("GET", "/hello"))
         response = connection.read_response()
@@ -41,10 +43,11 @@ def test_chunked_body_with_trailers_is_echoed_and_the_connection_stays_in_sync(w
 
 def test_chunked_body_sent_in_pieces_is_echoed(wsgi_server: Server) -> None:
     data = request("POST", "/echo/slow-chunks", [("Transfer-Encoding", "chunked")]) + chunked(
-        b"abc", b"defgh", trailers=[("X-T", "1")])
+        b"abc", b"defgh", trailers=[("X-T", "1")]
+    )
     with RawConnection.to(wsgi_server) as connection:
         for start in range(0, len(data), 7):
-            connection.send(data[start:start + 7])
+            connection.send(data[start : start + 7])
             time.sleep(0.005)
         assert connection.read_response().body == b"abcdefgh"
 
@@ -87,8 +90,9 @@ def test_100_continue_is_sent_when_the_application_reads_the_body(wsgi_server: S
 
 def test_100_continue_with_chunked_body(wsgi_server: Server) -> None:
     with RawConnection.to(wsgi_server) as connection:
-        connection.send(request("POST", "/echo/continue-chunked",
-                                [("Transfer-Encoding", "chunked"), ("Expect", "100-Continue")]))
+        connection.send(
+            request("POST", "/echo/continue-chunked", [("Transfer-Encoding", "chunked"), ("Expect", "100-Continue")])
+        )
         assert connection.read_head().status == 100
         connection.send(chunked(b"abc", b"def"))
         assert connection.read_response().body == b"abcdef"
@@ -96,8 +100,9 @@ def test_100_continue_with_chunked_body(wsgi_server: Server) -> None:
 
 def test_no_100_continue_when_the_application_does_not_read_the_body(wsgi_server: Server) -> None:
     with RawConnection.to(wsgi_server) as connection:
-        connection.send(request("POST", "/ignore-body/no-continue",
-                                [("Content-Length", "5000"), ("Expect", "100-continue")]))
+        connection.send(
+            request("POST", "/ignore-body/no-continue", [("Content-Length", "5000"), ("Expect", "100-continue")])
+        )
         response = connection.read_head()
         assert response.status == 200, "a 100 Continue was sent although the body was never read"
         assert connection.read_exactly(int(response.header("Content-Length") or "0")) == b"ignored"
@@ -112,8 +117,15 @@ def test_no_100_continue_when_the_application_does_not_read_the_body(wsgi_server
 def test_100_continue_is_not_sent_to_http10_clients(wsgi_server: Server) -> None:
     """RFC 9110 §10.1.1: a server MUST NOT send 100 to an HTTP/1.0 client."""
     with RawConnection.to(wsgi_server) as connection:
-        connection.send(request("POST", "/echo/continue-10", [("Content-Length", "3"), ("Expect", "100-continue")],
-                                version="HTTP/1.0", host=None))
+        connection.send(
+            request(
+                "POST",
+                "/echo/continue-10",
+                [("Content-Length", "3"), ("Expect", "100-continue")],
+                version="HTTP/1.0",
+                host=None,
+            )
+        )
         assert connection.still_open_after(0.5)
         connection.send(b"abc")
         response = connection.read_response(skip_informational=False)
@@ -228,12 +240,9 @@ def test_short_body_for_declared_content_length_closes_the_connection(wsgi_serve
         connection.send(request("GET", "/cl-short") + request("GET", "/hello"))
         head = connection.read_head()
         assert head.header("Content-Length") == "100"
-        try:
+        with pytest.raises(ConnectionClosedError) as closed:
             connection.read_exactly(100)
-        except ConnectionClosedError as closed:
-            assert closed.partial == b"0123456789"
-        else:
-            raise AssertionError("a 100-byte body arrived for a 10-byte response")
+        assert closed.value.partial == b"0123456789"
     assert wsgi_server.stderr.wait_for(lambda line: "shorter" in line and "Content-Length" in line, 5) is not None
     assert_still_serving(wsgi_server)
 
@@ -250,7 +259,9 @@ def test_body_arriving_after_the_head_is_waited_for(wsgi_server: Server) -> None
 
 def test_content_length_with_leading_zeros_is_accepted(wsgi_server: Server) -> None:
     with RawConnection.to(wsgi_server) as connection:
-        connection.send(request("POST", "/echo/zeros", [("Content-Length", "005")]) + b"abcde" + request("GET", "/hello"))
+        connection.send(
+            request("POST", "/echo/zeros", [("Content-Length", "005")]) + b"abcde" + request("GET", "/hello")
+        )
         assert connection.read_response().body == b"abcde"
         assert connection.read_response().body == b"hello"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.client
-import socket
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -43,8 +42,11 @@ def test_httpx_client_keeps_the_connection_across_methods(wsgi_server: Server) -
 
 
 def test_three_pipelined_requests_are_answered_in_order(wsgi_server: Server) -> None:
-    data = (request("GET", "/sleep?ms=200") + request("POST", "/echo/second", body=b"second body")
-            + request("GET", "/chunks?n=2&size=3"))
+    data = (
+        request("GET", "/sleep?ms=200")
+        + request("POST", "/echo/second", body=b"second body")
+        + request("GET", "/chunks?n=2&size=3")
+    )
     with RawConnection.to(wsgi_server) as connection:
         connection.send(data)
         first, second, third = (connection.read_response() for _ in range(3))
@@ -66,8 +68,7 @@ def test_pipelined_requests_sent_byte_by_byte_are_answered_in_order(wsgi_server:
 
 
 def test_many_pipelined_requests_in_one_packet(wsgi_server: Server) -> None:
-    data = b"".join(request("GET", f"/echo/p{i}", [("Content-Length", "1")]) + bytes([48 + i % 10])
-                    for i in range(50))
+    data = b"".join(request("GET", f"/echo/p{i}", [("Content-Length", "1")]) + bytes([48 + i % 10]) for i in range(50))
     with RawConnection.to(wsgi_server) as connection:
         connection.send(data)
         bodies = [connection.read_response().body for _ in range(50)]
@@ -76,9 +77,12 @@ def test_many_pipelined_requests_in_one_packet(wsgi_server: Server) -> None:
 
 def test_pipelined_request_after_an_unread_body_is_answered(wsgi_server: Server) -> None:
     """The application ignores the body: the server discards it and the next request is parsed right."""
-    data = (request("POST", "/ignore-body/1", body=b"x" * 5000)
-            + request("POST", "/ignore-body/2", [("Transfer-Encoding", "chunked")]) + chunked(b"y" * 3000, b"z")
-            + request("GET", "/hello"))
+    data = (
+        request("POST", "/ignore-body/1", body=b"x" * 5000)
+        + request("POST", "/ignore-body/2", [("Transfer-Encoding", "chunked")])
+        + chunked(b"y" * 3000, b"z")
+        + request("GET", "/hello")
+    )
     with RawConnection.to(wsgi_server) as connection:
         connection.send(data)
         assert connection.read_response().body == b"ignored"
@@ -112,8 +116,9 @@ def test_http10_keep_alive_request_keeps_the_connection(wsgi_server: Server) -> 
 def test_http10_keep_alive_with_unknown_length_closes(wsgi_server: Server) -> None:
     """HTTP/1.0 has no chunked coding: a body of unknown length is close-delimited even when asked to keep alive."""
     with RawConnection.to(wsgi_server) as connection:
-        connection.send(request("GET", "/chunks?n=3&size=4", [("Connection", "keep-alive")],
-                                version="HTTP/1.0", host=None))
+        connection.send(
+            request("GET", "/chunks?n=3&size=4", [("Connection", "keep-alive")], version="HTTP/1.0", host=None)
+        )
         response = connection.read_response()
         assert response.framing == "close"
         assert response.body == b"AAAABBBBCCCC"

@@ -100,8 +100,9 @@ def test_declared_body_over_max_body_is_refused_413_before_the_application_runs(
 
 def test_declared_body_over_max_body_with_expect_100_gets_413_and_no_100(small_limits: Server) -> None:
     with RawConnection.to(small_limits) as connection:
-        connection.send(request("POST", "/echo/too-big-expect", [("Content-Length", "5000"),
-                                                                 ("Expect", "100-continue")]))
+        connection.send(
+            request("POST", "/echo/too-big-expect", [("Content-Length", "5000"), ("Expect", "100-continue")])
+        )
         response = connection.read_head()
         assert response.status == 413
     assert not [call for call in small_limits.calls() if "too-big-expect" in call]
@@ -257,7 +258,9 @@ def test_max_connections_queues_a_second_connection_until_the_first_closes(
         assert first.read_response().status == 200
         second = RawConnection.to(server)  # accepted by the kernel's backlog: not refused
         second.send(request("GET", "/hello/second"))
-        assert second.still_open_after(1.0), "the second connection was served (or dropped) while the first held the only slot"
+        assert second.still_open_after(1.0), (
+            "the second connection was served (or dropped) while the first held the slot"
+        )
         first.send(request("GET", "/hello/first-again"))
         assert first.read_response().status == 200
     started = time.monotonic()
@@ -286,7 +289,8 @@ def test_chunked_body_crossing_max_body_in_a_later_packet_is_answered_413(small_
 
 def test_trailer_section_too_large_is_refused(small_limits: Server) -> None:
     data = request("POST", "/echo/big-trailers", [("Transfer-Encoding", "chunked")]) + chunked(
-        b"abc", trailers=[(f"X-T{i}", "t" * 100) for i in range(100)])
+        b"abc", trailers=[(f"X-T{i}", "t" * 100) for i in range(100)]
+    )
     with RawConnection.to(small_limits) as connection:
         connection.send(data)
         response = connection.read_response()

@@ -60,12 +60,9 @@ def test_smuggled_request_in_cl_te_body_never_reaches_the_application(wsgi_serve
 
 
 @pytest.mark.parametrize("coding", ["gzip", "chunked, gzip", "identity", "chunked;q=1, deflate"])
-def test_transfer_encoding_whose_final_coding_is_not_chunked_is_refused_400(
-    wsgi_server: Server, coding: str
-) -> None:
+def test_transfer_encoding_whose_final_coding_is_not_chunked_is_refused_400(wsgi_server: Server, coding: str) -> None:
     marker = _marker()
-    assert_rejected(wsgi_server, head(marker, f"Transfer-Encoding: {coding}") + b"5\r\nhello\r\n0\r\n\r\n",
-                    400, marker)
+    assert_rejected(wsgi_server, head(marker, f"Transfer-Encoding: {coding}") + b"5\r\nhello\r\n0\r\n\r\n", 400, marker)
 
 
 def test_transfer_encoding_gzip_then_chunked_is_not_implemented_501(wsgi_server: Server) -> None:
@@ -81,8 +78,7 @@ def test_transfer_encoding_in_two_field_lines_is_refused_400(wsgi_server: Server
 
 def test_chunked_applied_twice_is_refused_400(wsgi_server: Server) -> None:
     marker = _marker()
-    assert_rejected(wsgi_server, head(marker, "Transfer-Encoding: chunked, chunked") + chunked(b"hello"),
-                    400, marker)
+    assert_rejected(wsgi_server, head(marker, "Transfer-Encoding: chunked, chunked") + chunked(b"hello"), 400, marker)
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "+5", "5 5", "0x5", "", "5.0", "99999999999999999999999"])
@@ -91,8 +87,9 @@ def test_invalid_content_length_is_refused_400(wsgi_server: Server, value: str) 
     assert_rejected(wsgi_server, head(marker, f"Content-Length: {value}") + b"hello", 400, marker)
 
 
-@pytest.mark.parametrize("fields", [("Content-Length: 5", "Content-Length: 6"), ("Content-Length: 5, 6",)],
-                         ids=["two-lines", "list"])
+@pytest.mark.parametrize(
+    "fields", [("Content-Length: 5", "Content-Length: 6"), ("Content-Length: 5, 6",)], ids=["two-lines", "list"]
+)
 def test_differing_content_lengths_are_refused_400(wsgi_server: Server, fields: tuple[str, ...]) -> None:
     marker = _marker()
     assert_rejected(wsgi_server, head(marker, *fields) + b"hello!", 400, marker)
@@ -121,8 +118,9 @@ def test_obs_fold_with_tab_is_refused_400(wsgi_server: Server) -> None:
     assert_rejected(wsgi_server, head(marker, "X-Folded: first", "\tcontinued", method="GET"), 400, marker)
 
 
-@pytest.mark.parametrize("name", ["X(Bad)", "X Bad", "X\"Bad", "X/Bad", "X@Bad", "X\x7fBad", "X\xe9Bad",
-                                  "X{Bad}", "X\x01Bad", ""])
+@pytest.mark.parametrize(
+    "name", ["X(Bad)", "X Bad", 'X"Bad', "X/Bad", "X@Bad", "X\x7fBad", "X\xe9Bad", "X{Bad}", "X\x01Bad", ""]
+)
 def test_non_token_character_in_field_name_is_refused_400(wsgi_server: Server, name: str) -> None:
     marker = _marker()
     assert_rejected(wsgi_server, head(marker, f"{name}: value", method="GET"), 400, marker)
@@ -133,8 +131,9 @@ def test_field_line_without_colon_is_refused_400(wsgi_server: Server) -> None:
     assert_rejected(wsgi_server, head(marker, "X-No-Colon", method="GET"), 400, marker)
 
 
-@pytest.mark.parametrize("value", ["a\rb", "a\nb", "a\x00b", "a\rX-Injected: 1", "\x00"],
-                         ids=["CR", "LF", "NUL", "CR-injection", "only-NUL"])
+@pytest.mark.parametrize(
+    "value", ["a\rb", "a\nb", "a\x00b", "a\rX-Injected: 1", "\x00"], ids=["CR", "LF", "NUL", "CR-injection", "only-NUL"]
+)
 def test_cr_lf_nul_in_field_value_is_refused_400(wsgi_server: Server, value: str) -> None:
     marker = _marker()
     assert_rejected(wsgi_server, head(marker, f"X-Value: {value}", method="GET"), 400, marker)
@@ -189,9 +188,24 @@ def test_invalid_host_is_refused_400(wsgi_server: Server, value: str) -> None:
         "GET\t{m}\tHTTP/1.1",
         "{m} HTTP/1.1",
     ],
-    ids=["no-version", "double-space-1", "double-space-2", "extra-token", "lowercase-version", "short-version",
-         "long-version", "no-dot", "bad-method", "bad-target-form", "space-in-target", "DEL-in-target",
-         "NUL-in-target", "leading-space", "tabs", "no-method"],
+    ids=[
+        "no-version",
+        "double-space-1",
+        "double-space-2",
+        "extra-token",
+        "lowercase-version",
+        "short-version",
+        "long-version",
+        "no-dot",
+        "bad-method",
+        "bad-target-form",
+        "space-in-target",
+        "DEL-in-target",
+        "NUL-in-target",
+        "leading-space",
+        "tabs",
+        "no-method",
+    ],
 )
 def test_bad_request_line_is_refused_400(wsgi_server: Server, line: str) -> None:
     marker = _marker()
@@ -243,9 +257,11 @@ def test_expectation_other_than_100_continue_is_refused_417(wsgi_server: Server,
 # --- chunked request bodies (RFC 9112 §7.1) -----------------------------------------------------
 
 
-@pytest.mark.parametrize("size_line", [b"zz", b"-1", b"0x5", b"5 5", b"", b"fffffffffffffffffffff", b" 5"],
-                         ids=["not-hex", "negative", "0x-prefix", "inner-space", "empty", "overflow",
-                              "leading-space"])
+@pytest.mark.parametrize(
+    "size_line",
+    [b"zz", b"-1", b"0x5", b"5 5", b"", b"fffffffffffffffffffff", b" 5"],
+    ids=["not-hex", "negative", "0x-prefix", "inner-space", "empty", "overflow", "leading-space"],
+)
 def test_bad_chunk_size_is_refused_400(wsgi_server: Server, size_line: bytes) -> None:
     marker = _marker()
     data = head(marker, "Transfer-Encoding: chunked") + size_line + b"\r\nhello\r\n0\r\n\r\n"
@@ -280,8 +296,9 @@ def test_chunk_extension_abuse_is_refused_400(wsgi_server: Server, extension: by
     assert_rejected(wsgi_server, data, 400, marker)
 
 
-@pytest.mark.parametrize("extension", [b";\x00", b";a=\"unterminated", b";=v", b";a b"],
-                         ids=["NUL", "open-quote", "no-name", "space-in-name"])
+@pytest.mark.parametrize(
+    "extension", [b";\x00", b';a="unterminated', b";=v", b";a b"], ids=["NUL", "open-quote", "no-name", "space-in-name"]
+)
 def test_invalid_chunk_extension_is_refused_400(wsgi_server: Server, extension: bytes) -> None:
     marker = _marker()
     data = head(marker, "Transfer-Encoding: chunked") + b"5" + extension + b"\r\nhello\r\n0\r\n\r\n"
@@ -290,7 +307,7 @@ def test_invalid_chunk_extension_is_refused_400(wsgi_server: Server, extension: 
 
 def test_valid_chunk_extensions_are_accepted(wsgi_server: Server) -> None:
     data = head("/echo/ext-ok", "Transfer-Encoding: chunked") + (
-        b"5;name=value;flag\r\nhello\r\n6 ; q=\"quoted;\\\"x\"\r\n world\r\n0;last\r\n\r\n"
+        b'5;name=value;flag\r\nhello\r\n6 ; q="quoted;\\"x"\r\n world\r\n0;last\r\n\r\n'
     )
     with RawConnection.to(wsgi_server) as connection:
         connection.send(data)

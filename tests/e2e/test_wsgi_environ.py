@@ -39,8 +39,15 @@ def values(environ: dict[str, list[Any]]) -> dict[str, Any]:
 
 def test_every_required_key_is_present_with_its_type(wsgi_server: Server) -> None:
     environ = environ_of(wsgi_server, request("GET", "/environ/keys?x=1"))
-    for key in ("REQUEST_METHOD", "SCRIPT_NAME", "PATH_INFO", "QUERY_STRING", "SERVER_NAME", "SERVER_PORT",
-                "SERVER_PROTOCOL"):
+    for key in (
+        "REQUEST_METHOD",
+        "SCRIPT_NAME",
+        "PATH_INFO",
+        "QUERY_STRING",
+        "SERVER_NAME",
+        "SERVER_PORT",
+        "SERVER_PROTOCOL",
+    ):
         assert environ[key][0] == "str", (key, environ[key])
     assert environ["wsgi.version"] == ["tuple", [1, 0]]
     assert environ["wsgi.url_scheme"] == ["str", "http"]
@@ -122,8 +129,12 @@ def test_request_without_body_has_no_content_length_value(wsgi_server: Server) -
 
 
 def test_http_headers_become_http_variables(wsgi_server: Server) -> None:
-    data = request("GET", "/environ/h", [("x-CUSTOM-header", "Value"), ("Accept", "*/*"), ("X-Pad", "  v  ")],
-                   host="example.com:8080")
+    data = request(
+        "GET",
+        "/environ/h",
+        [("x-CUSTOM-header", "Value"), ("Accept", "*/*"), ("X-Pad", "  v  ")],
+        host="example.com:8080",
+    )
     environ = values(environ_of(wsgi_server, data))
     assert environ["HTTP_X_CUSTOM_HEADER"] == "Value"
     assert environ["HTTP_ACCEPT"] == "*/*"
@@ -132,8 +143,9 @@ def test_http_headers_become_http_variables(wsgi_server: Server) -> None:
 
 
 def test_repeated_headers_are_joined_with_comma_space(wsgi_server: Server) -> None:
-    data = request("GET", "/environ/multi", [("X-Multi", "a"), ("Accept", "text/html"), ("x-multi", "b, c"),
-                                             ("X-Multi", "d")])
+    data = request(
+        "GET", "/environ/multi", [("X-Multi", "a"), ("Accept", "text/html"), ("x-multi", "b, c"), ("X-Multi", "d")]
+    )
     environ = values(environ_of(wsgi_server, data))
     assert environ["HTTP_X_MULTI"] == "a, b, c, d"
 
@@ -145,8 +157,11 @@ def test_repeated_cookie_headers_are_joined_with_semicolon_space(wsgi_server: Se
 
 
 def test_header_names_with_underscore_are_dropped(wsgi_server: Server) -> None:
-    data = request("GET", "/environ/underscore", [("X-Auth-User", "alice"), ("X_Auth_User", "mallory"),
-                                                  ("X_Only_Underscore", "dropped")])
+    data = request(
+        "GET",
+        "/environ/underscore",
+        [("X-Auth-User", "alice"), ("X_Auth_User", "mallory"), ("X_Only_Underscore", "dropped")],
+    )
     environ = values(environ_of(wsgi_server, data))
     assert environ["HTTP_X_AUTH_USER"] == "alice"
     assert "HTTP_X_ONLY_UNDERSCORE" not in environ
@@ -236,8 +251,10 @@ def test_unix_socket_serves_and_remote_addr_is_empty(
 
 
 def test_field_values_with_tab_obs_text_and_empty_value(wsgi_server: Server) -> None:
-    data = (b"GET /environ/values HTTP/1.1\r\nHost: localhost\r\nX-Tab: a\tb\r\nX-Latin: caf\xe9\r\n"
-            b"X-Empty:\r\nX-Spaces:    \r\n\r\n")
+    data = (
+        b"GET /environ/values HTTP/1.1\r\nHost: localhost\r\nX-Tab: a\tb\r\nX-Latin: caf\xe9\r\n"
+        b"X-Empty:\r\nX-Spaces:    \r\n\r\n"
+    )
     environ = values(environ_of(wsgi_server, data))
     assert environ["HTTP_X_TAB"] == "a\tb"
     assert environ["HTTP_X_LATIN"] == "caf\xe9"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+import pytest
 from rawhttp import ConnectionClosedError, RawConnection, assert_still_serving, request
 
 if TYPE_CHECKING:
@@ -72,12 +73,9 @@ def test_exception_after_the_head_aborts_a_content_length_response(wsgi_server: 
         connection.send(request("GET", "/raise-after-cl"))
         head = connection.read_head()
         assert head.header("Content-Length") == "100"
-        try:
+        with pytest.raises(ConnectionClosedError) as closed:
             connection.read_exactly(100)
-        except ConnectionClosedError as closed:
-            assert closed.partial == b"partial"
-        else:
-            raise AssertionError("a complete body arrived from an application that raised")
+        assert closed.value.partial == b"partial"
     assert_still_serving(wsgi_server)
 
 

@@ -37,7 +37,7 @@ def _framed(target: str, body: bytes, framing: str) -> bytes:
     pieces, sizes, index = [], [1, 1000, 17, 4096, 3], 0
     while index < len(body):
         size = sizes[len(pieces) % len(sizes)]
-        pieces.append(body[index:index + size])
+        pieces.append(body[index : index + size])
         index += size
     data = b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
     return request("POST", target, [("Transfer-Encoding", "chunked")]) + data
@@ -58,8 +58,9 @@ bodies = pytest.mark.parametrize("name", list(BODIES))
 @framings
 @bodies
 @pytest.mark.parametrize("size", [1, 7, 65536])
-def test_read_n_returns_the_body_in_pieces_of_at_most_n(wsgi_server: Server, framing: str, name: str,
-                                                        size: int) -> None:
+def test_read_n_returns_the_body_in_pieces_of_at_most_n(
+    wsgi_server: Server, framing: str, name: str, size: int
+) -> None:
     body = BODIES[name]
     if size == 1 and len(body) > 20000:
         body = body[:20000]
@@ -113,18 +114,19 @@ def test_readlines_matches_a_file(wsgi_server: Server, framing: str, name: str) 
 @framings
 @pytest.mark.parametrize("name", ["tiny-lines", "long-line"])
 @pytest.mark.parametrize("hint", [1, 10, 5000])
-def test_readlines_with_hint_returns_whole_lines_and_leaves_the_rest(wsgi_server: Server, framing: str,
-                                                                    name: str, hint: int) -> None:
+def test_readlines_with_hint_returns_whole_lines_and_leaves_the_rest(
+    wsgi_server: Server, framing: str, name: str, hint: int
+) -> None:
     body = BODIES[name]
     parts = _parts(wsgi_server, f"/input/readlines?n={hint}", body, framing)
     separator = parts.index(b"--rest--")
-    lines, rest = parts[:separator], parts[separator + 1:]
+    lines, rest = parts[:separator], parts[separator + 1 :]
     assert lines, "readlines(hint) returned nothing from a non-empty body"
     assert all(line.endswith(b"\n") for line in lines[:-1])
     assert b"".join(lines) + b"".join(rest) == body
     # The hint is advisory (PEP 3333), but lines are never split.
     consumed = len(b"".join(lines))
-    assert consumed == len(body) or body[consumed - 1:consumed] == b"\n"
+    assert consumed == len(body) or body[consumed - 1 : consumed] == b"\n"
 
 
 @framings
@@ -142,8 +144,7 @@ def test_iteration_through_the_validator(wsgi_server: Server, framing: str) -> N
 
 def test_read_past_content_length_does_not_touch_the_next_request(wsgi_server: Server) -> None:
     """The application asks for more than the body: it gets EOF, and the pipelined request is intact."""
-    data = (request("POST", "/input-raw/read-all", body=b"only this")
-            + request("POST", "/echo/next", body=b"next body"))
+    data = request("POST", "/input-raw/read-all", body=b"only this") + request("POST", "/echo/next", body=b"next body")
     with RawConnection.to(wsgi_server) as connection:
         connection.send(data)
         first = connection.read_response()

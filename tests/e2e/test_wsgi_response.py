@@ -55,7 +55,7 @@ def test_streamed_http10_response_arrives_progressively(wsgi_server: Server) -> 
         connection.send(request("GET", "/stream?delay=800", version="HTTP/1.0", host=None))
         connection.read_head()
         while b"first" not in connection.buffer:
-            assert connection._fill()  # noqa: SLF001 (read one more packet)
+            assert connection._fill()
         assert time.monotonic() - started < 0.6
         assert connection.read_until_close() == b"firstsecond"
 
@@ -93,8 +93,9 @@ def test_file_wrapper_respects_the_file_position(wsgi_server: Server, big_file: 
 def test_file_wrapper_stops_at_the_declared_content_length(wsgi_server: Server, big_file: tuple[Path, bytes]) -> None:
     path, data = big_file
     with RawConnection.to(wsgi_server, timeout=30) as connection:
-        connection.send(request("GET", f"/file?path={quote(str(path))}&offset=10&length=1000")
-                        + request("GET", "/hello"))
+        connection.send(
+            request("GET", f"/file?path={quote(str(path))}&offset=10&length=1000") + request("GET", "/hello")
+        )
         response = connection.read_response()
         assert response.body == data[10:1010]
         assert connection.read_response().body == b"hello", "file bytes past Content-Length leaked"
@@ -111,9 +112,7 @@ def test_file_wrapper_without_content_length_is_framed(wsgi_server: Server, big_
         assert connection.read_response().body == b"hello"
 
 
-def test_file_wrapper_over_http10_without_length(
-    wsgi_server: Server, big_file: tuple[Path, bytes]
-) -> None:
+def test_file_wrapper_over_http10_without_length(wsgi_server: Server, big_file: tuple[Path, bytes]) -> None:
     path, data = big_file
     with RawConnection.to(wsgi_server, timeout=30) as connection:
         connection.send(request("GET", f"/file?path={quote(str(path))}&no-length=1", version="HTTP/1.0", host=None))
@@ -217,4 +216,3 @@ def test_response_bytes_are_exact_for_a_simple_response(wsgi_server: Server) -> 
     assert names.count("content-length") == 1
     assert names.count("date") == 1
     assert response.header("Content-Type") == "text/plain"
-
