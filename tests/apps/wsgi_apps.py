@@ -549,3 +549,107 @@ class CallableInstance:
 
 instance = CallableInstance()
 not_callable = 42
+
+
+# --- applications that break PEP 3333 on purpose: the server must answer 500, never crash ----------
+
+_STASH: dict[str, Any] = {}
+_WHY_BROKEN = "breaks PEP 3333 on purpose (the validator would raise first); the server must cope"
+
+
+@route("broken", validated=False, why_not=_WHY_BROKEN)
+def broken(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:  # noqa: PLR0911 (one per kind)
+    """/broken/KIND: one kind of misbehaviour."""
+    kind = environ["PATH_INFO"].split("/")[2]
+    if kind == "yield-str":
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return ["text, not bytes"]  # type: ignore[list-item]
+    if kind == "return-none":
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return None  # type: ignore[return-value]
+    if kind == "iter-raises":
+
+        class Bad:
+            def __iter__(self) -> Iterator[bytes]:
+                raise RuntimeError("broken: __iter__ raises")
+
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return Bad()
+    if kind == "bad-status":
+        start_response("not a status", [("Content-Type", "text/plain")])
+        return [b"x"]
+    if kind == "int-header":
+        start_response("200 OK", [("Content-Length", 5)])
+        return [b"hello"]
+    if kind == "bytes-status":
+        start_response(b"200 OK", [])
+        return [b"x"]
+    if kind == "headers-not-list":
+        start_response("200 OK", None)
+        return [b"x"]
+    if kind == "write-str":
+        writer = start_response("200 OK", [("Content-Type", "text/plain")])
+        writer("text")
+        return []
+    raise ValueError(kind)
+
+
+@route("stash", validated=False, why_not="keeps the server's own objects past the request on purpose")
+def stash(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+    """Keep wsgi.input, start_response and write() for /use-stash to misuse after the request ended."""
+    writer = start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "7")])
+    _STASH.update(
+        input=environ["wsgi.input"], start_response=start_response, write=writer, errors=environ["wsgi.errors"]
+    )
+    return [b"stashed"]
+
+
+@route("use-stash")
+def use_stash(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+    """Call every stashed object of an earlier request; report what each did."""
+    outcomes = {}
+    attempts: dict[str, Callable[[], object]] = {
+        "input.read": lambda: _STASH["input"].read(10),
+        "input.readline": lambda: _STASH["input"].readline(-1),
+        "input.iter": lambda: list(_STASH["input"]),
+        "start_response": lambda: _STASH["start_response"]("500 Oops", [("Content-Type", "text/plain")]),
+        "write": lambda: _STASH["write"](b"late"),
+        "errors.write": lambda: _STASH["errors"].write("late errors write\n"),
+    }
+    for name, attempt in attempts.items():
+        try:
+            result = attempt()
+        except Exception as error:  # noqa: BLE001 (any exception is a refusal)
+            outcomes[name] = f"raised {type(error).__name__}"
+        else:
+            outcomes[name] = f"returned {result!r}"
+    return as_json(start_response, outcomes)
+
+
+@route("read-some")
+def read_some(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+    """/read-some?n=N: read N bytes of the body, leave the rest."""
+    data = environ["wsgi.input"].read(int(query(environ)["n"]))
+    return text(start_response, data)
+
+
+@route("bad-input-args", validated=False, why_not="calls wsgi.input methods with wrong arguments on purpose")
+def bad_input_args(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+    """Wrong argument types to the server's wsgi.input; report what each raised, then read the body."""
+    stream = environ["wsgi.input"]
+    outcomes = {}
+    for name, call in {
+        "read-str": lambda: stream.read("x"),
+        "read-float": lambda: stream.read(1.5),
+        "read-two": lambda: stream.read(1, 2),
+        "readline-str": lambda: stream.readline("x"),
+        "readlines-str": lambda: stream.readlines("x"),
+        "read-huge": lambda: stream.read(1 << 62),
+    }.items():
+        try:
+            result = call()
+        except Exception as error:  # noqa: BLE001 (any exception is a refusal)
+            outcomes[name] = f"raised {type(error).__name__}"
+        else:
+            outcomes[name] = f"returned {result!r}"
+    return as_json(start_response, outcomes)

@@ -226,3 +226,19 @@ def test_slow_reader_gets_a_large_streamed_response_intact(start_server: Callabl
         assert bytes(received) == b"".join(bytes([65 + i % 26]) * size for i in range(count))
         assert connection.read_response().body == b"hello"
         assert time.monotonic() - started > 2.5
+
+
+def test_partly_read_body_is_discarded_before_the_next_pipelined_request(wsgi_server: Server) -> None:
+    body = b"0123456789" * 500
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("POST", "/read-some?n=7", body=body) + request("POST", "/echo/after", body=b"next"))
+        assert connection.read_response().body == b"0123456"
+        assert connection.read_response().body == b"next"
+
+
+def test_a_thousand_pipelined_requests_are_answered_in_order(wsgi_server: Server) -> None:
+    data = b"".join(request("GET", f"/status/{200 + i % 7}") for i in range(1000))
+    with RawConnection.to(wsgi_server, timeout=30) as connection:
+        connection.send(data)
+        statuses = [connection.read_response().status for _ in range(1000)]
+    assert statuses == [200 + i % 7 for i in range(1000)]

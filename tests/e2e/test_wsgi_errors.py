@@ -7,6 +7,7 @@ both are logged with the traceback. start_response's exc_info rules.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import TYPE_CHECKING
 
@@ -119,4 +120,67 @@ def test_start_response_with_exc_info_after_output_reraises_and_aborts(wsgi_serv
     assert b"0\r\n\r\n" not in rest
     assert wsgi_server.wait_for_event("exc-info-after re-raised ValueError")
     assert "exc-info-after not re-raised" not in wsgi_server.events()
+    assert_still_serving(wsgi_server)
+
+
+# --- applications that break the protocol: 500, logged, and the server goes on ------------------
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "yield-str",
+        "return-none",
+        "iter-raises",
+        "bad-status",
+        "int-header",
+        "bytes-status",
+        "headers-not-list",
+        "write-str",
+    ],
+)
+def test_protocol_violation_by_the_application_is_answered_500(wsgi_server: Server, kind: str) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("GET", f"/broken/{kind}"))
+        try:
+            response = connection.read_response()
+        except ConnectionClosedError as closed:
+            raise AssertionError(f"connection closed without a response: {closed.partial[:200]!r}") from None
+    assert response.status == 500
+    assert b"text, not bytes" not in response.body
+    assert_still_serving(wsgi_server)
+
+
+def test_server_objects_used_after_their_request_refuse_safely(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("POST", "/stash", body=b"0123456789" * 10))
+        assert connection.read_response().body == b"stashed"
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("POST", "/use-stash", body=b"SECRET-OF-THE-SECOND-REQUEST"))
+        response = connection.read_response()
+        connection.send(request("GET", "/hello"))
+        following = connection.read_response()
+    assert response.status == 200
+    outcomes = json.loads(response.body)
+    assert "SECRET" not in response.body.decode(), "a stale wsgi.input read another request's body"
+    for name in ("input.read", "input.readline", "input.iter", "start_response", "write"):
+        assert outcomes[name].startswith("raised "), (name, outcomes[name])
+    assert following.body == b"hello"
+    assert_still_serving(wsgi_server)
+
+
+def test_wrong_argument_types_to_wsgi_input_raise_type_errors(wsgi_server: Server) -> None:
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("POST", "/bad-input-args", body=b"abc"))
+        response = connection.read_response()
+    assert response.status == 200
+    outcomes = json.loads(response.body)
+    for name in ("read-str", "read-float", "read-two", "readline-str", "readlines-str"):
+        assert outcomes[name] == "raised TypeError", (name, outcomes[name])
+    assert outcomes["read-huge"] in (
+        "returned b'abc'",
+        "raised OverflowError",
+        "raised ValueError",
+        "raised MemoryError",
+    ), outcomes["read-huge"]
     assert_still_serving(wsgi_server)
