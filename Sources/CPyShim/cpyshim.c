@@ -131,3 +131,20 @@ PyObject *pshim_call_method0(PyObject *o, const char *name) {
 }
 int pshim_list_exact(PyObject *o) { return PyList_CheckExact(o); }
 int pshim_tuple_exact(PyObject *o) { return PyTuple_CheckExact(o); }
+
+void pshim_heap_dealloc(PyObject *o) {
+    PyTypeObject *tp = Py_TYPE(o);
+    tp->tp_free(o);
+    Py_DECREF(tp);
+}
+
+void pshim_stop_iteration(PyObject *value) {
+    PyObject *exc = PyObject_CallOneArg(PyExc_StopIteration, value);
+    if (exc) {
+        PyErr_SetObject(PyExc_StopIteration, exc);
+        Py_DECREF(exc);
+    }
+}
+
+int pshim_gen_return(void) { return PYGEN_RETURN; }
+int pshim_gen_error(void) { return PYGEN_ERROR; }

@@ -189,7 +189,8 @@ int64_t csys_file_offset(int fd) { return (int64_t)lseek(fd, 0, SEEK_CUR); }
 int csys_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
 static uint32_t to_epoll(int events, int edge) {
-    uint32_t e = EPOLLRDHUP;
+    uint32_t e = 0;
+    if (events & 8) e |= EPOLLRDHUP;
     if (events & 1) e |= EPOLLIN;
     if (events & 2) e |= EPOLLOUT;
     if (edge) e |= EPOLLET;
@@ -289,3 +290,5 @@ long csys_write2(int fd, const void *a, size_t alen, const void *b, size_t blen)
 
 const char *csys_getenv(const char *name) { return getenv(name); }
 int csys_file_exists(const char *path) { struct stat st; return stat(path, &st) == 0; }
+int csys_dup(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); }
+int csys_open_read(const char *path) { return open(path, O_RDONLY | O_CLOEXEC); }

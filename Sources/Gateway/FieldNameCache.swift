@@ -1,12 +1,20 @@
 import CPython
 import PyBridge
 
-/// Maps a request field name to its interned environ key (`HTTP_USER_AGENT`
-/// for `User-Agent`), so a worker builds each key once rather than once per
-/// request. Open addressing over a fixed table; when the table is full new
-/// names are converted each time instead of cached (memory stays bounded
-/// whatever names clients invent).
-struct HeaderKeyCache {
+/// Maps a request field name to the Python object a gateway uses for it —
+/// the WSGI environ key (`HTTP_USER_AGENT` for `User-Agent`) or the ASGI
+/// lower-cased name (`b"user-agent"`) — so a worker builds each once rather
+/// than once per request. Open addressing over a fixed table; when the table
+/// is full, new names are converted each time instead of cached (memory stays
+/// bounded whatever names clients invent).
+struct FieldNameCache {
+    enum Form {
+        /// "HTTP_" + upper case with "-" as "_", a str (PEP 3333).
+        case cgiKey
+        /// Lower-cased bytes (ASGI `headers`).
+        case lowercaseBytes
+    }
+    private let form: Form
     private struct Entry {
         var hash: UInt64
         var name: [UInt8]   // lower-cased field name
@@ -17,13 +25,14 @@ struct HeaderKeyCache {
     private let mask: Int
     private var scratch = [UInt8](repeating: 0, count: 5 + 256)
 
-    init(capacity: Int = 512) {
+    init(form: Form, capacity: Int = 512) {
+        self.form = form
         table = Array(repeating: nil, count: capacity)
         mask = capacity - 1
     }
 
-    /// The environ key for `name` (new reference), or nil for a name that
-    /// has no CGI form (the caller skips it).
+    /// The object for `name` (new reference), or nil if it could not be
+    /// made (the caller skips the field).
     mutating func key(for name: UnsafeRawBufferPointer) -> PyRef? {
         var h: UInt64 = 0xcbf29ce484222325
         for b in name { h = (h ^ UInt64(lower(b))) &* 0x100000001b3 }
@@ -46,15 +55,29 @@ struct HeaderKeyCache {
         return key
     }
 
-    @inline(__always) private func lower(_ b: UInt8) -> UInt8 { (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b }
 
     private func matches(_ stored: [UInt8], _ name: UnsafeRawBufferPointer) -> Bool {
         for i in 0..<stored.count where stored[i] != lower(name[i]) { return false }
         return true
     }
 
-    /// "HTTP_" + the name upper-cased with "-" as "_".
     private mutating func make(_ name: UnsafeRawBufferPointer) -> PyRef? {
+        switch form {
+        case .cgiKey: return makeCGIKey(name)
+        case .lowercaseBytes: return makeLowercase(name)
+        }
+    }
+
+    private mutating func makeLowercase(_ name: UnsafeRawBufferPointer) -> PyRef? {
+        if scratch.count < name.count { scratch = [UInt8](repeating: 0, count: name.count) }
+        return scratch.withUnsafeMutableBufferPointer { out -> PyRef? in
+            for (i, b) in name.enumerated() { out[i] = lower(b) }
+            return Py.bytes(UnsafeRawBufferPointer(start: out.baseAddress, count: name.count))
+        }
+    }
+
+    /// "HTTP_" + the name upper-cased with "-" as "_".
+    private mutating func makeCGIKey(_ name: UnsafeRawBufferPointer) -> PyRef? {
         let n = 5 + name.count
         if scratch.count < n { scratch = [UInt8](repeating: 0, count: n) }
         return scratch.withUnsafeMutableBufferPointer { out -> PyRef? in
@@ -69,3 +92,5 @@ struct HeaderKeyCache {
         }
     }
 }
+
+@inline(__always) private func lower(_ b: UInt8) -> UInt8 { (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b }

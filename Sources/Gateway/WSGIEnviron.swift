@@ -12,7 +12,7 @@ struct WSGIEnvironBuilder {
     let keys: WSGIKeys
     let template: PyRef
     let rootPath: [UInt8]
-    private var headerKeys = HeaderKeyCache()
+    private var headerKeys = FieldNameCache(form: .cgiKey)
     private var decoded = [UInt8](repeating: 0, count: 1024)
 
     init(keys: WSGIKeys, rootPath: String, scheme: StaticString, multiprocess: Bool, errors: PyRef, fileWrapper: PyRef) {
@@ -138,22 +138,7 @@ struct WSGIEnvironBuilder {
     /// off the front when the path is under it.
     private mutating func setPath(_ env: PyRef, _ request: GatewayRequest) {
         let raw = request.bytes(request.path)
-        if decoded.count < raw.count { decoded = [UInt8](repeating: 0, count: raw.count) }
-        var n = 0
-        decoded.withUnsafeMutableBufferPointer { out in
-            var i = 0
-            while i < raw.count {
-                let b = raw[i]
-                if b == 0x25, i + 2 < raw.count, let hi = hexValue(raw[i + 1]), let lo = hexValue(raw[i + 2]) {
-                    out[n] = hi << 4 | lo
-                    i += 3
-                } else {
-                    out[n] = b
-                    i += 1
-                }
-                n += 1
-            }
-        }
+        let n = percentDecode(raw, into: &decoded)
         var start = 0
         if !rootPath.isEmpty && n >= rootPath.count {
             var under = true
@@ -167,12 +152,3 @@ struct WSGIEnvironBuilder {
     }
 }
 
-@inline(__always)
-func hexValue(_ c: UInt8) -> UInt8? {
-    switch c {
-    case 0x30...0x39: return c - 0x30
-    case 0x41...0x46: return c - 0x41 + 10
-    case 0x61...0x66: return c - 0x61 + 10
-    default: return nil
-    }
-}

@@ -65,6 +65,123 @@ class ErrorStream:
             self._pending = ""
 
 
+class ClientDisconnected(OSError):
+    """Raised by ASGI send() once the client has gone away."""
+
+
+class StartupFailed(Exception):
+    """The ASGI lifespan startup failed; the server must not serve."""
+
+
+class _Lifespan:
+    """The ASGI lifespan protocol (spec 2.0) around one application.
+
+    An application that raises before it has asked for the startup event does
+    not speak lifespan: it is served without it. One that fails after
+    (lifespan.startup.failed, or an exception) stops the server."""
+
+    def __init__(self, app, state):
+        import asyncio
+        self.app = app
+        self.state = state
+        self.queue = asyncio.Queue()
+        self.started = asyncio.Event()
+        self.stopped = asyncio.Event()
+        self.asked = False
+        self.supported = True
+        self.failure = None
+        self.shutdown_failure = None
+        self.task = None
+
+    async def _main(self):
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": self.state}
+        try:
+            await self.app(scope, self._receive, self._send)
+        except BaseException as exc:  # noqa: BLE001 (any failure is reported below)
+            if not self.asked:
+                self.supported = False
+                log(20, "the application does not support the ASGI lifespan protocol (%s: %s); serving without it"
+                    % (type(exc).__name__, exc))
+            elif not self.started.is_set():
+                import traceback
+                self.failure = "".join(traceback.format_exception(exc))
+            else:
+                import traceback
+                log(40, "the ASGI lifespan task raised:\n" + "".join(traceback.format_exception(exc)))
+        finally:
+            self.started.set()
+            self.stopped.set()
+
+    async def _receive(self):
+        self.asked = True
+        return await self.queue.get()
+
+    async def _send(self, message):
+        kind = message.get("type")
+        if kind == "lifespan.startup.complete":
+            self.started.set()
+        elif kind == "lifespan.startup.failed":
+            self.failure = message.get("message", "") or "lifespan.startup.failed"
+            self.started.set()
+        elif kind == "lifespan.shutdown.complete":
+            self.stopped.set()
+        elif kind == "lifespan.shutdown.failed":
+            self.shutdown_failure = message.get("message", "") or "lifespan.shutdown.failed"
+            self.stopped.set()
+        else:
+            raise RuntimeError("unexpected ASGI lifespan message %r" % (kind,))
+
+    async def startup(self):
+        import asyncio
+        self.task = asyncio.get_running_loop().create_task(self._main())
+        await self.queue.put({"type": "lifespan.startup"})
+        await self.started.wait()
+        if self.failure is not None:
+            raise StartupFailed(self.failure)
+
+    async def shutdown(self):
+        if not self.supported or self.task is None or self.task.done():
+            return
+        await self.queue.put({"type": "lifespan.shutdown"})
+        await self.stopped.wait()
+        if self.shutdown_failure is not None:
+            log(40, "ASGI lifespan shutdown failed: %s" % self.shutdown_failure)
+
+
+def serve_asgi(app, fd, poll, attach, lifespan, use_uvloop):
+    """Run the worker's event loop: the server's epoll descriptor is one of
+    its readers, so the server and the application share one thread."""
+    import asyncio
+    loop = None
+    name = "asyncio"
+    if use_uvloop:
+        try:
+            import uvloop
+        except ImportError:
+            uvloop = None
+        if uvloop is not None:
+            loop = uvloop.new_event_loop()
+            name = "uvloop"
+    if loop is None:
+        loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    state = {}
+    manager = _Lifespan(app, state) if lifespan else None
+    try:
+        if manager is not None:
+            loop.run_until_complete(manager.startup())
+        attach(loop, state if manager is not None and manager.supported else None, name)
+        loop.add_reader(fd, poll)
+        loop.run_forever()
+        loop.remove_reader(fd)
+        if manager is not None:
+            loop.run_until_complete(manager.shutdown())
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
 class FileWrapper:
     """wsgi.file_wrapper. The server sends a wrapped regular file with
     sendfile(2); anything else is read in blocks like any iterable."""

@@ -16,7 +16,7 @@ public let peregrineVersion = "0.1.0"
 public let usageText = """
 usage: peregrine [options] MODULE:ATTR
 
-Serve a WSGI (PEP 3333) or ASGI application over HTTP/1.1.
+Serve a WSGI (PEP 3333) or ASGI 3 application over HTTP/1.1.
 
 options:
   --host HOST              interface to bind (default 127.0.0.1)
@@ -38,6 +38,8 @@ options:
   --log-level LEVEL        debug, info, warning, error or silent (default info)
   --access-log             log one line per request to standard output
   --access-log-format F    text (default) or json; implies --access-log
+  --no-lifespan            ASGI: skip the lifespan protocol
+  --no-uvloop              ASGI: use asyncio's own loop even if uvloop is installed
   --version                print the version and exit
   --help                   print this help and exit
 
@@ -117,6 +119,8 @@ public enum CommandLineParser {
                 }
                 config.logLevel = l
             case "--access-log": try flag(); config.accessLog = true
+            case "--no-lifespan": try flag(); config.lifespan = false
+            case "--no-uvloop": try flag(); config.uvloop = false
             case "--access-log-format":
                 let v = try value()
                 guard let f = AccessLogFormat(rawValue: v.lowercased()) else {

@@ -37,6 +37,11 @@ public struct Config: Sendable {
     public var logLevel: LogLevel = .info
     public var accessLog = false
     public var accessLogFormat: AccessLogFormat = .text
+    /// ASGI: run the lifespan protocol (startup before serving, shutdown
+    /// after the last request).
+    public var lifespan = true
+    /// ASGI: use uvloop when it can be imported.
+    public var uvloop = true
 
     public init() {}
 }

@@ -68,21 +68,31 @@ public enum Main {
                 throw StartupFailure("cannot tell whether '\(config.app)' is a WSGI or an ASGI application; pass --protocol wsgi or --protocol asgi")
             }
         }
-        if proto == .asgi {
-            throw StartupFailure("'\(config.app)' is an ASGI application; this build serves WSGI only so far (ASGI support is tracked separately)")
-        }
         let listener = try Listener.bind(config)
         let signalFD = csys_signalfd_open()
-        let gateway = WSGIGateway(app: app, rootPath: config.rootPath, scheme: "http", multiprocess: false)
+        let wsgi = proto == .wsgi ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: "http", multiprocess: false) : nil
+        let asgi = proto == .asgi ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: "http") : nil
         let worker: Worker
         do {
-            worker = try Worker(config: config, listener: listener, gateway: gateway, signalFD: signalFD)
+            worker = try Worker(config: config, listener: listener, wsgi: wsgi, asgi: asgi, signalFD: signalFD)
         } catch {
             throw StartupFailure(error.description)
         }
-        Log.info("peregrine \(peregrineVersion) serving \(config.app) (WSGI) with Python \(Interpreter.version) (prefix \(Interpreter.prefix))")
-        Log.info("listening on \(listener.displayURL)")
-        worker.run()
+        let banner = "peregrine \(peregrineVersion) serving \(config.app) with Python \(Interpreter.version) (prefix \(Interpreter.prefix))"
+        if asgi != nil {
+            do {
+                try worker.runAsync(app: app, lifespan: config.lifespan, uvloop: config.uvloop) { loopName in
+                    Log.info(banner + " (ASGI on \(loopName))")
+                    Log.info("listening on \(listener.displayURL)")
+                }
+            } catch {
+                throw StartupFailure(error.message, detail: error.traceback)
+            }
+        } else {
+            Log.info(banner + " (WSGI)")
+            Log.info("listening on \(listener.displayURL)")
+            worker.run()
+        }
         Log.info("stopped after \(worker.requestsServed) requests")
     }
 

@@ -3,14 +3,9 @@ import Core
 import Gateway
 import HTTP1
 
-/// Serialises HTTP/1.1 response heads and framed body bytes into one
-/// per-worker output buffer, and writes it out.
-///
-/// Bytes accumulate until a flush, so a small response (head and body) goes
-/// out in one `send`; a large body block is not copied but written with the
-/// buffered head in one `writev`. Writes are blocking from the caller's
-/// point of view: a full socket buffer waits (GIL released, bounded by the
-/// write-stall timeout) — the WSGI model, where the application runs inline.
+/// The worker's staging buffer for response bytes (status line, fields,
+/// chunk framing, small body blocks) on their way to `transmit`. It is
+/// empty between calls: nothing staged waits across an application's turn.
 struct OutputBuffer: ~Copyable {
     private(set) var base: UnsafeMutableRawPointer
     private(set) var capacity: Int
@@ -77,14 +72,11 @@ struct OutputBuffer: ~Copyable {
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 }
 
-/// Blocking write of everything given, to a non-blocking socket.
+/// Non-blocking writes of two buffers (staged bytes and a body block).
 enum SocketWriter {
-    enum Outcome { case done, failed }
-
-    /// Writes `a` then `b` (either may be empty) fully. On EAGAIN waits for
-    /// writability up to `stallMilliseconds` with the GIL released.
-    static func write(fd: Int32, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
-                      stallMilliseconds: Int, waitWritable: (Int32, Int) -> Bool) -> Outcome {
+    /// Writes as much of `a` then `b` as the socket takes now: returns the
+    /// bytes written, and whether the connection failed (EPIPE, reset...).
+    static func writeSome(fd: Int32, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> (Int, Bool) {
         var aOff = 0, bOff = 0
         while aOff < a.count || bOff < b.count {
             let n: Int
@@ -97,11 +89,7 @@ enum SocketWriter {
             if n < 0 {
                 let e = csys_errno()
                 if csys_eintr(e) != 0 { continue }
-                if csys_eagain(e) != 0 {
-                    if !waitWritable(fd, stallMilliseconds) { return .failed }
-                    continue
-                }
-                return .failed
+                return (aOff + bOff, csys_eagain(e) == 0)
             }
             var left = n
             let fromA = min(left, a.count - aOff)
@@ -109,7 +97,7 @@ enum SocketWriter {
             left -= fromA
             bOff += left
         }
-        return .done
+        return (aOff + bOff, false)
     }
 }
 

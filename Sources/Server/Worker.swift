@@ -7,13 +7,16 @@ import PyBridge
 /// One worker: one thread, one epoll, its own connections, buffers, timers
 /// and gateway. Nothing here is shared with another worker.
 ///
-/// The loop waits in epoll with the GIL released, accepts, reads, and for
-/// each complete request runs the WSGI application inline; timers are a
-/// wheel with one deadline per connection slot.
+/// WSGI: the worker's own loop waits in epoll with the GIL released,
+/// accepts, reads, and runs the application inline for each complete
+/// request. ASGI: the asyncio (or uvloop) loop runs the thread; the epoll
+/// descriptor is one of its readers, and `pollOnce` handles what is ready
+/// without blocking. Timers are a wheel with one deadline per connection.
 final class Worker {
     let config: Config
     let listener: Listener
-    let gateway: WSGIGateway
+    let wsgi: WSGIGateway?
+    let asgi: ASGIGateway?
     let headerTable: H1HeaderTable
     let fieldSpans: UnsafeMutablePointer<FieldSpans>
     let accessLog: AccessLog
@@ -40,10 +43,11 @@ final class Worker {
     private static let listenerToken: UInt64 = 1 << 63
     private static let signalToken: UInt64 = 1 << 63 | 1
 
-    init(config: Config, listener: Listener, gateway: WSGIGateway, signalFD: Int32) throws(SystemError) {
+    init(config: Config, listener: Listener, wsgi: WSGIGateway?, asgi: ASGIGateway?, signalFD: Int32) throws(SystemError) {
         self.config = config
         self.listener = listener
-        self.gateway = gateway
+        self.wsgi = wsgi
+        self.asgi = asgi
         self.signalFD = signalFD
         var l = H1Limits()
         l.maxHeadBytes = config.maxHeaderSize
@@ -69,36 +73,63 @@ final class Worker {
 
     // MARK: - Loop
 
+    /// The WSGI loop: blocks in epoll (GIL released) until stopped.
     func run() {
-        while !(stopping && openCount == 0 && lingeringCount == 0) {
+        while !finished {
             let timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
-            let n = GIL.released { poller.wait(timeoutMilliseconds: stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout) }
-            now = Instant.now()
-            date.refresh()
-            for i in 0..<n {
-                let (token, events) = poller.event(at: i)
-                if token == Worker.listenerToken {
-                    acceptConnections()
-                } else if token == Worker.signalToken {
-                    handleSignal()
-                } else {
-                    let index = Int(token & 0xFFFF_FFFF)
-                    guard index < slots.count, UInt64(generations[index]) == token >> 32 else { continue }
-                    let c = slots[index]
-                    if events.contains(.error) && !events.contains(.readable) {
-                        c.close()
-                    } else {
-                        c.onReadable()
-                    }
-                }
+            let wait = stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout
+            let n = GIL.released { poller.wait(timeoutMilliseconds: wait) }
+            handle(n)
+        }
+    }
+
+    /// The ASGI loop: runs the event loop until stopped; throws if the
+    /// lifespan startup fails.
+    func runAsync(app: PyRef, lifespan: Bool, uvloop: Bool, onStarted: @escaping (String) -> Void) throws(StartupError) {
+        EventLoopDriver.attached = { [unowned self] loop, state, name in
+            asgi!.attach(loop: loop, state: state)
+            onStarted(name)
+            scheduleTimer()
+        }
+        EventLoopDriver.poll = { [unowned self] in
+            EventLoopDriver.timerFired(now: Instant.now())
+            let n = poller.wait(timeoutMilliseconds: 0)
+            handle(n)
+            if finished { EventLoopDriver.stop() } else { scheduleTimer() }
+        }
+        try EventLoopDriver.run(app: app, fd: poller.fd, lifespan: lifespan, uvloop: uvloop)
+    }
+
+    private var finished: Bool { stopping && openCount == 0 && lingeringCount == 0 }
+
+    private func scheduleTimer() {
+        var ms = timers.millisecondsUntilNextTick(now: now)
+        if stopping { ms = min(ms ?? 100, 100) }
+        EventLoopDriver.schedule(at: ms.map { now.adding(milliseconds: $0) }, now: now)
+    }
+
+    /// Dispatches `n` ready events, then fires expired timers.
+    private func handle(_ n: Int) {
+        now = Instant.now()
+        date.refresh()
+        for i in 0..<n {
+            let (token, events) = poller.event(at: i)
+            if token == Worker.listenerToken {
+                acceptConnections()
+            } else if token == Worker.signalToken {
+                handleSignal()
+            } else {
+                let index = Int(token & 0xFFFF_FFFF)
+                guard index < slots.count, UInt64(generations[index]) == token >> 32 else { continue }
+                slots[index].onEvents(events)
             }
-            // Collected first: a timeout handler re-arms or cancels timers,
-            // which must not happen while the wheel is being walked.
-            expired.removeAll(keepingCapacity: true)
-            timers.expire(now: now) { expired.append($0) }
-            for index in expired where slots[index].phase != .closed {
-                slots[index].onTimeout()
-            }
+        }
+        // Collected first: a timeout handler re-arms or cancels timers,
+        // which must not happen while the wheel is being walked.
+        expired.removeAll(keepingCapacity: true)
+        timers.expire(now: now) { expired.append($0) }
+        for index in expired where slots[index].phase != .closed {
+            slots[index].onTimeout()
         }
     }
 
@@ -144,6 +175,8 @@ final class Worker {
             } catch {
                 c.close()
             }
+            // Bytes may already be waiting (a client that sends at once):
+            // the level-triggered poller reports them on the next round.
         }
     }
 
@@ -187,9 +220,14 @@ final class Worker {
         for c in slots where c.phase == .head || c.phase == .lingering {
             c.close()
         }
+        if asgi != nil { scheduleTimer() }
     }
 
     // MARK: - Services for connections
+
+    func setInterest(_ c: H1Connection, _ interest: IOEvents) {
+        poller.modify(c.fd, token: c.token, interest: interest)
+    }
 
     func arm(_ c: H1Connection, milliseconds: Int) {
         timers.arm(c.index, at: now.adding(milliseconds: milliseconds))

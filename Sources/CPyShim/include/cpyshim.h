@@ -78,4 +78,12 @@ PyObject *pshim_exc_os_error(void);
 PyObject *pshim_exc_stop_iteration(void);
 PyObject *pshim_exc_assertion_error(void);
 
+// Frees an instance of a heap type and drops the instance's reference to
+// its type, as a heap type's tp_dealloc must.
+void pshim_heap_dealloc(PyObject *o);
+// Raises StopIteration carrying `value` (any object, tuples included).
+void pshim_stop_iteration(PyObject *value);
+int pshim_gen_return(void);   // PYGEN_RETURN
+int pshim_gen_error(void);    // PYGEN_ERROR
+
 #endif

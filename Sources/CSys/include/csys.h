@@ -37,6 +37,9 @@ long csys_write2(int fd, const void *a, size_t alen, const void *b, size_t blen)
 // sendfile(2) from `in_fd` at `*offset`; advances `*offset`.
 long csys_sendfile(int out_fd, int in_fd, int64_t *offset, size_t count);
 int csys_close(int fd);
+int csys_dup(int fd);
+// open(2) read-only, close-on-exec.
+int csys_open_read(const char *path);
 int csys_shutdown_write(int fd);
 // Wait until `fd` is readable (events=1) or writable (events=2); returns
 // 1 ready, 0 timeout, -1 error. `timeout_ms` < 0 waits forever.
@@ -45,7 +48,8 @@ int csys_poll_one(int fd, int events, int timeout_ms);
 int64_t csys_regular_file_size(int fd);
 int64_t csys_file_offset(int fd);
 
-// epoll. Event bits: 1 readable, 2 writable, 4 hang-up/error.
+// epoll. Event bits: 1 readable, 2 writable, 4 hang-up/error, 8 peer shut
+// down its side (EPOLLRDHUP; reported only when asked for).
 int csys_epoll_create(void);
 int csys_epoll_add(int epfd, int fd, uint64_t token, int events, int edge);
 int csys_epoll_mod(int epfd, int fd, uint64_t token, int events, int edge);

@@ -1,0 +1,49 @@
+import CPython
+import CPyShim
+import PyBridge
+
+/// Interned scope keys, message keys and message types for ASGI, made once
+/// per worker.
+struct ASGIKeys {
+    let type = Py.intern("type")
+    let asgi = Py.intern("asgi")
+    let httpVersion = Py.intern("http_version")
+    let method = Py.intern("method")
+    let scheme = Py.intern("scheme")
+    let path = Py.intern("path")
+    let rawPath = Py.intern("raw_path")
+    let queryString = Py.intern("query_string")
+    let rootPath = Py.intern("root_path")
+    let headers = Py.intern("headers")
+    let client = Py.intern("client")
+    let server = Py.intern("server")
+    let state = Py.intern("state")
+    let extensions = Py.intern("extensions")
+
+    let body = Py.intern("body")
+    let moreBody = Py.intern("more_body")
+    let status = Py.intern("status")
+    let trailers = Py.intern("trailers")
+    let moreTrailers = Py.intern("more_trailers")
+    let links = Py.intern("links")
+
+    let http = Py.intern("http")
+    let http11 = Py.intern("1.1")
+    let http10 = Py.intern("1.0")
+    let httpRequest = Py.intern("http.request")
+    let httpDisconnect = Py.intern("http.disconnect")
+    let responseStart = Py.intern("http.response.start")
+    let responseBody = Py.intern("http.response.body")
+    let responseTrailers = Py.intern("http.response.trailers")
+    let responsePathsend = Py.intern("http.response.pathsend")
+    let responseEarlyHint = Py.intern("http.response.early_hint")
+
+    let emptyBytes = PyBytes_FromStringAndSize(nil, 0)!
+
+    /// True if `s` is the interned `key` or a str equal to it.
+    @inline(__always)
+    func same(_ s: PyRef, _ key: PyRef) -> Bool {
+        if s == key { return true }
+        return pshim_unicode_check(s) != 0 && PyUnicode_Compare(s, key) == 0
+    }
+}

@@ -1,0 +1,456 @@
+import CPython
+import CPyShim
+import Core
+import PyBridge
+
+/// One ASGI HTTP request: the state machine behind its `receive` and `send`.
+///
+/// Theory of operation. The application's task calls `receive()` and
+/// `send()`; each returns an awaitable that is already complete when the
+/// answer is known now (the usual case), or an asyncio future the transport
+/// resolves later through `AsyncExchangeDelegate` (body arrived, output
+/// drained, exchange ended). Response messages must come in order:
+///
+///     start ──▶ body* (more_body) ──▶ body (final) ──▶ [trailers*] ──▶ complete
+///               └──▶ pathsend ───────────────────────┘
+///
+/// The head is held until the first body, pathsend or trailers message, so
+/// it leaves with the first bytes (and a single final body gets an exact
+/// Content-Length). Once the exchange has ended the request never touches
+/// the transport again: `receive()` answers `http.disconnect`, `send()`
+/// after a disconnect raises `OSError`.
+final class ASGIRequest: AsyncExchangeDelegate {
+    unowned(unsafe) let gateway: ASGIGateway
+    private var exchange: AsyncExchange?
+    private let isHead: Bool
+
+    private var started = false
+    private var headSent = false
+    private var complete = false
+    private var disconnected = false
+    private var bodyDelivered = false
+    private var taskFinished = false
+
+    private var status = 0
+    private var declaredLength: Int64?
+    private var closeRequested = false
+    private var trailers = false
+    private var bodyBytes: Int64 = 0
+    private var excessLogged = false
+    private var head = HeaderStore()
+    private var trailerStore = HeaderStore()
+
+    private var receiveWaiter: PyRef?
+    private var sendWaiter: PyRef?
+
+    init(gateway: ASGIGateway, exchange: AsyncExchange, isHead: Bool) {
+        self.gateway = gateway
+        self.exchange = exchange
+        self.isHead = isHead
+    }
+
+    private var keys: ASGIKeys { gateway.keys }
+
+    // MARK: - receive()
+
+    func receive() -> PyRef? {
+        if disconnected || complete || exchange == nil {
+            return ready(disconnectMessage())
+        }
+        if receiveWaiter != nil {
+            Py.raise(Py.runtimeError, "receive() called again while a previous receive() is still pending")
+            return nil
+        }
+        if !bodyDelivered, let message = nextBodyMessage() {
+            return ready(message)
+        }
+        if PyErr_Occurred() != nil { return nil }
+        // Waiting: for body bytes, or (body done) for the disconnect.
+        guard let future = gateway.newFuture() else { return nil }
+        Py.incref(future)
+        receiveWaiter = future
+        if !bodyDelivered { exchange?.wantBody() }
+        return future
+    }
+
+    /// The next `http.request` message if one can be made now; nil if the
+    /// caller must wait (or with an exception set).
+    private func nextBodyMessage() -> PyRef? {
+        guard let exchange else { return disconnectMessage() }
+        let size = min(max(exchange.bufferedBodyBytes, 1), 64 * 1024)
+        guard var bytes = PyBytes_FromStringAndSize(nil, size) else { return nil }
+        let buffer = UnsafeMutableRawBufferPointer(start: pshim_bytes_data(bytes), count: size)
+        switch exchange.pollBody(into: buffer) {
+        case .data(let n):
+            if n != size {
+                var o: PyRef? = bytes
+                guard _PyBytes_Resize(&o, n) == 0, let shrunk = o else { return nil }
+                bytes = shrunk
+            }
+            let more = !exchange.bodyComplete
+            if !more { bodyDelivered = true }
+            return requestMessage(bytes, more: more)
+        case .end:
+            Py.decref(bytes)
+            bodyDelivered = true
+            Py.incref(keys.emptyBytes)
+            return requestMessage(keys.emptyBytes, more: false)
+        case .wait:
+            Py.decref(bytes)
+            return nil
+        case .failed(let code):
+            Py.decref(bytes)
+            bodyDelivered = true
+            // The client broke the body (400), stalled (408) or sent too much
+            // (413): it gets that answer if nothing has been sent yet, and
+            // the application sees the request end.
+            if code != 0 && !headSent { respondWithError(code) }
+            disconnected = true
+            return disconnectMessage()
+        }
+    }
+
+    private func requestMessage(_ body: PyRef, more: Bool) -> PyRef? {
+        guard let d = PyDict_New() else { Py.decref(body); return nil }
+        PyDict_SetItem(d, keys.type, keys.httpRequest)
+        PyDict_SetItem(d, keys.body, body)
+        Py.decref(body)
+        PyDict_SetItem(d, keys.moreBody, more ? Py.true : Py.false)
+        return d
+    }
+
+    private func disconnectMessage() -> PyRef? {
+        guard let d = PyDict_New() else { return nil }
+        PyDict_SetItem(d, keys.type, keys.httpDisconnect)
+        return d
+    }
+
+    private func ready(_ message: PyRef?) -> PyRef? {
+        guard let message else { return nil }
+        return ReadyAwaitable.make(stealing: message)
+    }
+
+    // MARK: - send()
+
+    func send(_ message: PyRef) -> PyRef? {
+        guard pshim_dict_check(message) != 0 else {
+            Py.raise(Py.typeError, "send() takes a dict message, not \(Py.typeName(message))")
+            return nil
+        }
+        guard let type = PyDict_GetItemWithError(message, keys.type), pshim_unicode_check(type) != 0 else {
+            if PyErr_Occurred() == nil { Py.raise(Py.typeError, "the message has no 'type' str") }
+            return nil
+        }
+        let ok: Bool
+        if keys.same(type, keys.responseBody) {
+            return sendBody(message)
+        } else if keys.same(type, keys.responseStart) {
+            ok = start(message)
+        } else if keys.same(type, keys.responseTrailers) {
+            return sendTrailers(message)
+        } else if keys.same(type, keys.responsePathsend) {
+            return sendPath(message)
+        } else if keys.same(type, keys.responseEarlyHint) {
+            ok = earlyHint(message)
+        } else {
+            Py.raise(Py.runtimeError, "unexpected ASGI message type \(Py.describe(type)) for an http scope")
+            ok = false
+        }
+        return ok ? ReadyAwaitable.newNone() : nil
+    }
+
+    private func start(_ message: PyRef) -> Bool {
+        guard !started else {
+            Py.raise(Py.runtimeError, "http.response.start sent twice")
+            return false
+        }
+        guard let statusObj = PyDict_GetItemWithError(message, keys.status), pshim_long_check(statusObj) != 0,
+              pshim_bool_check(statusObj) == 0 else {
+            if PyErr_Occurred() == nil { Py.raise(Py.typeError, "http.response.start needs an int 'status'") }
+            return false
+        }
+        let code = PyLong_AsLong(statusObj)
+        guard code >= 200 && code <= 999 else {
+            Py.raise(Py.valueError, "status \(code) is not a final status (200-999); use http.response.early_hint for 103")
+            return false
+        }
+        var store = HeaderStore()
+        if let headers = PyDict_GetItemWithError(message, keys.headers) {
+            guard store.load(headers, context: "http.response.start") else { return false }
+        } else if PyErr_Occurred() != nil {
+            return false
+        }
+        if let t = PyDict_GetItemWithError(message, keys.trailers) {
+            trailers = PyObject_IsTrue(t) == 1
+        }
+        if disconnected || exchange == nil {
+            // Nothing to start; the application learns on its next body send.
+        }
+        status = code
+        head = store
+        declaredLength = store.contentLength
+        closeRequested = store.close
+        started = true
+        return true
+    }
+
+    private func sendBody(_ message: PyRef) -> PyRef? {
+        guard started else {
+            Py.raise(Py.runtimeError, "http.response.body sent before http.response.start")
+            return nil
+        }
+        guard !complete else {
+            Py.raise(Py.runtimeError, "http.response.body sent after the response was complete")
+            return nil
+        }
+        var body: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
+        if let b = PyDict_GetItemWithError(message, keys.body) {
+            if pshim_bytes_check(b) != 0 {
+                body = UnsafeRawBufferPointer(start: pshim_bytes_data(b), count: pshim_bytes_size(b))
+            } else if pshim_bytearray_check(b) != 0 {
+                body = UnsafeRawBufferPointer(start: pshim_bytearray_data(b), count: pshim_bytearray_size(b))
+            } else {
+                Py.raise(Py.typeError, "http.response.body 'body' must be bytes, not \(Py.typeName(b))")
+                return nil
+            }
+        } else if PyErr_Occurred() != nil { return nil }
+        var more = false
+        if let m = PyDict_GetItemWithError(message, keys.moreBody) { more = PyObject_IsTrue(m) == 1 }
+        guard let exchange, !disconnected else { return clientGone() }
+        if !headSent {
+            guard emitHead(knownLength: more ? nil : Int64(body.count)) else { return clientGone() }
+        }
+        // Hold the application to its declared Content-Length.
+        if let declared = declaredLength, !isHead, !trailers {
+            let room = declared - bodyBytes
+            if Int64(body.count) > room {
+                if !excessLogged {
+                    excessLogged = true
+                    Log.warning("the application sent more than its Content-Length of \(declared) bytes; the excess was dropped")
+                }
+                body = UnsafeRawBufferPointer(rebasing: body[0..<Int(max(0, room))])
+            }
+            if !more && bodyBytes + Int64(body.count) < declared && status != 204 && status != 304 {
+                Log.warning("the application's response ended short (\(bodyBytes + Int64(body.count)) bytes) of its Content-Length of \(declared) bytes; the connection was closed")
+                _ = exchange.sendBody(body, final: false)
+                complete = true
+                exchange.abort()
+                return ReadyAwaitable.newNone()
+            }
+        }
+        bodyBytes += Int64(body.count)
+        if !more && !trailers { complete = true }
+        return outcome(exchange.sendBody(body, final: !more))
+    }
+
+    private func sendTrailers(_ message: PyRef) -> PyRef? {
+        guard started, trailers else {
+            Py.raise(Py.runtimeError, "http.response.trailers sent without 'trailers': True in http.response.start")
+            return nil
+        }
+        guard !complete else {
+            Py.raise(Py.runtimeError, "http.response.trailers sent after the response was complete")
+            return nil
+        }
+        if let headers = PyDict_GetItemWithError(message, keys.headers) {
+            guard trailerStore.load(headers, context: "http.response.trailers", append: true) else { return nil }
+        } else if PyErr_Occurred() != nil { return nil }
+        var more = false
+        if let m = PyDict_GetItemWithError(message, keys.moreTrailers) { more = PyObject_IsTrue(m) == 1 }
+        if more { return ReadyAwaitable.newNone() }
+        guard let exchange, !disconnected else { return clientGone() }
+        if !headSent {
+            guard emitHead(knownLength: nil) else { return clientGone() }
+            _ = exchange.sendBody(UnsafeRawBufferPointer(start: nil, count: 0), final: false)
+        }
+        complete = true
+        return trailerStore.withFields { outcome(exchange.sendTrailers($0)) }
+    }
+
+    private func sendPath(_ message: PyRef) -> PyRef? {
+        guard started, !complete, !headSent else {
+            Py.raise(Py.runtimeError, "http.response.pathsend must follow http.response.start and be the whole body")
+            return nil
+        }
+        guard let pathObj = PyDict_GetItemWithError(message, keys.path), pshim_unicode_check(pathObj) != 0,
+              let path = Py.string(pathObj) else {
+            if PyErr_Occurred() == nil { Py.raise(Py.typeError, "http.response.pathsend needs a str 'path'") }
+            return nil
+        }
+        let fd = Files.openForReading(path)
+        guard fd >= 0 else {
+            Py.raise(Py.osError, "cannot open \(path) for http.response.pathsend")
+            return nil
+        }
+        let size = Files.regularFileSize(fd)
+        guard size >= 0 else {
+            Files.close(fd)
+            Py.raise(Py.valueError, "http.response.pathsend: \(path) is not a regular file")
+            return nil
+        }
+        guard let exchange, !disconnected else { Files.close(fd); return clientGone() }
+        let count = declaredLength.map { min($0, size) } ?? size
+        guard emitHead(knownLength: count) else { Files.close(fd); return clientGone() }
+        bodyBytes = count
+        complete = !trailers
+        return outcome(exchange.sendFile(fd: fd, offset: 0, count: count))
+    }
+
+    private func earlyHint(_ message: PyRef) -> Bool {
+        guard !headSent else { return true }  // too late to hint; harmless to drop
+        guard let links = PyDict_GetItemWithError(message, keys.links) else {
+            if PyErr_Occurred() == nil { Py.raise(Py.typeError, "http.response.early_hint needs 'links'") }
+            return false
+        }
+        var store = HeaderStore()
+        guard store.loadLinks(links) else { return false }
+        guard let exchange, !disconnected else { return true }
+        _ = store.withFields { exchange.sendInformational(status: 103, fields: $0) }
+        return true
+    }
+
+    /// Hands the held head to the transport; false if the client is gone.
+    private func emitHead(knownLength: Int64?) -> Bool {
+        guard let exchange else { return false }
+        headSent = true
+        let reason = UnsafeRawBufferPointer(start: nil, count: 0)
+        let outcome = head.withFields { fields in
+            exchange.sendHead(ResponseHead(status: status, reason: reason, fields: fields,
+                                           contentLength: declaredLength ?? knownLength, close: closeRequested),
+                              trailers: trailers)
+        }
+        if case .closed = outcome { return false }
+        return true
+    }
+
+    private func outcome(_ o: SendOutcome) -> PyRef? {
+        switch o {
+        case .done:
+            return ReadyAwaitable.newNone()
+        case .closed:
+            return clientGone()
+        case .backpressure:
+            guard let future = gateway.newFuture() else { return nil }
+            Py.xdecref(sendWaiter)
+            Py.incref(future)
+            sendWaiter = future
+            return future
+        }
+    }
+
+    private func clientGone() -> PyRef? {
+        disconnected = true
+        Py.raise(gateway.clientDisconnected, "the client disconnected")
+        return nil
+    }
+
+    /// A response the server makes itself (500 after an application error,
+    /// or the status owed for a broken body).
+    private func respondWithError(_ code: Int) {
+        guard let exchange, !headSent else { return }
+        headSent = true
+        started = true
+        status = code
+        complete = true
+        let text = StatusReason.text(code)
+        let contentType: StaticString = "content-type", plain: StaticString = "text/plain; charset=utf-8"
+        var field = ResponseField(name: UnsafeRawBufferPointer(start: contentType.utf8Start, count: contentType.utf8CodeUnitCount),
+                                  value: UnsafeRawBufferPointer(start: plain.utf8Start, count: plain.utf8CodeUnitCount))
+        let body = UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+        _ = withUnsafeMutablePointer(to: &field) { f in
+            exchange.sendHead(ResponseHead(status: code, reason: body, fields: UnsafeBufferPointer(start: f, count: 1),
+                                           contentLength: Int64(body.count), close: code != 500),
+                              trailers: false)
+        }
+        _ = exchange.sendBody(body, final: true)
+    }
+
+    // MARK: - Transport events
+
+    func bodyReady() {
+        guard let waiter = receiveWaiter, !bodyDelivered else { return }
+        guard let message = nextBodyMessage() else {
+            if PyErr_Occurred() != nil {
+                receiveWaiter = nil
+                gateway.fail(waiter)
+                Py.decref(waiter)
+            } else {
+                exchange?.wantBody()
+            }
+            return
+        }
+        receiveWaiter = nil
+        gateway.resolve(waiter, message)
+        Py.decref(message)
+        Py.decref(waiter)
+    }
+
+    func outputDrained() {
+        guard let waiter = sendWaiter else { return }
+        sendWaiter = nil
+        gateway.resolve(waiter, Py.none)
+        Py.decref(waiter)
+    }
+
+    func exchangeEnded(disconnected gone: Bool) {
+        exchange = nil
+        if gone && !complete { disconnected = true }
+        if let waiter = receiveWaiter {
+            receiveWaiter = nil
+            if let message = disconnectMessage() {
+                gateway.resolve(waiter, message)
+                Py.decref(message)
+            }
+            Py.decref(waiter)
+        }
+        if let waiter = sendWaiter {
+            sendWaiter = nil
+            if disconnected {
+                gateway.reject(waiter, with: gateway.clientDisconnected, "the client disconnected")
+            } else {
+                gateway.resolve(waiter, Py.none)
+            }
+            Py.decref(waiter)
+        }
+    }
+
+    /// The application's task finished: log its failure, and make sure the
+    /// response is finished one way or another.
+    func taskDone(_ task: PyRef) {
+        taskFinished = true
+        let failure = gateway.taskException(task)
+        if let failure {
+            if let exchange, headSent {
+                Log.error("the ASGI application raised \(failure.exceptionName) after the response began; connection aborted\n\(failure.text)")
+                exchange.abort()
+            } else if exchange != nil {
+                Log.error("the ASGI application raised \(failure.exceptionName): \(failure.message)\n\(failure.text)")
+                respondWithError(500)
+            } else if !disconnected {
+                Log.error("the ASGI application raised \(failure.exceptionName): \(failure.message)\n\(failure.text)")
+            }
+        } else if let exchange, !complete {
+            if headSent {
+                Log.error("the ASGI application returned before finishing its response; connection aborted")
+                exchange.abort()
+            } else {
+                Log.error("the ASGI application returned without sending a response")
+                respondWithError(500)
+            }
+        }
+        Py.xdecref(receiveWaiter); receiveWaiter = nil
+        Py.xdecref(sendWaiter); sendWaiter = nil
+    }
+}
+
+/// Reason texts for responses the gateways make themselves.
+enum StatusReason {
+    static func text(_ code: Int) -> StaticString {
+        switch code {
+        case 400: "Bad Request"
+        case 408: "Request Timeout"
+        case 413: "Content Too Large"
+        default: "Internal Server Error"
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import CPython
+import CPyShim
+import Core
+import PyBridge
+
+/// Builds the ASGI `http` scope (spec 2.4) for one request.
+///
+/// The parts that never change (`type`, `asgi`, `scheme`, `root_path`,
+/// `extensions`) live in a template dict copied per request; header names
+/// come from a bounded per-worker cache of lower-cased bytes objects.
+struct ASGIScopeBuilder {
+    let keys: ASGIKeys
+    let template: PyRef
+    private var names = FieldNameCache(form: .lowercaseBytes)
+    private var decoded = [UInt8](repeating: 0, count: 1024)
+
+    init(keys: ASGIKeys, rootPath: String, scheme: String) {
+        self.keys = keys
+        let t = PyDict_New()!
+        PyDict_SetItem(t, keys.type, keys.http)
+        let asgi = PyDict_New()!
+        let v3 = Py.str("3.0"), spec = Py.str("2.4")
+        PyDict_SetItemString(asgi, "version", v3)
+        PyDict_SetItemString(asgi, "spec_version", spec)
+        Py.decref(v3); Py.decref(spec)
+        PyDict_SetItem(t, keys.asgi, asgi)
+        Py.decref(asgi)
+        let s = Py.str(scheme)
+        PyDict_SetItem(t, keys.scheme, s)
+        Py.decref(s)
+        let root = Py.str(rootPath)
+        PyDict_SetItem(t, keys.rootPath, root)
+        Py.decref(root)
+        let ext = PyDict_New()!
+        for name in ["http.response.trailers", "http.response.pathsend", "http.response.early_hint"] {
+            let empty = PyDict_New()!
+            PyDict_SetItemString(ext, name, empty)
+            Py.decref(empty)
+        }
+        PyDict_SetItem(t, keys.extensions, ext)
+        Py.decref(ext)
+        template = t
+    }
+
+    @inline(__always)
+    private func set(_ d: PyRef, _ key: PyRef, _ value: PyRef?) {
+        guard let value else { PyErr_Clear(); return }
+        PyDict_SetItem(d, key, value)
+        Py.decref(value)
+    }
+
+    /// A new scope dict, or nil with an exception set.
+    mutating func build(_ request: GatewayRequest, methodKeys: WSGIKeys, state: PyRef?) -> PyRef? {
+        guard let scope = PyDict_Copy(template) else { return nil }
+        PyDict_SetItem(scope, keys.httpVersion,
+                       request.httpVersion.utf8Start[7] == 0x30 ? keys.http10 : keys.http11)
+        set(scope, keys.method, methodKeys.method(request.bytes(request.method)))
+        let rawPath = request.bytes(request.path)
+        set(scope, keys.rawPath, Py.bytes(rawPath))
+        set(scope, keys.path, decodedPath(rawPath))
+        set(scope, keys.queryString, Py.bytes(request.bytes(request.query)))
+        set(scope, keys.headers, headerList(request))
+        let peer = request.peer
+        if peer.isUnix {
+            PyDict_SetItem(scope, keys.client, Py.none)
+            PyDict_SetItem(scope, keys.server, Py.none)
+        } else {
+            set(scope, keys.client, pair(peer.remoteAddress, peer.remotePort))
+            set(scope, keys.server, pair(peer.serverName, peer.serverPort))
+        }
+        if let state {
+            // Each request gets a shallow copy of the lifespan state.
+            set(scope, keys.state, PyDict_Copy(state))
+        }
+        return scope
+    }
+
+    private func pair(_ host: String, _ port: Int) -> PyRef? {
+        guard let t = PyTuple_New(2) else { return nil }
+        pshim_tuple_set_item(t, 0, Py.str(host))
+        pshim_tuple_set_item(t, 1, Py.int(port))
+        return t
+    }
+
+    /// `[(name, value), ...]`: lower-cased names, bytes, in order, repeats kept.
+    private mutating func headerList(_ request: GatewayRequest) -> PyRef? {
+        guard let list = PyList_New(request.fieldCount) else { return nil }
+        for i in 0..<request.fieldCount {
+            let f = request.fields[i]
+            let name = names.key(for: request.bytes(f.name)) ?? Py.bytes(request.bytes(f.name))
+            let value = Py.bytes(request.bytes(f.value))
+            guard let name, let value, let t = PyTuple_New(2) else {
+                Py.xdecref(name); Py.xdecref(value)
+                Py.decref(list)
+                return nil
+            }
+            pshim_tuple_set_item(t, 0, name)
+            pshim_tuple_set_item(t, 1, value)
+            PyList_SetItem(list, i, t)
+        }
+        return list
+    }
+
+    /// The percent-decoded path as UTF-8 text (undecodable bytes become
+    /// U+FFFD, as the common servers do).
+    private mutating func decodedPath(_ raw: UnsafeRawBufferPointer) -> PyRef? {
+        let n = percentDecode(raw, into: &decoded)
+        return decoded.withUnsafeBytes { b in
+            PyUnicode_DecodeUTF8(b.baseAddress?.assumingMemoryBound(to: CChar.self), n, "replace")
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import CPython
+import CPyShim
+import Core
+import PyBridge
+
+/// Response fields from an ASGI message, copied out of the Python objects
+/// (a `bytearray` may change after `send()` returns) and validated: names
+/// must be tokens, values free of CR, LF, NUL and other controls.
+/// Content-Length is read out; hop-by-hop fields are the server's business
+/// and are not passed on (a `Connection: close` is honoured).
+struct HeaderStore {
+    private var bytes: [UInt8] = []
+    private var ranges: [(name: Range<Int>, value: Range<Int>)] = []
+    private(set) var contentLength: Int64?
+    private(set) var close = false
+
+    /// Loads `[(name, value), ...]`; false with an exception set.
+    mutating func load(_ headers: PyRef, context: String, append: Bool = false) -> Bool {
+        if !append { bytes.removeAll(keepingCapacity: true); ranges.removeAll(keepingCapacity: true) }
+        guard let iterator = PyObject_GetIter(headers) else {
+            PyErr_Clear()
+            Py.raise(Py.typeError, "\(context) 'headers' must be an iterable of (name, value) pairs")
+            return false
+        }
+        defer { Py.decref(iterator) }
+        while let item = PyIter_Next(iterator) {
+            defer { Py.decref(item) }
+            guard PySequence_Check(item) != 0, PySequence_Size(item) == 2,
+                  let name = PySequence_GetItem(item, 0) else {
+                PyErr_Clear()
+                Py.raise(Py.typeError, "\(context): each header must be a (name, value) pair, got \(Py.describe(item))")
+                return false
+            }
+            defer { Py.decref(name) }
+            guard let value = PySequence_GetItem(item, 1) else { return false }
+            defer { Py.decref(value) }
+            guard let n = view(name), let v = view(value) else {
+                Py.raise(Py.typeError, "\(context): header names and values must be bytes, bytearray or str, got \(Py.describe(item))")
+                return false
+            }
+            guard validToken(n) else {
+                Py.raise(Py.valueError, "\(context): invalid header name \(Py.describe(name))")
+                return false
+            }
+            guard validFieldValue(v) else {
+                Py.raise(Py.valueError, "\(context): header \(Py.describe(name)) has a control character (CR, LF or NUL) in its value")
+                return false
+            }
+            if equalsIgnoringCase(n, "content-length") {
+                guard let length = parseLength(v), contentLength == nil || contentLength == length else {
+                    Py.raise(Py.valueError, "\(context): invalid Content-Length \(Py.describe(value))")
+                    return false
+                }
+                contentLength = length
+                continue
+            }
+            if equalsIgnoringCase(n, "connection") {
+                close = close || containsToken(v, "close")
+                continue
+            }
+            if equalsIgnoringCase(n, "transfer-encoding") || equalsIgnoringCase(n, "keep-alive") { continue }
+            add(n, v)
+        }
+        return PyErr_Occurred() == nil
+    }
+
+    /// Loads the `links` of an early hint as `link` fields.
+    mutating func loadLinks(_ links: PyRef) -> Bool {
+        guard let iterator = PyObject_GetIter(links) else { return false }
+        defer { Py.decref(iterator) }
+        let name: StaticString = "link"
+        while let item = PyIter_Next(iterator) {
+            defer { Py.decref(item) }
+            guard let v = view(item), validFieldValue(v) else {
+                Py.raise(Py.typeError, "http.response.early_hint 'links' must be bytes without control characters")
+                return false
+            }
+            add(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), v)
+        }
+        return PyErr_Occurred() == nil
+    }
+
+    private mutating func add(_ n: UnsafeRawBufferPointer, _ v: UnsafeRawBufferPointer) {
+        let ns = bytes.count
+        bytes.append(contentsOf: n)
+        let vs = bytes.count
+        bytes.append(contentsOf: v)
+        ranges.append((ns..<vs, vs..<bytes.count))
+    }
+
+    /// The fields as spans into the store, for the duration of `body`.
+    func withFields<T>(_ body: (UnsafeBufferPointer<ResponseField>) -> T) -> T {
+        bytes.withUnsafeBytes { raw in
+            var fields: [ResponseField] = []
+            fields.reserveCapacity(ranges.count)
+            for r in ranges {
+                fields.append(ResponseField(name: UnsafeRawBufferPointer(rebasing: raw[r.name]),
+                                            value: UnsafeRawBufferPointer(rebasing: raw[r.value])))
+            }
+            return fields.withUnsafeBufferPointer(body)
+        }
+    }
+
+    /// The bytes of a bytes, bytearray or (latin-1) str object.
+    private func view(_ o: PyRef) -> UnsafeRawBufferPointer? {
+        if pshim_bytes_check(o) != 0 {
+            return UnsafeRawBufferPointer(start: pshim_bytes_data(o), count: pshim_bytes_size(o))
+        }
+        if pshim_bytearray_check(o) != 0 {
+            return UnsafeRawBufferPointer(start: pshim_bytearray_data(o), count: pshim_bytearray_size(o))
+        }
+        if pshim_unicode_check(o) != 0 {
+            var data: UnsafePointer<UInt8>?
+            var len: Py_ssize_t = 0
+            if pshim_unicode_latin1(o, &data, &len) != 0 { return UnsafeRawBufferPointer(start: data, count: len) }
+        }
+        return nil
+    }
+}

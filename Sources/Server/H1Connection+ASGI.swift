@@ -1,0 +1,123 @@
+import CSys
+import Core
+import Gateway
+import HTTP1
+
+/// The non-blocking `AsyncExchange` an ASGI request runs against. Nothing
+/// here waits: body reads report `.wait` and resume through `bodyReady`,
+/// writes queue what the socket does not take and report backpressure.
+extension H1Connection: AsyncExchange {
+    func attach(_ delegate: AsyncExchangeDelegate) {
+        self.delegate = delegate
+    }
+
+    func pollBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyPoll {
+        if let failure = bodyFailure { return .failed(status: failure) }
+        switch copyBody(into: buffer) {
+        case .success(let n)?:
+            return .data(n)
+        case .failure(let error)?:
+            bodyFailure = error.status
+            return .failed(status: error.status)
+        case nil:
+            return bodyComplete ? .end : .wait
+        }
+    }
+
+    func wantBody() {
+        guard phase == .request, !bodyWanted else { return }
+        if !continueIfExpected() { clientGone(); return }
+        bodyWanted = true
+        worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
+        updateInterest()
+    }
+
+    /// Readable while the application waits for body.
+    func readForBody() {
+        switch fill() {
+        case .data:
+            bodyWanted = false
+            if !hasPendingOutput { worker.disarm(self) }
+            updateInterest()
+            delegate?.bodyReady()
+        case .again:
+            return
+        case .eof, .error:
+            keepAlive = false
+            bodyFailure = 0
+            clientGone()
+        }
+    }
+
+    func sendInformational(status: Int, fields: UnsafeBufferPointer<ResponseField>) -> SendOutcome {
+        guard phase == .request, !writeFailed else { return .closed }
+        // 1xx responses do not exist in HTTP/1.0 (RFC 9110 §15.2).
+        guard !headSent, !isHTTP10 else { return .done }
+        worker.out.append("HTTP/1.1 ")
+        worker.out.append(decimal: Int64(status))
+        worker.out.append(" ")
+        worker.out.append(StatusText.reason(status))
+        worker.out.append("\r\n")
+        stageFields(fields)
+        worker.out.append("\r\n")
+        return outcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false))
+    }
+
+    func sendHead(_ head: ResponseHead, trailers: Bool) -> SendOutcome {
+        guard phase == .request, !writeFailed else { return .closed }
+        stageHead(head, trailers: trailers)
+        return .done
+    }
+
+    func sendBody(_ bytes: UnsafeRawBufferPointer, final: Bool) -> SendOutcome {
+        guard phase == .request, !writeFailed else { worker.out.count = 0; return .closed }
+        if final && !trailersOut {
+            guard emitBody(bytes, flush: false, blocking: false) else { return .closed }
+            stageBodyEnd(trailers: nil)
+            responseComplete = true
+        } else {
+            guard emitBody(bytes, flush: false, blocking: false) else { return .closed }
+        }
+        return outcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false))
+    }
+
+    func sendFile(fd file: Int32, offset: Int64, count: Int64) -> SendOutcome {
+        guard phase == .request, !writeFailed else { _ = csys_close(file); worker.out.count = 0; return .closed }
+        if bodyless || count == 0 {
+            _ = csys_close(file)
+        } else {
+            pendingFile = PendingFile(fd: file, offset: offset, remaining: count)
+        }
+        if !trailersOut {
+            responseComplete = true
+        }
+        // The staged head goes first; the file follows from onWritable or
+        // right away if the socket takes it.
+        guard transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false) else { return .closed }
+        guard writePending() else { clientGone(); return .closed }
+        return outcome(true)
+    }
+
+    func sendTrailers(_ fields: UnsafeBufferPointer<ResponseField>) -> SendOutcome {
+        guard phase == .request, !writeFailed else { return .closed }
+        stageBodyEnd(trailers: fields)
+        responseComplete = true
+        return outcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false))
+    }
+
+    /// After a write: finish the exchange if the response is complete and
+    /// flushed, else report whether the sender should wait.
+    private func outcome(_ transmitted: Bool) -> SendOutcome {
+        guard transmitted else { clientGone(); return .closed }
+        if hasPendingOutput { updateInterest() }
+        if responseComplete && !hasPendingOutput {
+            finishAsyncResponse()
+            return .done
+        }
+        if pendingOutputBytes > H1Connection.highWater {
+            drainWanted = true
+            return .backpressure
+        }
+        return .done
+    }
+}

@@ -1,0 +1,360 @@
+import CSys
+import Core
+import Gateway
+import HTTP1
+
+/// A regular file being sent as the rest of a response body.
+struct PendingFile {
+    var fd: Int32
+    var offset: Int64
+    var remaining: Int64
+}
+
+/// Response framing, writing, and closing.
+///
+/// Bytes are staged in the worker's output buffer (head, framing, small
+/// body blocks) and handed to `transmit`, which writes what the socket
+/// takes at once — a small response leaves in one `send`, a large block goes
+/// out with the staged bytes in one `writev` without being copied — and
+/// keeps the rest in the connection's own pending buffer. WSGI then waits
+/// for it to drain (`blocking`); ASGI leaves it to `onWritable` and reports
+/// backpressure above `highWater`.
+extension H1Connection {
+    /// Pending output above this makes ASGI `send()` wait...
+    static let highWater = 64 * 1024
+    /// ...until it drains below this.
+    static let lowWater = 16 * 1024
+
+    var hasPendingOutput: Bool { pending.readableCount > 0 || pendingFile != nil }
+    var pendingOutputBytes: Int { pending.readableCount + Int(pendingFile?.remaining ?? 0) }
+
+    // MARK: - Writing
+
+    /// Writes the staged bytes and then `extra`. Returns false if the
+    /// connection failed.
+    func transmit(_ extra: UnsafeRawBufferPointer, blocking: Bool) -> Bool {
+        if writeFailed { worker.out.count = 0; return false }
+        let staged = worker.out.bytes
+        if !hasPendingOutput {
+            let (written, failed) = SocketWriter.writeSome(fd: fd, staged, extra)
+            if failed {
+                worker.out.count = 0
+                writeFailed = true
+                return false
+            }
+            if written < staged.count {
+                queue(UnsafeRawBufferPointer(rebasing: staged[written...]))
+                queue(extra)
+            } else if written - staged.count < extra.count {
+                queue(UnsafeRawBufferPointer(rebasing: extra[(written - staged.count)...]))
+            }
+        } else {
+            queue(staged)
+            queue(extra)
+        }
+        worker.out.count = 0
+        if blocking { return drainBlocking() }
+        if hasPendingOutput {
+            worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
+            updateInterest()
+        }
+        return true
+    }
+
+    private func queue(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        if pending.writableCount < bytes.count {
+            pending.compact()
+            if pending.writableCount < bytes.count {
+                var capacity = max(pending.capacity, 16 * 1024)
+                while capacity - pending.readableCount < bytes.count { capacity *= 2 }
+                let block = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+                if pending.hasStorage {
+                    pending.move(toNewStorage: block, capacity: capacity)?.deallocate()
+                } else {
+                    pending.attach(block, capacity: capacity)
+                }
+            }
+        }
+        pending.append(bytes)
+    }
+
+    /// Writes what the socket takes of the pending bytes and file. Returns
+    /// false if the connection failed.
+    func writePending() -> Bool {
+        if pending.readableCount > 0 {
+            let (written, failed) = SocketWriter.writeSome(fd: fd, pending.readable, UnsafeRawBufferPointer(start: nil, count: 0))
+            if failed { writeFailed = true; return false }
+            pending.readerIndex += written
+            if pending.isEmpty { pending.detach()?.deallocate() } else { return true }
+        }
+        guard var file = pendingFile else { return true }
+        while file.remaining > 0 {
+            let n = csys_sendfile(fd, file.fd, &file.offset, Int(min(file.remaining, 1 << 30)))
+            if n > 0 {
+                file.remaining -= Int64(n)
+                bytesOut += Int64(n)
+                continue
+            }
+            if n < 0 {
+                let e = csys_errno()
+                if csys_eintr(e) != 0 { continue }
+                if csys_eagain(e) != 0 { pendingFile = file; return true }
+            }
+            // The file shrank or the socket failed: the body cannot be completed.
+            _ = csys_close(file.fd)
+            pendingFile = nil
+            writeFailed = true
+            return false
+        }
+        _ = csys_close(file.fd)
+        pendingFile = nil
+        return true
+    }
+
+    /// Waits (GIL released, bounded by the write-stall timeout) until all
+    /// pending output is written.
+    func drainBlocking() -> Bool {
+        while hasPendingOutput {
+            guard writePending() else { return false }
+            if hasPendingOutput && !worker.waitWritable(fd, worker.config.requestTimeoutMilliseconds) {
+                writeFailed = true
+                return false
+            }
+        }
+        return true
+    }
+
+    func onWritable() {
+        guard writePending() else {
+            if phase == .request { clientGone() } else { close() }
+            return
+        }
+        if phase == .request {
+            if drainWanted && pendingOutputBytes < H1Connection.lowWater {
+                drainWanted = false
+                delegate?.outputDrained()
+                if phase != .request { return }
+            }
+            if !hasPendingOutput {
+                worker.disarm(self)
+                if responseComplete { finishAsyncResponse() }
+            } else {
+                worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
+            }
+        }
+        updateInterest()
+    }
+
+    /// The ASGI response is complete and on the wire: release the request
+    /// and go on with the connection.
+    func finishAsyncResponse() {
+        let d = delegate
+        delegate = nil
+        bodyWanted = false
+        afterResponse()
+        d?.exchangeEnded(disconnected: false)
+        if phase == .head || phase == .discarding { process() }
+    }
+
+    // MARK: - Framing
+
+    /// Stages the status line and fields, choosing the framing.
+    func stageHead(_ head: ResponseHead, trailers: Bool) {
+        status = head.status
+        let s = head.status
+        bodyless = isHeadRequest || s < 200 || s == 204 || s == 304
+        if head.close || worker.stopping { keepAlive = false }
+        // Trailers need chunked framing, which a 1.0 client cannot take.
+        trailersOut = trailers && !bodyless && !isHTTP10
+        let length = trailersOut ? nil : head.contentLength
+        // A 1.0 client cannot take chunked framing: an unknown length is
+        // delimited by closing the connection (RFC 9112 §6.3).
+        if length == nil && !bodyless && isHTTP10 { keepAlive = false }
+        chunkedOut = length == nil && !bodyless && !isHTTP10
+        worker.out.append("HTTP/1.1 ")
+        worker.out.append(decimal: Int64(s))
+        worker.out.append(" ")
+        worker.out.append(head.reason.isEmpty ? reasonBytes(s) : head.reason)
+        worker.out.append("\r\n")
+        let sawDate = stageFields(head.fields)
+        if !sawDate {
+            worker.out.append("date: ")
+            worker.out.append(worker.date.bytes)
+            worker.out.append("\r\n")
+        }
+        if let length, s != 204, s != 304, s >= 200 {
+            worker.out.append("content-length: ")
+            worker.out.append(decimal: length)
+            worker.out.append("\r\n")
+        } else if chunkedOut {
+            worker.out.append("transfer-encoding: chunked\r\n")
+        }
+        if !keepAlive {
+            worker.out.append("connection: close\r\n")
+        } else if isHTTP10 {
+            worker.out.append("connection: keep-alive\r\n")
+        }
+        worker.out.append("\r\n")
+        headSent = true
+    }
+
+    /// Stages `name: value` lines; true if one of them was `Date`.
+    @discardableResult
+    func stageFields(_ fields: UnsafeBufferPointer<ResponseField>) -> Bool {
+        var sawDate = false
+        for f in fields {
+            if f.name.count == 4 && isDateName(f.name) { sawDate = true }
+            worker.out.append(f.name)
+            worker.out.append(": ")
+            worker.out.append(f.value)
+            worker.out.append("\r\n")
+        }
+        return sawDate
+    }
+
+    private func reasonBytes(_ status: Int) -> UnsafeRawBufferPointer {
+        let r = StatusText.reason(status)
+        return UnsafeRawBufferPointer(start: r.utf8Start, count: r.utf8CodeUnitCount)
+    }
+
+    /// Stages (small) or transmits (large) one block of body with its chunk
+    /// framing. Returns false if the connection failed.
+    func emitBody(_ bytes: UnsafeRawBufferPointer, flush: Bool, blocking: Bool) -> Bool {
+        if writeFailed { return false }
+        if bodyless || bytes.isEmpty {
+            return flush ? transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: blocking) : true
+        }
+        bytesOut += Int64(bytes.count)
+        if chunkedOut {
+            worker.out.reserve(H1ChunkedEncoder.maxSizeLineLength)
+            worker.out.count += H1ChunkedEncoder.writeSizeLine(bytes.count, into: worker.out.base + worker.out.count)
+        }
+        if bytes.count <= 16 * 1024 {
+            worker.out.append(bytes)
+            if chunkedOut { worker.out.append("\r\n") }
+            if flush || worker.out.count > 64 * 1024 {
+                return transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: blocking)
+            }
+            return true
+        }
+        // Large block: written with the staged bytes, not copied.
+        guard transmit(bytes, blocking: blocking) else { return false }
+        if chunkedOut { worker.out.append("\r\n") }
+        return flush ? transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: blocking) : true
+    }
+
+    /// Stages the end of a chunked body (with trailer fields, if any).
+    func stageBodyEnd(trailers: UnsafeBufferPointer<ResponseField>?) {
+        guard chunkedOut else { return }
+        worker.out.append("0\r\n")
+        if let trailers, trailersOut { stageFields(trailers) }
+        worker.out.append("\r\n")
+    }
+
+    // MARK: - Errors and closing
+
+    /// Answers a request the server itself refuses, then closes gracefully.
+    func sendErrorAndLinger(_ code: Int) {
+        status = code
+        let reason = StatusText.reason(code)
+        worker.out.count = 0
+        worker.out.append("HTTP/1.1 ")
+        worker.out.append(decimal: Int64(code))
+        worker.out.append(" ")
+        worker.out.append(reason)
+        worker.out.append("\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ")
+        worker.out.append(decimal: Int64(reason.utf8CodeUnitCount + 1))
+        worker.out.append("\r\nconnection: close\r\ndate: ")
+        worker.out.append(worker.date.bytes)
+        worker.out.append("\r\n\r\n")
+        worker.out.append(reason)
+        worker.out.append("\n")
+        // A short blocking write: the socket buffer of a connection that
+        // has sent only a head is empty.
+        let ok = transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: true)
+        if worker.accessLog.enabled {
+            worker.accessLog.recordRejected(status: code, peer: peer)
+        }
+        guard ok else { close(); return }
+        lingerAfterResponse()
+    }
+
+    /// Lingering close (RFC 9112 §9.6): our side is shut down, and what the
+    /// client still sends is read and dropped until it has been quiet for
+    /// `lingerQuietMilliseconds`, or for at most `lingerMaxMilliseconds` or
+    /// `lingerMaxBytes` in all. Closing with unread input would reset the
+    /// connection and could destroy the response before the client reads
+    /// it. A lingering connection holds no buffer and no longer counts
+    /// towards --max-connections.
+    static let lingerQuietMilliseconds = 2000
+    static let lingerMaxMilliseconds = 30_000
+    static let lingerMaxBytes = 1 << 20
+
+    func lingerAfterResponse() {
+        _ = csys_shutdown_write(fd)
+        input.readerIndex = input.writerIndex
+        releaseInput()
+        let d = delegate
+        delegate = nil
+        d?.exchangeEnded(disconnected: true)
+        guard worker.beginLinger(self) else { close(); return }
+        phase = .lingering
+        updateInterest()
+        lingerBytes = 0
+        lingerDeadline = worker.now.adding(milliseconds: H1Connection.lingerMaxMilliseconds)
+        worker.arm(self, milliseconds: H1Connection.lingerQuietMilliseconds)
+        drainForLinger()
+    }
+
+    func drainForLinger() {
+        var scratch: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+        while lingerBytes < H1Connection.lingerMaxBytes {
+            let n = withUnsafeMutableBytes(of: &scratch) { csys_read(fd, $0.baseAddress, $0.count) }
+            if n > 0 { lingerBytes += n; continue }
+            if n < 0 && csys_eintr(csys_errno()) != 0 { continue }
+            if n < 0 && csys_eagain(csys_errno()) != 0 && worker.now < lingerDeadline {
+                let left = lingerDeadline.milliseconds(since: worker.now)
+                worker.arm(self, milliseconds: min(H1Connection.lingerQuietMilliseconds, max(left, 1)))
+                return
+            }
+            break
+        }
+        close()
+    }
+
+    /// The client went away (or stopped reading past the write timeout)
+    /// while an ASGI request was in flight.
+    func clientGone() {
+        aborted = true
+        close()
+    }
+
+    func close() {
+        guard phase != .closed else { return }
+        let wasLingering = phase == .lingering
+        phase = .closed
+        worker.disarm(self)
+        input.readerIndex = input.writerIndex
+        releaseInput()
+        pending.detach()?.deallocate()
+        if let file = pendingFile {
+            _ = csys_close(file.fd)
+            pendingFile = nil
+        }
+        worker.out.count = 0
+        worker.connectionClosed(self, wasLingering: wasLingering)
+        _ = csys_close(fd)
+        fd = -1
+        peer = nil
+        accessLine = nil
+        let d = delegate
+        delegate = nil
+        d?.exchangeEnded(disconnected: true)
+    }
+}
+
+@inline(__always)
+private func isDateName(_ b: UnsafeRawBufferPointer) -> Bool {
+    (b[0] | 0x20) == 0x64 && (b[1] | 0x20) == 0x61 && (b[2] | 0x20) == 0x74 && (b[3] | 0x20) == 0x65
+}

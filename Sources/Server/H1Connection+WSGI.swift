@@ -1,0 +1,77 @@
+import CSys
+import Core
+import Gateway
+import HTTP1
+
+/// The blocking `Exchange` a WSGI application runs against: reads wait for
+/// body bytes and writes wait for the socket (GIL released, bounded by the
+/// request timeout), since the application runs inline.
+extension H1Connection: Exchange {
+    func readBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyRead {
+        if let failure = bodyFailure { return .failed("the request body cannot be read", status: failure) }
+        if bodyComplete { return .end }
+        if !continueIfExpected() { return .failed("the connection failed", status: 0) }
+        while true {
+            switch copyBody(into: buffer) {
+            case .success(let n)?:
+                return .data(n)
+            case .failure(let error)?:
+                bodyFailure = error.status
+                return error.status == 413 ? .tooLarge : .failed(error.reason, status: error.status)
+            case nil:
+                break
+            }
+            if bodyComplete { return .end }
+            switch fill() {
+            case .data:
+                continue
+            case .again:
+                if !worker.waitReadable(fd, milliseconds: worker.config.requestTimeoutMilliseconds) {
+                    keepAlive = false
+                    bodyFailure = 408
+                    return .failed("timed out waiting for the request body", status: 408)
+                }
+            case .eof, .error:
+                keepAlive = false
+                bodyFailure = 0
+                return .failed("the client closed the connection mid-body", status: 0)
+            }
+        }
+    }
+
+    func sendHead(_ head: ResponseHead) -> Bool {
+        stageHead(head, trailers: false)
+        return true
+    }
+
+    func sendBody(_ bytes: UnsafeRawBufferPointer, flush: Bool) -> Bool {
+        emitBody(bytes, flush: flush, blocking: true)
+    }
+
+    func sendFile(fd file: Int32, offset: Int64, count: Int64) -> Int64? {
+        guard !bodyless else { return count }
+        guard transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: true) else { return 0 }
+        // The caller keeps ownership of `file`; send from a duplicate so
+        // the pending-file machinery can close its own descriptor.
+        let own = csys_dup(file)
+        guard own >= 0 else { return nil }
+        pendingFile = PendingFile(fd: own, offset: offset, remaining: count)
+        let before = bytesOut
+        _ = drainBlocking()
+        if let left = pendingFile {
+            _ = csys_close(left.fd)
+            pendingFile = nil
+        }
+        return bytesOut - before
+    }
+
+    func finish() -> Bool {
+        stageBodyEnd(trailers: nil)
+        return transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: true)
+    }
+
+    func abort() {
+        aborted = true
+        worker.out.count = 0
+    }
+}
