@@ -73,7 +73,7 @@ struct HeadScanner: Sendable {
             switch phase {
             case .leadingLines:
                 if c == Byte.cr {
-                    guard position + 1 < b.count else { throw .bareCR }
+                    guard position + 1 < b.count else { return .needMore }
                     guard b[position + 1] == Byte.lf else { throw .bareCR }
                     leadingLines += 1
                     guard leadingLines <= H1Limits.maxLeadingEmptyLines else { throw .tooManyEmptyLines }
