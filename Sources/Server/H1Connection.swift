@@ -220,7 +220,6 @@ final class H1Connection {
             phase = .request
             responseComplete = false
             bodyWanted = false
-            interest = []
             updateInterest()
             asgi.start(request, exchange: self)
         } else {
@@ -294,7 +293,6 @@ final class H1Connection {
             return
         }
         phase = .head
-        interest = .readable
         updateInterest()
         if !bodyComplete {
             if expectContinue && !continueSent {
