@@ -27,6 +27,10 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fuzz-http1-corpus.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$here/artifacts"
 
+# Swift's own crash backtracer trips ASan inside a fuzzing process and can
+# stall it after a finding; libFuzzer and ASan print the stack anyway.
+export SWIFT_BACKTRACE=enable=no
+
 "$binary" "$work" "$here/corpus/http1" \
     -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
     -dict="$here/http1.dict" -artifact_prefix="$here/artifacts/" -print_final_stats=1 \
