@@ -70,8 +70,11 @@ extension H1Connection: Exchange {
         return transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: true)
     }
 
+    /// Both exchanges: abandon the response. WSGI closes when `serve`
+    /// returns; an ASGI request's connection closes now.
     func abort() {
         aborted = true
         worker.out.count = 0
+        if phase == .request { clientGone() }
     }
 }
