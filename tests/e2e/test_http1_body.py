@@ -294,3 +294,21 @@ def test_client_disconnecting_mid_body_does_not_disturb_the_server(wsgi_server: 
         time.sleep(0.05)
     assert "input-error none" not in wsgi_server.events()[-5:], "a truncated body read as complete"
     assert_still_serving(wsgi_server)
+
+
+def test_framing_header_names_are_case_insensitive_and_values_trimmed(wsgi_server: Server) -> None:
+    data = b"POST /echo/ows HTTP/1.1\r\nhost: localhost\r\ncontent-LENGTH: \t 5 \t\r\n\r\nabcde" + request(
+        "GET", "/hello"
+    )
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(data)
+        assert connection.read_response().body == b"abcde"
+        assert connection.read_response().body == b"hello"
+
+
+def test_empty_host_is_accepted_for_origin_form(wsgi_server: Server) -> None:
+    """RFC 9112 §3.2: a client MUST send an empty Host when the target URI has no authority."""
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(b"GET /hello HTTP/1.1\r\nHost:\r\n\r\n")
+        response = connection.read_response()
+    assert (response.status, response.body) == (200, b"hello")
