@@ -9,7 +9,7 @@ need the server to see the object they return (the validator hides a
 run).
 
 Every call is recorded as a line `call METHOD PATH_INFO` in
-$PEREGRINE_TEST_STATE/events.log, so a test can prove the application was
+$PEREGRINE_TEST_STATE/events.log (the temporary directory when unset), so a test can prove the application was
 (not) called; iterables record `closed NAME` there when closed.
 """
 
@@ -20,6 +20,7 @@ import io
 import json
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -31,7 +32,7 @@ Environ = dict[str, Any]
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[Environ, StartResponse], Iterable[bytes]]
 
-STATE = Path(os.environ.get("PEREGRINE_TEST_STATE", "."))
+STATE = Path(os.environ.get("PEREGRINE_TEST_STATE") or tempfile.gettempdir())
 EVENTS = STATE / "events.log"
 
 ROUTES: dict[str, WSGIApp] = {}
