@@ -1,0 +1,155 @@
+"""Fixtures and helpers shared by the ASGI end-to-end modules (test_asgi_*.py).
+
+Servers come from conftest's `server_pool` (one per application and options,
+checked alive after every test, stopped with SIGTERM at the end) or its
+`start_server` (one test's own). The raw application is tests/apps/asgi_raw.py;
+`/records?id=` and `/release?id=` on it let a test watch and pace a running
+request from a second connection.
+
+The core fixtures are parametrized over the event loop: `uvloop` (the
+default, uvloop being installed) and `asyncio` (`--no-uvloop`).
+
+Test modules import the fixtures they use by name, e.g.
+`from asgi_support import raw_server  # noqa: F401`.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import pytest
+from rawhttp import RawConnection, request
+
+if TYPE_CHECKING:
+    from conftest import Server, ServerPool
+
+#: The event loops every core test runs on, and the options that select them.
+LOOPS = {"uvloop": (), "asyncio": ("--no-uvloop",)}
+#: The log line's words for each loop.
+LOOP_NAMES = {"uvloop": "(ASGI on uvloop)", "asyncio": "(ASGI on asyncio)"}
+RAW = "asgi_raw:app"
+
+
+def raw_on(pool: ServerPool, loop: str, *options: str) -> Server:
+    """The shared raw-ASGI server on `loop` with `options`; checks the startup log names the loop."""
+    server = pool.get(RAW, *LOOPS[loop], *options)
+    assert server.stderr.wait_for(lambda line: LOOP_NAMES[loop] in line, 5) is not None, server.excerpt()
+    return server
+
+
+@pytest.fixture(scope="module", params=sorted(LOOPS))
+def loop(request: pytest.FixtureRequest) -> str:
+    """'uvloop' or 'asyncio'."""
+    name: str = request.param
+    return name
+
+
+@pytest.fixture(scope="module")
+def raw_server(server_pool: ServerPool, loop: str) -> Server:
+    """asgi_raw:app with lifespan, on each loop (bodies up to 64 MiB)."""
+    return raw_on(server_pool, loop, "--max-body", "64m")
+
+
+# --- talking to the raw application ---------------------------------------------------------------
+
+
+def get_json(server: Server, target: str) -> Any:
+    """GET `target` on a new connection; the JSON body of its 200."""
+    with RawConnection.to(server) as connection:
+        connection.send(request("GET", target))
+        response = connection.read_response()
+    assert response.status == 200, (target, response.status, response.body[:500])
+    return json.loads(response.body)
+
+
+def records(server: Server, ident: str) -> list[Any]:
+    """What request `ident` recorded so far."""
+    found: list[Any] = get_json(server, f"/records?id={quote(ident)}")
+    return found
+
+
+def release(server: Server, ident: str) -> None:
+    """Let request `ident` go on."""
+    with RawConnection.to(server) as connection:
+        connection.send(request("GET", f"/release?id={quote(ident)}"))
+        assert connection.read_response().status == 200
+
+
+def wait_records(server: Server, ident: str, predicate: Any, timeout: float = 10.0) -> list[Any]:
+    """Poll `records(ident)` until `predicate(records)` holds; fail with the last records otherwise."""
+    deadline = time.monotonic() + timeout
+    found = records(server, ident)
+    while not predicate(found):
+        if time.monotonic() > deadline:
+            pytest.fail(f"records of {ident} never satisfied the condition: {found!r}")
+        time.sleep(0.05)
+        found = records(server, ident)
+    return found
+
+
+def unique(prefix: str) -> str:
+    """An id no other test uses."""
+    return f"{prefix}-{time.monotonic_ns()}"
+
+
+def logged(server: Server, text: str, timeout: float = 5.0) -> bool:
+    """Whether a stderr line containing `text` appears within `timeout`."""
+    return server.stderr.wait_for(lambda line: text in line, timeout) is not None
+
+
+def assert_raw_still_serving(server: Server) -> None:
+    """The server answers /hello on a new connection."""
+    with RawConnection.to(server) as connection:
+        connection.send(request("GET", "/hello"))
+        response = connection.read_response()
+    assert (response.status, response.body) == (200, b"hello")
+
+
+class BackgroundSender:
+    """Send `total` bytes of `chunk`s on a socket from a thread, counting what the kernel accepted."""
+
+    def __init__(self, sock: socket.socket, total: int, chunk: bytes) -> None:
+        self.sock = sock
+        self.total = total
+        self.chunk = chunk
+        self.sent = 0
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> BackgroundSender:
+        """Start sending."""
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        view = memoryview(self.chunk)
+        try:
+            while self.sent < self.total:
+                piece = view[: min(len(view), self.total - self.sent)]
+                self.sent += self.sock.send(piece)
+        except OSError as exc:
+            self.error = exc
+
+    def join(self, timeout: float) -> bool:
+        """Whether the thread finished within `timeout`."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def stalled_at(self, quiet: float = 0.5, timeout: float = 10.0) -> int:
+        """The byte count once it stops growing for `quiet` seconds (or the thread finished)."""
+        deadline = time.monotonic() + timeout
+        last = -1
+        while time.monotonic() < deadline:
+            if not self._thread.is_alive():
+                return self.sent
+            current = self.sent
+            if current == last:
+                return current
+            last = current
+            time.sleep(quiet)
+        return self.sent
