@@ -314,16 +314,27 @@ async def no_read(scope: Scope, receive: Receive, send: Send) -> None:
 
 @route("read-slowly")
 async def read_slowly(scope: Scope, receive: Receive, send: Send) -> None:
-    """Read one message, wait for /release, then read the rest; answer the total and its digest."""
+    """Read one message, wait for /release, then read the rest; answer the total and its digest.
+
+    The body is hashed as it comes, never held whole: the server's memory is what the test measures."""
     ident = query(scope)["id"]
-    first = await receive()
-    record(ident, {"first": len(first.get("body", b""))})
+    message = await receive()
+    record(ident, {"first": len(message.get("body", b""))})
     await wait_released(ident)
-    rest, messages = await read_body(receive) if first.get("more_body") else (b"", [])
-    digest = hashlib.sha256(first.get("body", b""))
-    digest.update(rest)
-    total = len(first.get("body", b"")) + len(rest)
-    await respond_json(send, {"size": total, "sha256": digest.hexdigest(), "messages": len(messages) + 1})
+    digest = hashlib.sha256()
+    total = 0
+    count = 0
+    largest = 0
+    while True:
+        body = message.get("body", b"")
+        digest.update(body)
+        total += len(body)
+        count += 1
+        largest = max(largest, len(body))
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            break
+        message = await receive()
+    await respond_json(send, {"size": total, "sha256": digest.hexdigest(), "messages": count, "largest": largest})
 
 
 @route("disconnect-wait")
