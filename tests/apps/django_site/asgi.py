@@ -1,0 +1,11 @@
+"""The ASGI entry point, as `django-admin startproject` writes it."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "django_site.settings")
+
+application = get_asgi_application()

@@ -1,0 +1,73 @@
+"""Views of the minimal Django project: sync and async, a CSRF-exempt POST, a streamed response."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from typing import TYPE_CHECKING
+
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from django.http import HttpRequest
+
+
+def hello(request: HttpRequest, name: str) -> JsonResponse:
+    """A sync view (Django runs it in a thread): path and query parameters, request headers."""
+    return JsonResponse(
+        {
+            "name": name,
+            "q": request.GET.getlist("q"),
+            "method": request.method,
+            "agent": request.headers.get("User-Agent"),
+            "script_name": request.META.get("SCRIPT_NAME"),
+            "path": request.path,
+            "main_thread": threading.current_thread() is threading.main_thread(),
+        }
+    )
+
+
+@csrf_exempt
+def echo(request: HttpRequest) -> JsonResponse:
+    """A CSRF-exempt POST: the body's size and digest, and a form field if any."""
+    body = request.body
+    return JsonResponse(
+        {
+            "size": len(body),
+            "sha256": hashlib.sha256(body).hexdigest(),
+            "content_type": request.content_type,
+            "field": request.POST.get("field") if request.content_type == "application/x-www-form-urlencoded" else None,
+        }
+    )
+
+
+def protected(request: HttpRequest) -> HttpResponse:
+    """A POST that CSRF protection guards (no token is sent in the tests: 403)."""
+    return HttpResponse("should be refused", content_type="text/plain")
+
+
+async def stream(request: HttpRequest) -> StreamingHttpResponse:
+    """A StreamingHttpResponse from an async iterator."""
+    count = int(request.GET.get("count", "10"))
+
+    async def lines() -> AsyncIterator[bytes]:
+        for index in range(count):
+            yield f"django line {index}\n".encode()
+            await asyncio.sleep(0)
+
+    return StreamingHttpResponse(lines(), content_type="text/plain")
+
+
+async def async_view(request: HttpRequest) -> JsonResponse:
+    """An async view runs on the event loop's (main) thread."""
+    await asyncio.sleep(0)
+    return JsonResponse({"main_thread": threading.current_thread() is threading.main_thread()})
+
+
+def crash(request: HttpRequest) -> HttpResponse:
+    """An unhandled exception: Django answers 500 itself."""
+    raise RuntimeError("django view crashed")
