@@ -156,22 +156,21 @@ def test_unix_socket_in_a_missing_directory(tmp_path: Path) -> None:
     assert_clean_usage_error(result)
 
 
-def test_asgi_application_is_detected_and_refused_for_now(tmp_path: Path) -> None:
-    result = run("--port", "0", "--python-path", str(APPS), "asgi_app:app", cwd=tmp_path)
-    line = assert_clean_usage_error(result)
-    assert "ASGI" in line
+def test_coroutine_function_is_detected_as_asgi(start_server: Callable[..., Server]) -> None:
+    server = start_server("asgi_app:app")
+    assert "(ASGI" in server.stderr.text()
+    assert _get(server, "/") == (200, b"asgi")
 
 
-def test_three_argument_instance_is_detected_as_asgi(tmp_path: Path) -> None:
-    result = run("--port", "0", "--python-path", str(APPS), "asgi_app:three_arguments", cwd=tmp_path)
-    line = assert_clean_usage_error(result)
-    assert "ASGI" in line
+def test_three_argument_instance_is_detected_as_asgi(start_server: Callable[..., Server]) -> None:
+    server = start_server("asgi_app:three_arguments")
+    assert "(ASGI" in server.stderr.text()
+    assert "(WSGI)" not in server.stderr.text()
 
 
-def test_asgi_forced_by_protocol_option_is_refused_for_now(tmp_path: Path) -> None:
-    result = run("--port", "0", "--protocol", "asgi", "--python-path", str(APPS), "wsgi_apps:app", cwd=tmp_path)
-    line = assert_clean_usage_error(result)
-    assert "ASGI" in line
+def test_protocol_asgi_forces_asgi(start_server: Callable[..., Server]) -> None:
+    server = start_server("wsgi_apps:app", "--protocol", "asgi")
+    assert "(ASGI" in server.stderr.text()
 
 
 # --- information ---------------------------------------------------------------------------------
