@@ -29,7 +29,10 @@ def detect_protocol(app):
         if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
             positional += 1
         elif parameter.kind == parameter.VAR_POSITIONAL:
-            return None
+            # A plain callable taking *args (WSGI middleware such as
+            # wsgiref.validate's) is WSGI: an ASGI application would be a
+            # coroutine function, detected above.
+            return "wsgi" if positional <= 2 else None
     if positional == 3:
         return "asgi"
     if positional == 2:

@@ -168,6 +168,12 @@ def test_three_argument_instance_is_detected_as_asgi(start_server: Callable[...,
     assert "(WSGI)" not in server.stderr.text()
 
 
+def test_var_positional_wsgi_middleware_is_detected_as_wsgi(start_server: Callable[..., Server]) -> None:
+    """wsgiref.validate's wrapper takes (*args, **kw): a plain callable like that is WSGI."""
+    server = start_server("flask_app:application")
+    assert "(WSGI)" in server.stderr.text()
+
+
 def test_protocol_asgi_forces_asgi(start_server: Callable[..., Server]) -> None:
     server = start_server("wsgi_apps:app", "--protocol", "asgi")
     assert "(ASGI" in server.stderr.text()
