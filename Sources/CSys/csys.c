@@ -12,7 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fnmatch.h>
+#include <sched.h>
+#include <sys/random.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/sendfile.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -247,12 +254,14 @@ void csys_http_date(int64_t unix_seconds, char out[29]) {
     memcpy(out, tmp, 29);
 }
 
-int csys_signalfd_open(void) {
+int csys_signalfd_open(int with_child) {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
+    if (with_child) sigaddset(&set, SIGCHLD);
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) return -1;
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
@@ -292,3 +301,111 @@ const char *csys_getenv(const char *name) { return getenv(name); }
 int csys_file_exists(const char *path) { struct stat st; return stat(path, &st) == 0; }
 int csys_dup(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); }
 int csys_open_read(const char *path) { return open(path, O_RDONLY | O_CLOEXEC); }
+
+int csys_sig_int(void) { return SIGINT; }
+int csys_sig_term(void) { return SIGTERM; }
+int csys_sig_hup(void) { return SIGHUP; }
+int csys_sig_usr1(void) { return SIGUSR1; }
+int csys_sig_chld(void) { return SIGCHLD; }
+int csys_sig_kill(void) { return SIGKILL; }
+
+int csys_spawn(const char *exe, char *const argv[], const int *keep, int nkeep) {
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);  // the supervisor died before prctl
+    for (int i = 0; i < nkeep; i++) {
+        int flags = fcntl(keep[i], F_GETFD);
+        if (flags >= 0) fcntl(keep[i], F_SETFD, flags & ~FD_CLOEXEC);
+    }
+    execv(exe, argv);
+    _exit(127);
+}
+
+int csys_reap(int *exit_status, int *signal) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return pid;
+    *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    *signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    return pid;
+}
+
+int csys_kill(int pid, int sig) { return kill(pid, sig); }
+
+int csys_pipe(int fds[2]) {
+    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+    return 0;
+}
+
+int csys_cpu_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+int csys_self_exe(char *out, size_t len) {
+    ssize_t n = readlink("/proc/self/exe", out, len - 1);
+    if (n < 0) return -1;
+    out[n] = 0;
+    return 0;
+}
+
+int csys_inotify_open(void) { return inotify_init1(IN_NONBLOCK | IN_CLOEXEC); }
+
+int csys_inotify_watch(int fd, const char *dir) {
+    return inotify_add_watch(fd, dir, IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM);
+}
+
+int csys_inotify_read(int fd, int *wds, int *is_dir, char *names, size_t names_len, int max) {
+    char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+    int count = 0;
+    size_t used = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        for (char *p = buf; p < buf + n;) {
+            struct inotify_event *ev = (struct inotify_event *)p;
+            p += sizeof(struct inotify_event) + ev->len;
+            if (count >= max) continue;
+            const char *name = ev->len ? ev->name : "";
+            size_t l = strlen(name) + 1;
+            if (used + l > names_len) continue;
+            memcpy(names + used, name, l);
+            used += l;
+            wds[count] = ev->wd;
+            is_dir[count] = (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)) ? 1 : 0;
+            count++;
+        }
+    }
+    return count;
+}
+
+unsigned csys_random(void) {
+    unsigned r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) r = (unsigned)getpid() * 2654435761u;
+    return r;
+}
+
+int csys_fnmatch(const char *pattern, const char *name) { return fnmatch(pattern, name, 0) == 0; }
+
+int csys_inotify_watch_tree(int fd, const char *root) {
+    int added = 0;
+    if (csys_inotify_watch(fd, root) >= 0) added++;
+    DIR *d = opendir(root);
+    if (!d) return added;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "__pycache__") == 0 || strcmp(e->d_name, "node_modules") == 0) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", root, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) added += csys_inotify_watch_tree(fd, path);
+    }
+    closedir(d);
+    return added;
+}

@@ -16,7 +16,11 @@ public let peregrineVersion = "0.1.0"
 public let usageText = """
 usage: peregrine [options] MODULE:ATTR
 
-Serve a WSGI (PEP 3333) or ASGI 3 application over HTTP/1.1.
+Serve a WSGI (PEP 3333) or ASGI 3 application over HTTP/1.1, from a
+supervisor process and its worker processes.
+
+Signals: SIGTERM/SIGINT stop gracefully (a second one stops at once);
+SIGHUP replaces the workers one by one without dropping a connection.
 
 options:
   --host HOST              interface to bind (default 127.0.0.1)
@@ -38,6 +42,16 @@ options:
   --log-level LEVEL        debug, info, warning, error or silent (default info)
   --access-log             log one line per request to standard output
   --access-log-format F    text (default) or json; implies --access-log
+  --workers N              worker processes (default 1; 0 = one per CPU)
+  --worker-timeout MS      kill and replace a worker unresponsive this long
+                           (default 30000; 0 = never)
+  --graceful-timeout MS    time in-flight requests get on stop or restart
+                           (default 10000)
+  --max-requests N         recycle a worker after N requests (default 0: never)
+  --max-requests-jitter N  add a random 0..N to --max-requests per worker
+  --reload                 restart workers when source files change
+  --reload-dir DIR         directory to watch (repeatable; default: current)
+  --reload-include GLOB    file pattern to watch (repeatable; default *.py)
   --no-lifespan            ASGI: skip the lifespan protocol
   --no-uvloop              ASGI: use asyncio's own loop even if uvloop is installed
   --version                print the version and exit
@@ -119,6 +133,19 @@ public enum CommandLineParser {
                 }
                 config.logLevel = l
             case "--access-log": try flag(); config.accessLog = true
+            case "--workers": config.workers = try integer(name, try value(), 0...1024)
+            case "--worker-timeout": config.workerTimeoutMilliseconds = try integer(name, try value(), 0...86_400_000)
+            case "--graceful-timeout": config.gracefulTimeoutMilliseconds = try integer(name, try value(), 0...86_400_000)
+            case "--max-requests": config.maxRequests = try integer(name, try value(), 0...Int(Int32.max))
+            case "--max-requests-jitter": config.maxRequestsJitter = try integer(name, try value(), 0...Int(Int32.max))
+            case "--reload": try flag(); config.reload = true
+            case "--reload-dir": config.reloadDirs.append(try value())
+            case "--reload-include": config.reloadIncludes.append(try value())
+            case "--worker":
+                let parts = try value().split(separator: ":").compactMap { Int32($0) }
+                guard parts.count == 2 else { throw UsageError(message: "--worker is internal (LISTEN:STATUS)") }
+                config.inheritedListener = parts[0]
+                config.statusFD = parts[1]
             case "--no-lifespan": try flag(); config.lifespan = false
             case "--no-uvloop": try flag(); config.uvloop = false
             case "--access-log-format":

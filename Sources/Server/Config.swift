@@ -43,5 +43,27 @@ public struct Config: Sendable {
     /// ASGI: use uvloop when it can be imported.
     public var uvloop = true
 
+    /// Worker processes (0 on the command line: one per CPU).
+    public var workers = 1
+    /// A worker silent (no heartbeat) this long is killed and replaced; 0
+    /// disables the check.
+    public var workerTimeoutMilliseconds = 30_000
+    /// Time in-flight requests get to finish when stopping or replacing a
+    /// worker; what remains after it is aborted.
+    public var gracefulTimeoutMilliseconds = 10_000
+    /// Recycle a worker after this many requests (0: never), plus a random
+    /// 0...jitter so workers do not all recycle at once.
+    public var maxRequests = 0
+    public var maxRequestsJitter = 0
+    /// Restart workers when watched source files change.
+    public var reload = false
+    public var reloadDirs: [String] = []
+    public var reloadIncludes: [String] = []
+    /// Set in worker processes only (hidden option `--worker LISTEN:STATUS`):
+    /// the inherited listening socket and the pipe to the supervisor.
+    public var inheritedListener: Int32 = -1
+    public var statusFD: Int32 = -1
+    public var isWorker: Bool { inheritedListener >= 0 }
+
     public init() {}
 }

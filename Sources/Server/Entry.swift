@@ -3,9 +3,11 @@ import Core
 import Gateway
 import PyBridge
 
-/// The `peregrine` command: parse options, start Python, import the
-/// application, bind, serve. Every startup problem is one line on standard
-/// error and exit status 2.
+/// The `peregrine` command. Run by a person it is the supervisor: parse
+/// options, bind, start the workers (see Supervisor). Run with the hidden
+/// `--worker` option it is a worker: start Python, import the application,
+/// serve from the inherited socket. Every startup problem is one line on
+/// standard error and exit status 2.
 public enum Main {
     public static func run() -> Never {
         let args = Array(CommandLine.arguments.dropFirst())
@@ -24,7 +26,13 @@ public enum Main {
         Log.level = config.logLevel
         csys_ignore_sigpipe()
         do {
-            try serve(config)
+            if config.isWorker {
+                try serve(config)
+            } else {
+                let listener = try Listener.bind(config)
+                let supervisor = try Supervisor(config: config, listener: listener, arguments: args)
+                csys_exit(supervisor.run())
+            }
         } catch {
             if let detail = error.detail, !detail.isEmpty { Log.writeAll(2, detail.hasSuffix("\n") ? detail : detail + "\n") }
             fail(error.message)
@@ -68,8 +76,8 @@ public enum Main {
                 throw StartupFailure("cannot tell whether '\(config.app)' is a WSGI or an ASGI application; pass --protocol wsgi or --protocol asgi")
             }
         }
-        let listener = try Listener.bind(config)
-        let signalFD = csys_signalfd_open()
+        let listener = Listener.inherited(config)
+        let signalFD = csys_signalfd_open(0)
         let wsgi = proto == .wsgi ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: "http", multiprocess: false) : nil
         let asgi = proto == .asgi ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: "http") : nil
         let worker: Worker
@@ -83,17 +91,17 @@ public enum Main {
             do {
                 try worker.runAsync(app: app, lifespan: config.lifespan, uvloop: config.uvloop) { loopName in
                     Log.info(banner + " (ASGI on \(loopName))")
-                    Log.info("listening on \(listener.displayURL)")
+                    worker.writeStatus(UInt8(ascii: "R"))
                 }
             } catch {
                 throw StartupFailure(error.message, detail: error.traceback)
             }
         } else {
             Log.info(banner + " (WSGI)")
-            Log.info("listening on \(listener.displayURL)")
+            worker.writeStatus(UInt8(ascii: "R"))
             worker.run()
         }
-        Log.info("stopped after \(worker.requestsServed) requests")
+        Log.info("worker stopped after \(worker.requestsServed) requests")
     }
 
     static func environment(_ name: String) -> String? {

@@ -24,6 +24,15 @@ public struct Listener {
         return Listener(fd: fd, isUnix: false, host: config.host, port: Int(csys_local_port(fd)), unixPath: nil)
     }
 
+    /// A worker's view of the socket its supervisor bound.
+    public static func inherited(_ config: Config) -> Listener {
+        let fd = config.inheritedListener
+        if let path = config.unixPath {
+            return Listener(fd: fd, isUnix: true, host: path, port: 0, unixPath: path)
+        }
+        return Listener(fd: fd, isUnix: false, host: config.host, port: Int(csys_local_port(fd)), unixPath: nil)
+    }
+
     public var displayURL: String {
         if let unixPath { return "unix:\(unixPath)" }
         let h = host.contains(":") ? "[\(host)]" : host

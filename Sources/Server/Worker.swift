@@ -36,6 +36,11 @@ final class Worker {
     private var accepting = true
     private let signalFD: Int32
     private(set) var stopping = false
+    private var gracefulDeadline: Instant?
+    private var lastBeat = Instant(nanoseconds: 0)
+    private var recycleAsked = false
+    /// --max-requests plus this worker's jitter (0: never recycle).
+    private let recycleLimit: Int
     private var requestTokens: UInt64 = 0
     var requestsServed = 0
     private var expired: [Int] = []
@@ -55,6 +60,9 @@ final class Worker {
         headerTable = H1HeaderTable(capacity: l.maxHeaderCount)
         fieldSpans = .allocate(capacity: l.maxHeaderCount)
         accessLog = AccessLog(enabled: config.accessLog, format: config.accessLogFormat)
+        recycleLimit = config.maxRequests > 0
+            ? config.maxRequests + (config.maxRequestsJitter > 0 ? Int(csys_random() % UInt32(config.maxRequestsJitter + 1)) : 0)
+            : 0
         now = Instant.now()
         poller = try Poller()
         // Up to maxConnections active plus as many lingering (see beginLinger).
@@ -76,7 +84,8 @@ final class Worker {
     /// The WSGI loop: blocks in epoll (GIL released) until stopped.
     func run() {
         while !finished {
-            let timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
+            var timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
+            if config.statusFD >= 0 { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
             let wait = stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout
             let n = GIL.released { poller.wait(timeoutMilliseconds: wait) }
             handle(n)
@@ -104,6 +113,7 @@ final class Worker {
 
     private func scheduleTimer() {
         var ms = timers.millisecondsUntilNextTick(now: now)
+        if config.statusFD >= 0 { ms = min(ms ?? 1000, 1000) }  // heartbeats
         if stopping { ms = min(ms ?? 100, 100) }
         EventLoopDriver.schedule(at: ms.map { now.adding(milliseconds: $0) }, now: now)
     }
@@ -131,10 +141,15 @@ final class Worker {
         for index in expired where slots[index].phase != .closed {
             slots[index].onTimeout()
         }
+        enforceGracefulDeadline()
+        reportToSupervisor()
     }
 
     private func acceptConnections() {
-        var budget = 128
+        // With several workers on one socket, each takes one connection per
+        // wake-up, so a burst of connections spreads across them instead of
+        // going to whichever woke first.
+        var budget = config.workers == 1 ? 128 : 1
         var addr = [CChar](repeating: 0, count: 64)
         while budget > 0 && accepting {
             budget -= 1
@@ -206,21 +221,68 @@ final class Worker {
         }
     }
 
+    /// SIGTERM/SIGINT: stop — no new connections, idle ones closed, in-flight
+    /// requests get --graceful-timeout. SIGUSR1 (from the supervisor, once a
+    /// replacement is ready): drain — the same, except that idle keep-alive
+    /// connections are not cut (a client may be sending on one right now):
+    /// each is answered once more with `Connection: close`, or closes at its
+    /// keep-alive timeout.
     private func handleSignal() {
-        let sig = csys_signalfd_read(signalFD)
-        guard sig != 0 else { return }
-        if stopping {
-            Log.info("second signal: exiting now")
-            csys_exit(0)
+        while true {
+            let sig = csys_signalfd_read(signalFD)
+            guard sig != 0 else { return }
+            if sig == csys_sig_hup() { continue }
+            let soft = sig == csys_sig_usr1()
+            if stopping {
+                if soft { continue }
+                Log.info("second signal: exiting now")
+                csys_exit(0)
+            }
+            Log.info(soft ? "draining (replaced)" : "signal \(sig): stopping")
+            beginStopping(closeIdle: !soft)
         }
-        Log.info("signal \(sig): stopping (no new connections; idle ones closed)")
+    }
+
+    private func beginStopping(closeIdle: Bool) {
         stopping = true
-        poller.remove(listener.fd)
+        gracefulDeadline = now.adding(milliseconds: config.gracefulTimeoutMilliseconds)
+        if accepting { poller.remove(listener.fd) }
         accepting = false
-        for c in slots where c.phase == .head || c.phase == .lingering {
-            c.close()
+        for c in slots {
+            switch c.phase {
+            case .lingering: c.close()
+            case .head where closeIdle: c.close()
+            default: break
+            }
         }
         if asgi != nil { scheduleTimer() }
+    }
+
+    /// Past --graceful-timeout: what is still open is cut.
+    private func enforceGracefulDeadline() {
+        guard stopping, let deadline = gracefulDeadline, now >= deadline else { return }
+        gracefulDeadline = nil
+        let open = slots.filter { $0.phase != .closed }
+        if !open.isEmpty { Log.warning("graceful timeout: aborting \(open.count) connection(s)") }
+        for c in open { c.aborted = true; c.close() }
+    }
+
+    /// Heartbeat and --max-requests report to the supervisor.
+    private func reportToSupervisor() {
+        guard config.statusFD >= 0 else { return }
+        if now.milliseconds(since: lastBeat) >= 1000 {
+            lastBeat = now
+            writeStatus(UInt8(ascii: "H"))
+        }
+        if recycleLimit > 0 && requestsServed >= recycleLimit && !recycleAsked && !stopping {
+            recycleAsked = true
+            writeStatus(UInt8(ascii: "Q"))
+        }
+    }
+
+    func writeStatus(_ byte: UInt8) {
+        var b = byte
+        _ = csys_write_plain(config.statusFD, &b, 1)
     }
 
     // MARK: - Services for connections

@@ -63,9 +63,47 @@ int64_t csys_realtime_s(void);
 // IMF-fixdate (RFC 9110 §5.6.7) for a Unix time, 29 bytes written to out.
 void csys_http_date(int64_t unix_seconds, char out[29]);
 
-// Signals: SIGINT/SIGTERM/SIGHUP are blocked and delivered through a
-// signalfd, so the event loop sees them as readable events; SIGPIPE ignored.
-int csys_signalfd_open(void);
+// Signals: SIGINT/SIGTERM/SIGHUP/SIGUSR1 (and SIGCHLD with `with_child`)
+// are blocked and delivered through a signalfd, so the event loop sees them
+// as readable events; SIGPIPE ignored.
+int csys_signalfd_open(int with_child);
+int csys_sig_int(void);
+int csys_sig_term(void);
+int csys_sig_hup(void);
+int csys_sig_usr1(void);
+int csys_sig_chld(void);
+int csys_sig_kill(void);
+
+// Processes (the supervisor side).
+// fork + exec `exe` with `argv` (NULL-terminated). The child gets its own
+// process group (terminal signals go to the supervisor only), is sent
+// SIGTERM if the supervisor dies, and keeps the descriptors in `keep`
+// open across exec (all others are close-on-exec). Returns the pid or -1.
+int csys_spawn(const char *exe, char *const argv[], const int *keep, int nkeep);
+// A child that has exited: its pid (0 if none, -1 on error), with either
+// its exit status or the signal that killed it.
+int csys_reap(int *exit_status, int *signal);
+int csys_kill(int pid, int sig);
+// Random bits for jitter (not for secrets).
+unsigned csys_random(void);
+// pipe2 with O_CLOEXEC; read end non-blocking.
+int csys_pipe(int fds[2]);
+// CPUs this process may run on.
+int csys_cpu_count(void);
+// The path of the running executable (/proc/self/exe), into out.
+int csys_self_exe(char *out, size_t len);
+
+// inotify: a non-blocking instance, watches, and the next event's name.
+int csys_inotify_open(void);
+int csys_inotify_watch(int fd, const char *dir);
+// Reads pending events; returns how many, writing up to `max` watch
+// descriptors/names (names joined in `names`, each NUL-terminated) and
+// flagging directories created (to be watched too).
+// Watches `root` and every directory below it (skipping hidden ones,
+// __pycache__ and node_modules); returns the number of watches added.
+int csys_inotify_watch_tree(int fd, const char *root);
+int csys_fnmatch(const char *pattern, const char *name);
+int csys_inotify_read(int fd, int *wds, int *is_dir, char *names, size_t names_len, int max);
 // Reads one pending signal number from the signalfd, or 0 if none.
 int csys_signalfd_read(int fd);
 void csys_ignore_sigpipe(void);

@@ -1,0 +1,364 @@
+import CSys
+import Core
+
+/// The `peregrine` process: binds the listening socket once, runs the worker
+/// processes, and keeps them running.
+///
+/// Theory of operation. The supervisor never starts Python. It creates the
+/// listening socket, then starts each worker by re-executing this binary
+/// with `--worker LISTEN:STATUS`: the worker inherits the socket and the
+/// write end of a status pipe, imports the application, and reports over the
+/// pipe: `R` when it accepts connections, `H` every second from its loop
+/// (a heartbeat), `Q` when it has served --max-requests.
+///
+/// All workers accept from the one shared socket, so a worker that stops
+/// accepting leaves queued connections in the kernel's queue for the others;
+/// that is what makes replacement lossless (per-worker SO_REUSEPORT queues
+/// would lose what was queued on a closing socket).
+///
+///   start ─▶ starting ─R─▶ ready ─(replaced, recycled)─▶ draining ─exit─▶ gone
+///                │            └─(died, silent past --worker-timeout)─▶ replaced
+///                └─(died before R)─▶ retried with backoff; the first
+///                  generation failing ends the supervisor with its status
+///
+/// Replacing (SIGHUP, --reload, --max-requests) starts the new worker
+/// first; only when it reports `R` is the old one told to drain (SIGUSR1):
+/// it stops accepting, answers what is in flight with `Connection: close`,
+/// and exits. SIGTERM/SIGINT stop every worker gracefully (SIGTERM to
+/// each); a second signal kills them at once.
+final class Supervisor {
+    enum State { case starting, ready, draining }
+
+    struct WorkerRecord {
+        var pid: Int32
+        var statusFD: Int32
+        var slot: Int
+        var state: State
+        var started: Instant
+        var lastBeat: Instant
+        var drainingSince: Instant?
+        /// The worker this one replaces, told to drain once this is ready.
+        var replaces: Int32?
+        var recycleRequested = false
+    }
+
+    private let config: Config
+    private let listener: Listener
+    private let arguments: [String]
+    private let executable: String
+    private let signalFD: Int32
+    private var poller: Poller
+    private var workers: [Int32: WorkerRecord] = [:]
+    private var failures: [Int: Int] = [:]
+    private var respawns: [(slot: Int, replaces: Int32?, at: Instant)] = []
+    private var everReady = false
+    private var stopping = false
+    private var stopDeadline: Instant?
+    private var restartQueue: [Int32] = []
+    private var restartInFlight: Int32?
+    private var reloader: Reloader?
+    private var reloadDue: Instant?
+    private var reloadBroken = false
+    private let workerCount: Int
+
+    private static let signalToken: UInt64 = 1 << 62
+    private static let inotifyToken: UInt64 = 1 << 62 | 1
+    /// Startup failures in a row (per worker slot) before giving up.
+    static let maxStartupFailures = 5
+
+    init(config: Config, listener: Listener, arguments: [String]) throws(StartupFailure) {
+        self.config = config
+        self.listener = listener
+        self.arguments = arguments
+        var buf = [CChar](repeating: 0, count: 4096)
+        guard csys_self_exe(&buf, 4096) == 0 else { throw StartupFailure("cannot find this executable (/proc/self/exe)") }
+        executable = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        workerCount = config.workers == 0 ? Int(csys_cpu_count()) : config.workers
+        signalFD = csys_signalfd_open(1)
+        do {
+            poller = try Poller()
+            try poller.add(signalFD, token: Supervisor.signalToken, interest: .readable)
+        } catch {
+            throw StartupFailure(error.description)
+        }
+        if config.reload {
+            let dirs = config.reloadDirs.isEmpty ? ["."] : config.reloadDirs
+            let patterns = config.reloadIncludes.isEmpty ? ["*.py"] : config.reloadIncludes
+            guard let r = Reloader(directories: dirs, patterns: patterns) else {
+                throw StartupFailure("--reload: cannot watch \(dirs.joined(separator: ", ")) (inotify)")
+            }
+            reloader = r
+            try? poller.add(r.fd, token: Supervisor.inotifyToken, interest: .readable)
+        }
+    }
+
+    /// Runs until stopped; returns the exit status.
+    func run() -> Int32 {
+        Log.info("supervisor \(csys_getpid()) starting \(workerCount) worker\(workerCount == 1 ? "" : "s")"
+                 + (config.reload ? ", reloading on changes" : ""))
+        for slot in 0..<workerCount { spawn(slot: slot, replaces: nil) }
+        while true {
+            let n = poller.wait(timeoutMilliseconds: 200)
+            let now = Instant.now()
+            for i in 0..<n {
+                let (token, _) = poller.event(at: i)
+                if token == Supervisor.signalToken {
+                    if let status = handleSignals() { return status }
+                } else if token == Supervisor.inotifyToken {
+                    if reloader?.changed() == true { reloadDue = now.adding(milliseconds: 300) }
+                } else {
+                    readStatus(pid: Int32(truncatingIfNeeded: token))
+                }
+            }
+            if let status = reap() { return status }
+            if stopping {
+                if workers.isEmpty { return 0 }
+                if let d = stopDeadline, now >= d { killAll(); stopDeadline = nil }
+                continue
+            }
+            checkHeartbeats(now)
+            let due = respawns.filter { $0.at <= now }
+            respawns.removeAll { $0.at <= now }
+            for r in due {
+                let replaces = r.replaces.flatMap { workers[$0]?.state == .ready ? $0 : nil }
+                let pid = spawnReturningPid(slot: r.slot, replaces: replaces)
+                if replaces != nil && restartInFlight == nil { restartInFlight = pid }
+            }
+            if let d = reloadDue, now >= d {
+                reloadDue = nil
+                Log.info("source changed: restarting workers")
+                reloadBroken = false
+                startRollingRestart()
+            }
+        }
+    }
+
+    // MARK: - Workers
+
+    private func spawn(slot: Int, replaces: Int32?) {
+        var fds: [Int32] = [0, 0]
+        guard csys_pipe(&fds) == 0 else {
+            Log.error("cannot create a status pipe: \(SystemError(call: "pipe2", errno: csys_errno()))")
+            return
+        }
+        let args = [executable] + arguments + ["--worker", "\(listener.fd):\(fds[1])"]
+        var cargs: [UnsafeMutablePointer<CChar>?] = args.map { strdupC($0) } + [nil]
+        let keep: [Int32] = [listener.fd, fds[1]]
+        let pid = csys_spawn(executable, &cargs, keep, 2)
+        for p in cargs { p?.deallocate() }
+        _ = csys_close(fds[1])
+        guard pid > 0 else {
+            _ = csys_close(fds[0])
+            Log.error("cannot start a worker: \(SystemError(call: "fork", errno: csys_errno()))")
+            return
+        }
+        let now = Instant.now()
+        workers[pid] = WorkerRecord(pid: pid, statusFD: fds[0], slot: slot, state: .starting, started: now,
+                                    lastBeat: now, replaces: replaces)
+        try? poller.add(fds[0], token: UInt64(UInt32(bitPattern: pid)), interest: .readable)
+        Log.debug("started worker \(pid) (slot \(slot))")
+    }
+
+    private func readStatus(pid: Int32) {
+        guard var rec = workers[pid] else { return }
+        var buf: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let n = withUnsafeMutableBytes(of: &buf) { csys_read(rec.statusFD, $0.baseAddress, $0.count) }
+        if n <= 0 {
+            if n == 0 || csys_eagain(csys_errno()) == 0 {
+                poller.remove(rec.statusFD)
+                _ = csys_close(rec.statusFD)
+                rec.statusFD = -1
+                workers[pid] = rec
+            }
+            return
+        }
+        let now = Instant.now()
+        rec.lastBeat = now
+        withUnsafeBytes(of: &buf) { bytes in
+            for b in bytes.prefix(n) {
+                switch b {
+                case UInt8(ascii: "R"): becameReady(&rec)
+                case UInt8(ascii: "Q"):
+                    if rec.state == .ready && !rec.recycleRequested && !stopping {
+                        rec.recycleRequested = true
+                        Log.info("worker \(pid) served --max-requests: replacing it")
+                        workers[pid] = rec
+                        spawn(slot: rec.slot, replaces: pid)
+                    }
+                default: break
+                }
+            }
+        }
+        if workers[pid] != nil { workers[pid]!.lastBeat = now; workers[pid]!.state = rec.state }
+    }
+
+    private func becameReady(_ rec: inout WorkerRecord) {
+        guard rec.state == .starting else { return }
+        rec.state = .ready
+        workers[rec.pid] = rec
+        failures[rec.slot] = 0
+        if !everReady {
+            everReady = true
+            Log.info("listening on \(listener.displayURL)")
+        }
+        if let old = rec.replaces, var oldRec = workers[old], oldRec.state != .draining {
+            oldRec.state = .draining
+            oldRec.drainingSince = Instant.now()
+            workers[old] = oldRec
+            _ = csys_kill(old, csys_sig_usr1())
+            Log.info("worker \(rec.pid) ready; worker \(old) draining")
+        }
+        if restartInFlight == rec.pid {
+            restartInFlight = nil
+            continueRollingRestart()
+        }
+    }
+
+    /// Reaps exited workers; returns an exit status when the supervisor
+    /// must end.
+    private func reap() -> Int32? {
+        while true {
+            var status: Int32 = 0, signal: Int32 = 0
+            let pid = csys_reap(&status, &signal)
+            if pid <= 0 { return nil }
+            guard let rec = workers.removeValue(forKey: pid) else { continue }
+            if rec.statusFD >= 0 {
+                poller.remove(rec.statusFD)
+                _ = csys_close(rec.statusFD)
+            }
+            let how = signal != 0 ? "killed by signal \(signal)" : "exited with status \(status)"
+            if stopping || rec.state == .draining {
+                Log.info("worker \(pid) \(how)")
+                continue
+            }
+            if rec.state == .starting {
+                if restartInFlight == pid { restartInFlight = nil }
+                if config.reload {
+                    Log.error("worker \(pid) failed to start (\(how)); waiting for a change to the source")
+                    reloadBroken = true
+                    if rec.replaces == nil && !workers.values.contains(where: { $0.slot == rec.slot }) {
+                        restartQueue.removeAll()
+                    }
+                    continue
+                }
+                if !everReady {
+                    // The first workers cannot start (an import error, a
+                    // missing attribute...): the worker has said why.
+                    if signal != 0 { Log.writeAll(2, "peregrine: error: the worker failed to start (\(how))\n") }
+                    killAll()
+                    return signal != 0 ? 1 : (status == 0 ? 1 : status)
+                }
+                let count = (failures[rec.slot] ?? 0) + 1
+                failures[rec.slot] = count
+                if count >= Supervisor.maxStartupFailures {
+                    Log.error("a worker failed to start \(count) times in a row (last: \(how)); giving up")
+                    stopAll()
+                    killAll()
+                    return 1
+                }
+                let delay = 500 << (count - 1)
+                Log.error("worker \(pid) failed to start (\(how)); retrying in \(delay) ms")
+                // A failed replacement leaves the old worker serving; the
+                // replacement is tried again after the delay.
+                respawns.append((rec.slot, rec.replaces, Instant.now().adding(milliseconds: delay)))
+                continue
+            }
+            Log.warning("worker \(pid) \(how); starting a replacement")
+            spawn(slot: rec.slot, replaces: nil)
+        }
+    }
+
+    private func checkHeartbeats(_ now: Instant) {
+        for rec in workers.values {
+            switch rec.state {
+            case .ready where config.workerTimeoutMilliseconds > 0:
+                if now.milliseconds(since: rec.lastBeat) > config.workerTimeoutMilliseconds {
+                    Log.error("worker \(rec.pid) has not responded for \(now.milliseconds(since: rec.lastBeat)) ms (--worker-timeout); killing it")
+                    _ = csys_kill(rec.pid, csys_sig_kill())
+                    workers[rec.pid]!.lastBeat = now
+                }
+            case .draining:
+                // A draining worker enforces --graceful-timeout itself unless
+                // it is stuck; then it is killed a little later.
+                if let since = rec.drainingSince,
+                   now.milliseconds(since: since) > config.gracefulTimeoutMilliseconds + 5000 {
+                    Log.error("worker \(rec.pid) did not finish draining; killing it")
+                    _ = csys_kill(rec.pid, csys_sig_kill())
+                    workers[rec.pid]!.drainingSince = now
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    // MARK: - Rolling restart
+
+    private func startRollingRestart() {
+        restartQueue = workers.values.filter { $0.state == .ready }.sorted { $0.slot < $1.slot }.map(\.pid)
+        if workers.values.allSatisfy({ $0.state == .draining }) || workers.isEmpty {
+            // Nothing is serving (a broken start under --reload): start afresh.
+            for slot in 0..<workerCount { spawn(slot: slot, replaces: nil) }
+            return
+        }
+        if restartInFlight == nil { continueRollingRestart() }
+    }
+
+    private func continueRollingRestart() {
+        while let pid = restartQueue.first {
+            restartQueue.removeFirst()
+            guard let rec = workers[pid], rec.state == .ready else { continue }
+            let newPid = spawnReturningPid(slot: rec.slot, replaces: pid)
+            restartInFlight = newPid
+            return
+        }
+    }
+
+    private func spawnReturningPid(slot: Int, replaces: Int32?) -> Int32? {
+        let before = Set(workers.keys)
+        spawn(slot: slot, replaces: replaces)
+        return workers.keys.first { !before.contains($0) }
+    }
+
+    // MARK: - Signals
+
+    private func handleSignals() -> Int32? {
+        while true {
+            let sig = csys_signalfd_read(signalFD)
+            if sig == 0 { return nil }
+            if sig == csys_sig_chld() { continue }  // reaped after the event loop pass
+            if sig == csys_sig_hup() {
+                guard !stopping else { continue }
+                Log.info("SIGHUP: replacing workers one by one")
+                startRollingRestart()
+            } else if sig == csys_sig_int() || sig == csys_sig_term() {
+                if stopping {
+                    Log.info("second signal: stopping now")
+                    killAll()
+                    return 0
+                }
+                Log.info("signal \(sig): stopping gracefully (up to \(config.gracefulTimeoutMilliseconds) ms)")
+                stopAll()
+            }
+        }
+    }
+
+    private func stopAll() {
+        stopping = true
+        respawns.removeAll()
+        stopDeadline = Instant.now().adding(milliseconds: config.gracefulTimeoutMilliseconds + 5000)
+        for pid in workers.keys { _ = csys_kill(pid, csys_sig_term()) }
+    }
+
+    private func killAll() {
+        for pid in workers.keys { _ = csys_kill(pid, csys_sig_kill()) }
+    }
+}
+
+private func strdupC(_ s: String) -> UnsafeMutablePointer<CChar> {
+    let utf8 = Array(s.utf8)
+    let p = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count + 1)
+    for (i, b) in utf8.enumerated() { p[i] = CChar(bitPattern: b) }
+    p[utf8.count] = 0
+    return p
+}
