@@ -15,7 +15,7 @@ public enum EventLoopDriver {
     nonisolated(unsafe) public static var attached: ((PyRef, PyRef?, String) -> Void)?
 
     nonisolated(unsafe) private static var loop: PyRef?
-    nonisolated(unsafe) private static var pollFunction: PyRef?
+    nonisolated(unsafe) private static var timerFunction: PyRef?
     nonisolated(unsafe) private static var timer: PyRef?
     nonisolated(unsafe) private static var timerDue: Instant?
 
@@ -23,7 +23,7 @@ public enum EventLoopDriver {
     public static func run(app: PyRef, fd: Int32, lifespan: Bool, uvloop: Bool) throws(StartupError) {
         let pollFn = NativeTypeBuilder.function(name: "poll", pollEntry)
         let attachFn = NativeTypeBuilder.function(name: "attach", attachEntry)
-        pollFunction = pollFn
+        timerFunction = NativeTypeBuilder.function(name: "timer", timerEntry)
         let args = PyTuple_New(6)!
         Py.incref(app)
         pshim_tuple_set_item(args, 0, app)
@@ -61,8 +61,8 @@ public enum EventLoopDriver {
         let delay = Double(max(0, due.nanoseconds - now.nanoseconds)) / 1e9
         let args = PyTuple_New(2)!
         pshim_tuple_set_item(args, 0, PyFloat_FromDouble(delay))
-        Py.incref(pollFunction!)
-        pshim_tuple_set_item(args, 1, pollFunction!)
+        Py.incref(timerFunction!)
+        pshim_tuple_set_item(args, 1, timerFunction!)
         if let callLater = PyObject_GetAttrString(loop, "call_later") {
             timer = PyObject_Call(callLater, args, nil)
             Py.decref(callLater)
@@ -71,13 +71,13 @@ public enum EventLoopDriver {
         Py.decref(args)
     }
 
-    /// The timer fired (or the reader ran): forget the fired arrangement.
-    public static func timerFired(now: Instant) {
-        if let due = timerDue, due <= now {
-            Py.xdecref(timer)
-            timer = nil
-            timerDue = nil
-        }
+    /// The arranged call happened: forget it. (The loop's clock and ours
+    /// differ slightly, so whether it was "due" is not asked: a loop may run
+    /// a timer a fraction of a millisecond early by our clock.)
+    fileprivate static func timerFired() {
+        Py.xdecref(timer)
+        timer = nil
+        timerDue = nil
     }
 
     public static func stop() {
@@ -87,6 +87,12 @@ public enum EventLoopDriver {
 }
 
 private let pollEntry: FastMethod = { _, _, _ in
+    EventLoopDriver.poll?()
+    return Py.newNone()
+}
+
+private let timerEntry: FastMethod = { _, _, _ in
+    EventLoopDriver.timerFired()
     EventLoopDriver.poll?()
     return Py.newNone()
 }

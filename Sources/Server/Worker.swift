@@ -101,7 +101,6 @@ final class Worker {
             scheduleTimer()
         }
         EventLoopDriver.poll = { [unowned self] in
-            EventLoopDriver.timerFired(now: Instant.now())
             let n = poller.wait(timeoutMilliseconds: 0)
             handle(n)
             if finished { EventLoopDriver.stop() } else { scheduleTimer() }
@@ -291,8 +290,14 @@ final class Worker {
         poller.modify(c.fd, token: c.token, interest: interest)
     }
 
+    /// Arms `c`'s deadline from the present moment (not the loop's last
+    /// wake-up: an application may have run for a while since). Under ASGI
+    /// this may happen from a task, outside `pollOnce`, so the loop's timer
+    /// is moved if the new deadline is the earliest.
     func arm(_ c: H1Connection, milliseconds: Int) {
+        now = Instant.now()
         timers.arm(c.index, at: now.adding(milliseconds: milliseconds))
+        if asgi != nil { scheduleTimer() }
     }
 
     func disarm(_ c: H1Connection) {
