@@ -56,7 +56,7 @@ def log_event(event: str) -> None:
         events.write(event + "\n")
 
 
-def record(ident: str, item: Any) -> None:
+def record(ident: str, item: object) -> None:
     """Remember `item` for /records?id=IDENT."""
     RECORDS.setdefault(ident, []).append(item)
 
@@ -107,7 +107,7 @@ async def respond(send: Send, body: bytes, status: int = 200, headers: list[tupl
     await send({"type": "http.response.body", "body": body})
 
 
-async def respond_json(send: Send, value: Any, status: int = 200) -> None:
+async def respond_json(send: Send, value: object, status: int = 200) -> None:
     """A whole JSON response."""
     await respond(send, json.dumps(value).encode(), status, [(b"x-json", b"1")])
 
@@ -129,7 +129,7 @@ async def read_body(receive: Receive) -> tuple[bytes, list[dict[str, Any]]]:
     return b"".join(parts), messages
 
 
-def describe(value: Any) -> Any:
+def describe(value: object) -> object:  # noqa: PLR0911 (one return per type)
     """A JSON-able picture of a scope value that keeps its Python types visible."""
     if isinstance(value, bytes):
         return {"bytes": value.decode("latin-1")}
@@ -515,7 +515,7 @@ async def flood(scope: Scope, receive: Receive, send: Send) -> None:
 # --- misuse ---------------------------------------------------------------------------------------
 
 
-async def _misuse(kind: str, send: Send) -> bool:
+async def _misuse(kind: str, send: Send) -> bool:  # noqa: PLR0912 (one branch per kind)
     """Do the wrong thing named `kind`; return whether http.response.start went through."""
     started = False
     start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]}
@@ -676,3 +676,31 @@ async def slow(scope: Scope, receive: Receive, send: Send) -> None:
     await asyncio.sleep(float(query(scope)["seconds"]))
     await respond(send, b"slow done")
     log_event(f"slow finished {ident}")
+
+
+@route("barrier")
+async def barrier(scope: Scope, receive: Receive, send: Send) -> None:
+    """Wait until ?n= requests with the same ?id= are all inside the application, then answer."""
+    ident = query(scope)["id"]
+    count = int(query(scope)["n"])
+    record(ident, "arrived")
+    if len(RECORDS[ident]) >= count:
+        release_event(ident).set()
+    await wait_released(ident)
+    body, _ = await read_body(receive)
+    await respond(send, b"through %d" % len(body))
+
+
+@route("double-receive")
+async def double_receive(scope: Scope, receive: Receive, send: Send) -> None:
+    """Call receive() while an earlier receive() is still waiting for the body; answer what that raised."""
+    first = asyncio.ensure_future(receive())
+    await asyncio.sleep(0.05)
+    caught: dict[str, Any] | None = None
+    try:
+        second = receive()
+        await second
+    except Exception as exc:  # noqa: BLE001 (reported to the test)
+        caught = exception_record(exc)
+    message = await first
+    await respond_json(send, {"caught": caught, "first": message["type"], "body": message.get("body", b"").decode()})

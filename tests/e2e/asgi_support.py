@@ -9,16 +9,16 @@ request from a second connection.
 The core fixtures are parametrized over the event loop: `uvloop` (the
 default, uvloop being installed) and `asyncio` (`--no-uvloop`).
 
-Test modules import the fixtures they use by name, e.g.
-`from asgi_support import raw_server  # noqa: F401`.
+Test modules load the fixtures with `pytest_plugins = ("asgi_support",)`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import socket
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -26,6 +26,9 @@ import pytest
 from rawhttp import RawConnection, request
 
 if TYPE_CHECKING:
+    import socket
+    from collections.abc import Callable
+
     from conftest import Server, ServerPool
 
 #: The event loops every core test runs on, and the options that select them.
@@ -58,7 +61,7 @@ def raw_server(server_pool: ServerPool, loop: str) -> Server:
 # --- talking to the raw application ---------------------------------------------------------------
 
 
-def get_json(server: Server, target: str) -> Any:
+def get_json(server: Server, target: str) -> Any:  # noqa: ANN401 (whatever JSON the application answered)
     """GET `target` on a new connection; the JSON body of its 200."""
     with RawConnection.to(server) as connection:
         connection.send(request("GET", target))
@@ -80,7 +83,9 @@ def release(server: Server, ident: str) -> None:
         assert connection.read_response().status == 200
 
 
-def wait_records(server: Server, ident: str, predicate: Any, timeout: float = 10.0) -> list[Any]:
+def wait_records(
+    server: Server, ident: str, predicate: Callable[[list[Any]], bool], timeout: float = 10.0
+) -> list[Any]:
     """Poll `records(ident)` until `predicate(records)` holds; fail with the last records otherwise."""
     deadline = time.monotonic() + timeout
     found = records(server, ident)
@@ -95,6 +100,21 @@ def wait_records(server: Server, ident: str, predicate: Any, timeout: float = 10
 def unique(prefix: str) -> str:
     """An id no other test uses."""
     return f"{prefix}-{time.monotonic_ns()}"
+
+
+def rss_kib(server: Server) -> int:
+    """VmRSS in KiB of the server process and its children (a supervisor's workers), summed."""
+    total = 0
+    pids = [server.pid]
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children")
+    if children.exists():
+        pids += [int(pid) for pid in children.read_text().split()]
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    return total
 
 
 def logged(server: Server, text: str, timeout: float = 5.0) -> bool:

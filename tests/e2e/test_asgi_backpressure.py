@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from asgi_support import (
     assert_raw_still_serving,
-    loop,  # noqa: F401
-    raw_server,  # noqa: F401
     records,
+    rss_kib,
     unique,
     wait_records,
 )
 from rawhttp import RawConnection, request
+
+#: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
+pytest_plugins = ("asgi_support",)
 
 if TYPE_CHECKING:
     from conftest import Server
@@ -68,13 +70,13 @@ def flood_connection(server: Server, target: str) -> RawConnection:
 @pytest.mark.timeout(60)
 def test_send_waits_for_a_client_that_does_not_read_and_memory_stays_flat(raw_server: Server) -> None:
     assert_raw_still_serving(raw_server)
-    baseline_kib = raw_server.vm_kib("VmRSS")
+    baseline_kib = rss_kib(raw_server)
     ident = unique("flood")
     connection = flood_connection(raw_server, f"/flood?id={ident}")
     try:
         count = stalled_count(raw_server, ident)
         sent_mib = count * CHUNK / 2**20
-        grown_mib = (raw_server.vm_kib("VmRSS") - baseline_kib) / 1024
+        grown_mib = (rss_kib(raw_server) - baseline_kib) / 1024
         assert sent_mib < 48, f"{sent_mib:.0f} MiB accepted by send() for a client that reads nothing"
         assert grown_mib < 32, f"server RSS grew by {grown_mib:.1f} MiB while the application streamed 1 GiB"
         # Other clients are still served while the flood is stuck.
@@ -89,7 +91,7 @@ def test_send_waits_for_a_client_that_does_not_read_and_memory_stays_flat(raw_se
     assert later is not None, "a send after the disconnect completed"
     assert later["oserror"], later
     assert found[0]["sent"] < 1 << 14, "the flood completed although the client never read"
-    grown_mib = (raw_server.vm_kib("VmRSS") - baseline_kib) / 1024
+    grown_mib = (rss_kib(raw_server) - baseline_kib) / 1024
     assert grown_mib < 32, f"server RSS grew by {grown_mib:.1f} MiB after the disconnect"
     assert_raw_still_serving(raw_server)
 

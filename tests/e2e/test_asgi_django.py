@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from asgi_support import LOOPS, logged, loop  # noqa: F401
+from asgi_support import LOOPS, logged
+
+#: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
+pytest_plugins = ("asgi_support",)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -19,13 +19,14 @@ from asgi_support import (
     assert_raw_still_serving,
     get_json,
     logged,
-    loop,  # noqa: F401
-    raw_server,  # noqa: F401
     release,
     unique,
     wait_records,
 )
 from rawhttp import ConnectionClosedError, RawConnection, request
+
+#: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
+pytest_plugins = ("asgi_support",)
 
 if TYPE_CHECKING:
     from conftest import Server
@@ -233,3 +234,16 @@ def test_send_and_receive_of_an_ended_request_touch_nothing(raw_server: Server) 
         response = reused.read_response()
         assert (response.status, response.body) == (200, b"hello")
         assert response.header("x-leaked") is None
+
+
+def test_receive_while_another_receive_is_pending_raises(raw_server: Server) -> None:
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("POST", "/double-receive", [("Content-Length", "4")]))
+        assert connection.still_open_after(0.3)
+        connection.send(b"body")
+        response = connection.read_response()
+    result = json.loads(response.body)
+    assert result["caught"] is not None, "a second concurrent receive() was accepted"
+    assert result["caught"]["type"] == "RuntimeError"
+    assert "still pending" in result["caught"]["message"]
+    assert (result["first"], result["body"]) == ("http.request", "body")

@@ -5,16 +5,20 @@ Runs on uvloop and on plain asyncio.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import os
 from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from asgi_support import LOOPS, logged, loop  # noqa: F401
+from asgi_support import LOOPS, logged
+
+#: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
+pytest_plugins = ("asgi_support",)
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from conftest import Server, ServerPool
 
@@ -82,8 +86,6 @@ def test_sync_endpoint_runs_on_a_worker_thread(client: httpx.Client) -> None:
 
 
 def test_many_sync_requests_in_parallel(fastapi_server: Server) -> None:
-    import concurrent.futures
-
     def fetch(_: int) -> int:
         with httpx.Client(base_url=fastapi_server.base_url, timeout=20) as http:
             return sum(http.get("/sync").status_code for _ in range(10))
@@ -129,10 +131,7 @@ def test_keep_alive_connection_serves_many_requests(client: httpx.Client) -> Non
         assert client.get(f"/items/{index}").json()["item_id"] == index
 
 
-def test_shutdown_runs_the_end_of_the_lifespan_context(
-    start_server: object, loop: str
-) -> None:
-    assert callable(start_server)
+def test_shutdown_runs_the_end_of_the_lifespan_context(start_server: Callable[..., Server], loop: str) -> None:
     server = start_server("asgi_fastapi:app", *LOOPS[loop])
     with httpx.Client(base_url=server.base_url, timeout=20) as http:
         assert http.get("/plain").text == "plain text"

@@ -14,9 +14,13 @@ import subprocess
 from typing import TYPE_CHECKING
 
 import pytest
-from asgi_support import LOOPS, RAW, get_json, logged, loop  # noqa: F401
-from conftest import launch
+from asgi_support import LOOPS, RAW, get_json, logged
 from rawhttp import RawConnection, request
+
+from conftest import launch
+
+#: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
+pytest_plugins = ("asgi_support",)
 
 if TYPE_CHECKING:
     from collections.abc import Callable

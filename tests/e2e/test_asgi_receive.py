@@ -14,14 +14,16 @@ import pytest
 from asgi_support import (
     BackgroundSender,
     assert_raw_still_serving,
-    loop,  # noqa: F401
-    raw_server,  # noqa: F401
     records,
     release,
+    rss_kib,
     unique,
     wait_records,
 )
 from rawhttp import RawConnection, chunked, request
+
+#: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
+pytest_plugins = ("asgi_support",)
 
 if TYPE_CHECKING:
     from conftest import Server
@@ -195,13 +197,13 @@ def test_body_is_read_from_the_socket_only_as_the_application_asks(raw_server: S
     expected = hashlib.sha256(b"\x5a" * size).hexdigest()
     ident = unique("slow-reader")
     assert_raw_still_serving(raw_server)
-    baseline_kib = raw_server.vm_kib("VmRSS")
+    baseline_kib = rss_kib(raw_server)
     with RawConnection.to(raw_server, timeout=30) as connection:
         connection.send(request("POST", f"/read-slowly?id={ident}", [("Content-Length", str(size))]))
         sender = BackgroundSender(connection.sock, size, block).start()
         wait_records(raw_server, ident, lambda found: len(found) == 1)
         stalled = sender.stalled_at(quiet=0.5)
-        grown_mib = (raw_server.vm_kib("VmRSS") - baseline_kib) / 1024
+        grown_mib = (rss_kib(raw_server) - baseline_kib) / 1024
         assert stalled < 16 * 1024 * 1024, f"the server took {stalled} bytes while the application read one message"
         assert grown_mib < 16, f"server RSS grew by {grown_mib:.1f} MiB while the application did not read"
         release(raw_server, ident)
@@ -212,7 +214,7 @@ def test_body_is_read_from_the_socket_only_as_the_application_asks(raw_server: S
     result = json.loads(response.body)
     assert (result["size"], result["sha256"]) == (size, expected)
     assert 0 < result["largest"] <= 1024 * 1024, f"one http.request message carried {result['largest']} bytes"
-    grown_mib = (raw_server.vm_kib("VmRSS") - baseline_kib) / 1024
+    grown_mib = (rss_kib(raw_server) - baseline_kib) / 1024
     assert grown_mib < 16, f"server RSS grew by {grown_mib:.1f} MiB after a 50 MiB upload"
 
 

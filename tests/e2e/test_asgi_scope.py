@@ -11,10 +11,14 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from asgi_support import LOOP_NAMES, LOOPS, RAW, get_json, loop, raw_on, raw_server  # noqa: F401
+from asgi_support import LOOP_NAMES, LOOPS, RAW, get_json, raw_on
 from rawhttp import RawConnection, request
 
+#: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
+pytest_plugins = ("asgi_support",)
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from conftest import Server, ServerPool
@@ -207,7 +211,9 @@ def test_root_path_comes_from_the_option_and_path_is_the_full_path(mounted: Serv
 # --- unix socket ----------------------------------------------------------------------------------
 
 
-def test_unix_socket_scope_has_no_client_or_server(start_server: Any, tmp_path: Path, loop: str) -> None:
+def test_unix_socket_scope_has_no_client_or_server(
+    start_server: Callable[..., Server], tmp_path: Path, loop: str
+) -> None:
     path = tmp_path / "asgi.sock"
     server = start_server(RAW, *LOOPS[loop], "--unix", str(path))
     scope = scope_of(server, request("GET", "/scope/unix?u=1"))

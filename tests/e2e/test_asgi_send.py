@@ -6,6 +6,7 @@ Every test runs on uvloop and on plain asyncio (the `loop` fixture).
 from __future__ import annotations
 
 import os
+from http import HTTPStatus
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -13,13 +14,14 @@ import pytest
 from asgi_support import (
     assert_raw_still_serving,
     logged,
-    loop,  # noqa: F401
-    raw_server,  # noqa: F401
     release,
     unique,
     wait_records,
 )
 from rawhttp import ConnectionClosedError, RawConnection, request
+
+#: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
+pytest_plugins = ("asgi_support",)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -263,3 +265,12 @@ def test_content_length_mismatches_are_logged(raw_server: Server) -> None:
         connection.send(request("GET", "/content-length-short/logged"))
         connection.read_until_close()
     assert logged(raw_server, "ended short (10 bytes) of its Content-Length of 100 bytes"), raw_server.excerpt()
+
+
+@pytest.mark.parametrize("code", [200, 201, 202, 204, 301, 304, 400, 404, 503])
+def test_status_line_has_the_standard_reason_phrase(raw_server: Server, code: int) -> None:
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("GET", f"/status?code={code}"))
+        response = connection.read_response()
+    assert (response.version, response.status) == ("HTTP/1.1", code)
+    assert response.reason == HTTPStatus(code).phrase, f"status line 'HTTP/1.1 {code} {response.reason}'"

@@ -1,0 +1,154 @@
+"""ASGI connections: concurrency on one thread, keep-alive and its timeout, limits, access log.
+
+Issue 3 items 1, 3 and 4.
+
+Every test runs on uvloop and on plain asyncio (the `loop` fixture).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import TYPE_CHECKING
+
+import httpx
+import pytest
+from asgi_support import (
+    assert_raw_still_serving,
+    raw_on,
+    records,
+    unique,
+    wait_records,
+)
+from rawhttp import RawConnection, chunked, request
+
+#: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
+pytest_plugins = ("asgi_support",)
+
+if TYPE_CHECKING:
+    from conftest import Server, ServerPool
+
+
+@pytest.fixture(scope="module")
+def short_timeouts(server_pool: ServerPool, loop: str) -> Server:
+    """asgi_raw:app with a 300 ms keep-alive, a 1 s request timeout, 1 KiB bodies and the access log."""
+    return raw_on(
+        server_pool, loop, "--keep-alive", "300", "--request-timeout", "1000", "--max-body", "1k", "--access-log"
+    )
+
+
+def test_requests_run_concurrently_on_the_one_thread(raw_server: Server) -> None:
+    """50 requests that each wait until all 50 are inside the application: served concurrently, or never."""
+    ident = unique("barrier")
+    count = 50
+
+    async def main() -> list[str]:
+        limits = httpx.Limits(max_connections=count)
+        async with httpx.AsyncClient(base_url=raw_server.base_url, timeout=20, limits=limits) as client:
+            responses = await asyncio.gather(
+                *(client.post(f"/barrier?id={ident}&n={count}", content=b"x" * index) for index in range(count))
+            )
+        return [response.text for response in responses]
+
+    assert asyncio.run(main()) == [f"through {index}" for index in range(count)]
+
+
+def test_100_pipelined_requests_are_answered_in_order(raw_server: Server) -> None:
+    data = b"".join(
+        request("POST", f"/echo/{index}", body=b"p" * index)
+        if index % 2
+        else request("GET", f"/status?code={200 + index % 7}")
+        for index in range(100)
+    )
+    with RawConnection.to(raw_server) as connection:
+        connection.send(data)
+        for index in range(100):
+            response = connection.read_response()
+            if index % 2:
+                assert json.loads(response.body)["size"] == index
+            else:
+                assert response.status == 200 + index % 7
+
+
+def test_connection_close_from_the_client_is_honoured(raw_server: Server) -> None:
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("GET", "/hello", [("Connection", "close")]))
+        response = connection.read_response()
+        assert response.body == b"hello"
+        assert (response.header("Connection") or "").lower() == "close"
+        assert connection.closed_by_server(timeout=2)
+
+
+def test_http10_request_is_closed_after_the_response(raw_server: Server) -> None:
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("GET", "/hello", version="HTTP/1.0", host=None))
+        assert connection.read_response().body == b"hello"
+        assert connection.closed_by_server(timeout=2)
+
+
+def test_keep_alive_timeout_closes_an_idle_connection_after_a_response(short_timeouts: Server) -> None:
+    for _ in range(3):
+        with RawConnection.to(short_timeouts) as connection:
+            connection.send(request("GET", "/hello"))
+            assert connection.read_response().body == b"hello"
+            started = time.monotonic()
+            assert connection.closed_by_server(timeout=3), "an idle keep-alive connection outlived --keep-alive 300"
+            assert time.monotonic() - started < 2
+
+
+def test_keep_alive_timeout_after_a_streamed_response(short_timeouts: Server) -> None:
+    with RawConnection.to(short_timeouts) as connection:
+        connection.send(request("GET", "/head-stream"))
+        assert connection.read_response().body == b"streamed body"
+        assert connection.closed_by_server(timeout=3), "an idle keep-alive connection outlived --keep-alive 300"
+
+
+def test_request_timeout_answers_408_to_an_incomplete_head(short_timeouts: Server) -> None:
+    with RawConnection.to(short_timeouts) as connection:
+        connection.send(b"GET /hello HTTP/1.1\r\nHost: loc")
+        response = connection.read_response()
+        assert response.status == 408
+
+
+def test_request_timeout_while_the_application_waits_for_the_body(short_timeouts: Server) -> None:
+    ident = unique("stalled-body")
+    with RawConnection.to(short_timeouts) as connection:
+        connection.send(request("POST", f"/disconnect-wait?id={ident}", [("Content-Length", "100")]) + b"12345")
+        response = connection.read_response()
+        assert response.status == 408
+    found = wait_records(short_timeouts, ident, lambda found: len(found) >= 1)
+    assert found == [{"type": "http.disconnect", "received": 5}]
+
+
+def test_declared_body_over_max_body_is_413_without_calling_the_application(short_timeouts: Server) -> None:
+    ident = unique("too-large")
+    with RawConnection.to(short_timeouts) as connection:
+        connection.send(request("POST", f"/disconnect-wait?id={ident}", body=b"a" * 5000))
+        response = connection.read_response()
+        assert response.status == 413
+    time.sleep(0.2)
+    assert records(short_timeouts, ident) == []
+
+
+def test_chunked_body_crossing_max_body_while_the_application_reads(short_timeouts: Server) -> None:
+    ident = unique("crossing")
+    body = chunked(*([b"c" * 256] * 20))
+    with RawConnection.to(short_timeouts) as connection:
+        connection.send(request("POST", f"/disconnect-wait?id={ident}", [("Transfer-Encoding", "chunked")]) + body)
+        response = connection.read_response()
+        assert response.status == 413
+        assert connection.closed_by_server(timeout=2)
+    found = wait_records(short_timeouts, ident, lambda found: len(found) >= 1)
+    assert found == [{"type": "http.disconnect", "received": 1024}]
+    assert_raw_still_serving(short_timeouts)
+
+
+def test_access_log_has_one_line_per_request(short_timeouts: Server) -> None:
+    marker = unique("logged")
+    with RawConnection.to(short_timeouts) as connection:
+        connection.send(request("GET", f"/status?code=418&m={marker}"))
+        assert connection.read_response().status == 418
+    line = short_timeouts.stdout.wait_for(lambda text: marker in text, 5)
+    assert line is not None, short_timeouts.stdout.text()
+    assert f'"GET /status?code=418&m={marker} HTTP/1.1" 418 11' in line
