@@ -6,7 +6,8 @@ Both answer the same routes:
 - `/hello`: `hello`;
 - `/slow?s=SECONDS`: records `slow started PID`, waits, records `slow finished PID`, answers `slow done`;
 - `/crash`: the worker exits at once with status 1 (`os._exit(1)`);
-- `/segv`: the worker kills itself with SIGSEGV;
+- `/segv`: the worker sends itself SIGSEGV (`os.kill`);
+- `/fault`: the worker dereferences a null pointer (`ctypes.string_at(0)`): a real segmentation fault;
 - `/block`: records `block started PID` and blocks the worker for 60 s (`time.sleep`, also in the ASGI
   coroutine: the event loop is stuck, like a forgotten blocking call).
 
@@ -19,6 +20,7 @@ Events go to $PEREGRINE_TEST_STATE/events.log (the temporary directory when unse
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import signal
 import tempfile
@@ -47,6 +49,8 @@ def _query(text: str) -> dict[str, str]:
 def _die(how: str) -> None:
     if how == "crash":
         os._exit(1)
+    if how == "fault":
+        ctypes.string_at(0)
     os.kill(os.getpid(), signal.SIGSEGV)
     time.sleep(5)  # the signal arrives before this returns
 
@@ -67,7 +71,7 @@ def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterabl
         time.sleep(float(query.get("s", "1")))
         record(f"slow finished {pid}")
         body = b"slow done"
-    elif path in {"/crash", "/segv"}:
+    elif path in {"/crash", "/segv", "/fault"}:
         _die(path[1:])
         body = b"survived"
     elif path == "/block":
@@ -116,7 +120,7 @@ async def asgi(
         await asyncio.sleep(float(query.get("s", "1")))
         record(f"slow finished {pid}")
         body = b"slow done"
-    elif path in {"/crash", "/segv"}:
+    elif path in {"/crash", "/segv", "/fault"}:
         _die(path[1:])
         body = b"survived"
     elif path == "/block":

@@ -1,0 +1,194 @@
+"""Crash recovery (issue 4 item 2): dead workers are replaced, a crash loop ends the supervisor, stuck workers
+are killed past --worker-timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+from process_support import (
+    APPS as APP_TARGETS,
+)
+from process_support import (
+    WSGI,
+    Load,
+    describe,
+    expect_exit,
+    failures,
+    get_pid,
+    log_after,
+    per_worker,
+    stop_with,
+    wait_for_workers,
+    workers,
+)
+from rawhttp import ConnectionClosedError, RawConnection, request
+
+from conftest import APPS, Lines, launch
+
+pytest_plugins = ("process_support",)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from conftest import Server
+
+#: A request to a killed worker may still be running this long after kill() returned (signal delivery).
+KILL_SLACK = 0.1
+
+
+def test_kill_9_under_load_fails_only_that_workers_connections(serve: Callable[..., Server]) -> None:
+    server = serve(WSGI, "--workers", "3")
+    before = wait_for_workers(server, 3)
+    with Load(server, keepalive=6, fresh=3, path="/pid?ms=5") as load:
+        load.wait_for_count(300, timeout=20)
+        victim = max(per_worker(load.snapshot()).items(), key=lambda item: item[1])[0]
+        mark = len(server.stderr.lines)
+        os.kill(victim, signal.SIGKILL)
+        killed = time.monotonic()
+        line = log_after(server, rf"worker {victim} killed by signal 9; starting a replacement", mark, timeout=5)
+        assert line is not None, server.excerpt(80)
+        after = wait_for_workers(server, 3, exclude={victim})
+        (replacement,) = after - before
+        load.wait_for_count(load.count() + 600, timeout=20)
+    outcomes = load.snapshot()
+    for outcome in failures(outcomes):
+        on_victim = outcome.previous_pid == victim or (outcome.first and outcome.started < killed + KILL_SLACK)
+        assert on_victim, f"a request failed that was not on the killed worker {victim}'s connections:\n" + describe(
+            failures(outcomes)
+        )
+    late = [o for o in outcomes if o.started > killed + KILL_SLACK and o.first]
+    assert late, "no new connection was made after the kill"
+    assert not failures(late), describe(failures(late))
+    assert per_worker([o for o in outcomes if o.started > killed + 1]).get(replacement), "the replacement got nothing"
+    assert victim not in per_worker([o for o in outcomes if o.started > killed + KILL_SLACK])
+
+
+@pytest.mark.parametrize(
+    ("how", "logged"),
+    [("crash", "exited with status 1"), ("segv", "killed by signal 11"), ("fault", "killed by signal 11")],
+    ids=["exit", "sigsegv-sent", "null-pointer"],
+)
+def test_a_worker_that_dies_is_replaced(serve: Callable[..., Server], how: str, logged: str) -> None:
+    server = serve(WSGI, "--workers", "2")
+    before = wait_for_workers(server, 2)
+    mark = len(server.stderr.lines)
+    with RawConnection.to(server) as connection:
+        connection.send(request("GET", f"/{how}"))
+        with pytest.raises(ConnectionClosedError):
+            connection.read_response()
+    line = log_after(server, rf"worker (\d+) {logged}; starting a replacement", mark, timeout=5)
+    assert line is not None, server.excerpt(80)
+    dead = int(re.search(rf"worker (\d+) {logged}", line)[1])  # type: ignore[index]
+    assert dead in before
+    after = wait_for_workers(server, 2, exclude={dead})
+    assert len(after - before) == 1
+    assert {get_pid(server) for _ in range(40)} <= after
+    # The worker's own dying words (a segfault report) are expected here: check the exit, not the log.
+    assert stop_with(server) == 0, server.excerpt(80)
+
+
+CRASHY = '''\
+"""Imports fine until a test rewrites it."""
+
+import os
+
+
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [str(os.getpid()).encode()]
+'''
+
+BROKEN = '''\
+"""A deploy that broke the import."""
+
+raise RuntimeError("crashy_app: broken by the deploy, cannot import")
+'''
+
+
+@pytest.mark.timeout(45)
+def test_crash_loop_retries_with_backoff_then_exits_1(serve: Callable[..., Server], tmp_path: Path) -> None:
+    (tmp_path / "crashy_app.py").write_text(CRASHY, encoding="utf-8")
+    server = serve("crashy_app:app", "--python-path", str(tmp_path), cwd=tmp_path)
+    (worker,) = wait_for_workers(server, 1)
+    assert get_pid(server, "/") == worker
+    (tmp_path / "crashy_app.py").write_text(BROKEN, encoding="utf-8")
+    mark = len(server.stderr.lines)
+    os.kill(worker, signal.SIGKILL)
+    killed = time.monotonic()
+    exited = expect_exit(server, 1, timeout=25)
+    assert exited - killed < 20, f"gave up after {exited - killed:.1f}s"
+    log = "\n".join(server.stderr.lines[mark:])
+    assert f"worker {worker} killed by signal 9; starting a replacement" in log, log
+    assert "failed to start 5 times in a row" in log, log
+    assert "crashy_app: broken by the deploy" in log, "the import error's traceback is not in the log:\n" + log
+    delays = [int(ms) for ms in re.findall(r"failed to start \(.*\); retrying in (\d+) ms", log)]
+    assert delays == sorted(delays), delays
+    assert len(delays) >= 3, f"expected the retries to be logged with growing delays: {delays}\n{log}"
+    assert delays[-1] >= 4 * delays[0], delays
+    assert exited - killed >= sum(delays) / 1000 - 0.5, "the retries did not wait as long as they said"
+    assert not workers(server)
+
+
+@pytest.mark.parametrize("count", ["1", "2"])
+def test_first_generation_import_failure_exits_2_with_one_error(tmp_path: Path, count: str) -> None:
+    process, args = launch("broken_import:app", "--port", "0", "--workers", count, state=tmp_path)
+    assert process.stderr is not None
+    assert process.stdout is not None
+    stderr, stdout = Lines(process.stderr), Lines(process.stdout)
+    started = time.monotonic()
+    try:
+        code = process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        pytest.fail(f"{' '.join(args)} still running after 10 s:\n{stderr.text()}")
+    took = time.monotonic() - started
+    stderr.join()
+    stdout.join()
+    text = stderr.text()
+    assert code == 2, text
+    assert took < 5, f"took {took:.1f}s to give up"
+    errors = [line for line in stderr.lines if line.startswith("peregrine: error:")]
+    assert len(errors) == 1, text
+    assert "ZeroDivisionError: broken_import explodes at import time" in text
+    assert "listening on" not in text
+    assert (APPS / "broken_import.py").exists()
+
+
+@pytest.mark.parametrize("kind", ["wsgi", "asgi"])
+def test_a_stuck_worker_is_killed_after_worker_timeout(serve: Callable[..., Server], kind: str) -> None:
+    server = serve(APP_TARGETS[kind], "--worker-timeout", "2000")
+    (stuck,) = wait_for_workers(server, 1)
+    mark = len(server.stderr.lines)
+    blocked = RawConnection.to(server, timeout=15)
+    blocked.send(request("GET", "/block"))
+    assert server.wait_for_event(f"block started {stuck}", 5)
+    started = time.monotonic()
+    # Queued behind the stuck worker, in the kernel's accept queue: the replacement must answer it.
+    with RawConnection.to(server, timeout=15) as waiting:
+        waiting.send(request("GET", "/pid"))
+        line = log_after(server, rf"worker {stuck} has not responded for \d+ ms", mark, timeout=8)
+        assert line is not None, server.excerpt(80)
+        noticed = time.monotonic() - started
+        assert 1.5 <= noticed <= 5, f"killed {noticed:.1f}s after it blocked"
+        assert log_after(server, rf"worker {stuck} killed by signal 9; starting a replacement", mark, 3), (
+            server.excerpt(80)
+        )
+        response = waiting.read_response()
+    answered = time.monotonic() - started
+    assert response.status == 200, response
+    (replacement,) = wait_for_workers(server, 1, exclude={stuck})
+    assert int(response.body) == replacement
+    assert answered <= 6, f"the queued request was answered {answered:.1f}s after the worker blocked"
+    with pytest.raises(ConnectionClosedError):
+        blocked.read_response()
+    blocked.close()
+    assert get_pid(server) == replacement
