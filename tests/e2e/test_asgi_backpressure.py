@@ -16,14 +16,17 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from asgi_support import (
+from rawhttp import RawConnection, request
+
+# Rewritten asserts in the shared helpers, which are also loaded as a plugin below.
+pytest.register_assert_rewrite("asgi_support")
+from asgi_support import (  # noqa: E402
     assert_raw_still_serving,
     records,
     rss_kib,
     unique,
     wait_records,
 )
-from rawhttp import RawConnection, request
 
 #: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
 pytest_plugins = ("asgi_support",)

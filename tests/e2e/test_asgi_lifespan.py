@@ -14,10 +14,13 @@ import subprocess
 from typing import TYPE_CHECKING
 
 import pytest
-from asgi_support import LOOPS, RAW, get_json, logged
 from rawhttp import RawConnection, request
 
 from conftest import launch
+
+# Rewritten asserts in the shared helpers, which are also loaded as a plugin below.
+pytest.register_assert_rewrite("asgi_support")
+from asgi_support import LOOPS, RAW, get_json, logged  # noqa: E402
 
 #: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
 pytest_plugins = ("asgi_support",)

@@ -11,7 +11,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from asgi_support import (
+from rawhttp import RawConnection, chunked, request
+
+# Rewritten asserts in the shared helpers, which are also loaded as a plugin below.
+pytest.register_assert_rewrite("asgi_support")
+from asgi_support import (  # noqa: E402
     BackgroundSender,
     assert_raw_still_serving,
     records,
@@ -20,7 +24,6 @@ from asgi_support import (
     unique,
     wait_records,
 )
-from rawhttp import RawConnection, chunked, request
 
 #: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
 pytest_plugins = ("asgi_support",)

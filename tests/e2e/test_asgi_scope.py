@@ -11,8 +11,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from asgi_support import LOOP_NAMES, LOOPS, RAW, get_json, raw_on
 from rawhttp import RawConnection, request
+
+# Rewritten asserts in the shared helpers, which are also loaded as a plugin below.
+pytest.register_assert_rewrite("asgi_support")
+from asgi_support import LOOP_NAMES, LOOPS, RAW, get_json, raw_on  # noqa: E402
 
 #: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
 pytest_plugins = ("asgi_support",)

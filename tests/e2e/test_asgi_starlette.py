@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from asgi_support import LOOPS
+
+# Rewritten asserts in the shared helpers, which are also loaded as a plugin below.
+pytest.register_assert_rewrite("asgi_support")
+from asgi_support import LOOPS  # noqa: E402
 
 #: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
 pytest_plugins = ("asgi_support",)
