@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 WSGI = "process_apps:wsgi"
 ASGI = "process_apps:asgi"
-APPS = {"wsgi": WSGI, "asgi": ASGI}
+TARGETS = {"wsgi": WSGI, "asgi": ASGI}
 #: The log prefix `[date] [PID] [LEVEL]` every line of the server's log starts with.
 LOG_PID = re.compile(r"^\[[^\]]+\] \[(\d+)\] \[[A-Z]+\]")
 #: A worker's banner: `[date] [PID] [INFO] peregrine VERSION serving MODULE:ATTR ...`.

@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from process_support import (
-    APPS as APP_TARGETS,
-)
-from process_support import (
+    TARGETS,
     WSGI,
     Load,
     describe,
@@ -165,7 +163,7 @@ def test_first_generation_import_failure_exits_2_with_one_error(tmp_path: Path, 
 
 @pytest.mark.parametrize("kind", ["wsgi", "asgi"])
 def test_a_stuck_worker_is_killed_after_worker_timeout(serve: Callable[..., Server], kind: str) -> None:
-    server = serve(APP_TARGETS[kind], "--worker-timeout", "2000")
+    server = serve(TARGETS[kind], "--worker-timeout", "2000")
     (stuck,) = wait_for_workers(server, 1)
     mark = len(server.stderr.lines)
     blocked = RawConnection.to(server, timeout=15)
