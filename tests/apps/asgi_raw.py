@@ -704,3 +704,133 @@ async def double_receive(scope: Scope, receive: Receive, send: Send) -> None:
         caught = exception_record(exc)
     message = await first
     await respond_json(send, {"caught": caught, "first": message["type"], "body": message.get("body", b"").decode()})
+
+
+@route("hint-after-start")
+async def hint_after_start(scope: Scope, receive: Receive, send: Send) -> None:
+    """http.response.early_hint after http.response.start: answer what it raised in the body."""
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    caught: dict[str, Any] | None = None
+    try:
+        await send({"type": "http.response.early_hint", "links": [b"</late.css>; rel=preload; as=style"]})
+    except Exception as exc:  # noqa: BLE001 (reported to the test)
+        caught = exception_record(exc)
+    await send({"type": "http.response.body", "body": json.dumps({"caught": caught}).encode()})
+
+
+@route("app-connection-close")
+async def app_connection_close(scope: Scope, receive: Receive, send: Send) -> None:
+    """A response whose application asks for the connection to close."""
+    await respond(send, b"closing", headers=[(b"connection", b"close")])
+
+
+@route("big-send")
+async def big_send(scope: Scope, receive: Receive, send: Send) -> None:
+    """One http.response.body of ?size= bytes (a repeating 0..250 pattern), chunked."""
+    size = int(query(scope)["size"])
+    pattern = bytes(range(251))
+    body = (pattern * (size // len(pattern) + 1))[:size]
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": body, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+@route("drip")
+async def drip(scope: Scope, receive: Receive, send: Send) -> None:
+    """Send a small part every 20 ms until a send fails; record how it failed."""
+    ident = query(scope)["id"]
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    sent = 0
+    try:
+        while sent < 2000:
+            await send({"type": "http.response.body", "body": b"drop;", "more_body": True})
+            sent += 1
+            await asyncio.sleep(0.02)
+        record(ident, {"completed": sent})
+    except Exception as exc:  # noqa: BLE001 (recorded for the test)
+        record(ident, {"failed": exception_record(exc)})
+
+
+@route("hint-after-body")
+async def hint_after_body(scope: Scope, receive: Receive, send: Send) -> None:
+    """http.response.early_hint after part of the body went out: answer what it raised in the body."""
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": b"first part;", "more_body": True})
+    await asyncio.sleep(0.05)
+    caught: dict[str, Any] | None = None
+    try:
+        await send({"type": "http.response.early_hint", "links": [b"</late.css>; rel=preload; as=style"]})
+    except Exception as exc:  # noqa: BLE001 (reported to the test)
+        caught = exception_record(exc)
+    await send({"type": "http.response.body", "body": json.dumps({"caught": caught}).encode()})
+
+
+@route("receive-cancelled")
+async def receive_cancelled(scope: Scope, receive: Receive, send: Send) -> None:
+    """Cancel a receive() that waits for the body, then receive() again; answer what happened."""
+    result: dict[str, Any] = {}
+    pending = asyncio.ensure_future(receive())
+    await asyncio.sleep(0.05)
+    result["done_before_cancel"] = pending.done()
+    pending.cancel()
+    try:
+        await pending
+        result["cancelled"] = False
+    except asyncio.CancelledError:
+        result["cancelled"] = True
+    try:
+        body, messages = await read_body(receive)
+        result["body"] = body.decode()
+        result["messages"] = messages
+    except Exception as exc:  # noqa: BLE001 (reported to the test)
+        result["error"] = exception_record(exc)
+    await respond_json(send, result)
+
+
+@route("receive-timeout")
+async def receive_timeout(scope: Scope, receive: Receive, send: Send) -> None:
+    """Poll receive() with asyncio.wait_for(..., 0.05) until the body is complete; answer what happened."""
+    timeouts = 0
+    parts = []
+    try:
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), 0.05)
+            except TimeoutError:
+                timeouts += 1
+                continue
+            parts.append(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+        result: dict[str, Any] = {"body": b"".join(parts).decode(), "timeouts": timeouts}
+    except Exception as exc:  # noqa: BLE001 (reported to the test)
+        result = {"error": exception_record(exc), "timeouts": timeouts}
+    await respond_json(send, result)
+
+
+@route("send-cancelled")
+async def send_cancelled(scope: Scope, receive: Receive, send: Send) -> None:
+    """Stream 64 KiB parts until one send() waits longer than 0.2 s (cancelled by wait_for), then go on.
+
+    After the timeout, wait for /release?id=ID, send ?after= more parts and finish the (chunked) body."""
+    ident = query(scope)["id"]
+    after = int(query(scope).get("after", "8"))
+    chunk = b"\xcd" * 65536
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    sent = 0
+    try:
+        while sent < 16384:
+            try:
+                await asyncio.wait_for(send({"type": "http.response.body", "body": chunk, "more_body": True}), 0.2)
+            except TimeoutError:
+                record(ident, {"timed_out_after": sent})
+                break
+            sent += 1
+        await wait_released(ident)
+        for _ in range(after):
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        record(ident, "completed")
+    except Exception as exc:
+        record(ident, {"error": exception_record(exc)})
+        raise

@@ -3,14 +3,18 @@
 Routing (path converters, a Mount), a pure-ASGI middleware and a
 BaseHTTPMiddleware, StreamingResponse, FileResponse (Starlette uses
 http.response.pathsend when the scope's extensions offer it), a form body,
-request.is_disconnected(), and a plain JSON endpoint.
+request.is_disconnected(), an endless stream stopped by a disconnect, and a
+plain JSON endpoint. Disconnects noticed are logged to
+$PEREGRINE_TEST_STATE/events.log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -25,6 +29,15 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+STATE = Path(os.environ.get("PEREGRINE_TEST_STATE", "."))
+
+
+def log_event(event: str) -> None:
+    """Append one line to $PEREGRINE_TEST_STATE/events.log."""
+    with (STATE / "events.log").open("a", encoding="utf-8") as events:
+        events.write(event + "\n")
 
 
 class ServerTimingMiddleware:
@@ -88,6 +101,35 @@ async def numbers(request: Request) -> Response:
     return StreamingResponse(generate(), media_type="text/plain")
 
 
+async def endless(request: Request) -> Response:
+    """A StreamingResponse that never ends by itself; logs when Starlette stops it (client gone)."""
+    ident = request.query_params["id"]
+
+    async def generate() -> AsyncIterator[bytes]:
+        sent = 0
+        try:
+            while True:
+                yield b"tick\n"
+                sent += 1
+                await asyncio.sleep(0.01)
+        finally:
+            log_event(f"endless stopped {ident}")
+
+    return StreamingResponse(generate(), media_type="text/plain")
+
+
+async def disconnected(request: Request) -> Response:
+    """Read the body, then poll request.is_disconnected() until the client goes; log it."""
+    ident = request.query_params["id"]
+    await request.body()
+    for _ in range(1000):
+        if await request.is_disconnected():
+            log_event(f"noticed disconnect {ident}")
+            break
+        await asyncio.sleep(0.01)
+    return PlainTextResponse("too late")
+
+
 async def download(request: Request) -> Response:
     """FileResponse of the file at ?path=."""
     return FileResponse(request.query_params["path"], media_type="application/octet-stream")
@@ -120,6 +162,8 @@ app = Starlette(
         Route("/", homepage),
         Route("/users/{user_id:int}/{section}", user),
         Route("/numbers", numbers),
+        Route("/endless", endless),
+        Route("/disconnected", disconnected, methods=["POST"]),
         Route("/download", download),
         Route("/form", form, methods=["POST"]),
         Route("/digest", digest, methods=["POST"]),

@@ -23,6 +23,7 @@ pytest.register_assert_rewrite("asgi_support")
 from asgi_support import (  # noqa: E402
     assert_raw_still_serving,
     records,
+    release,
     rss_kib,
     unique,
     wait_records,
@@ -119,3 +120,37 @@ def test_a_stalled_stream_completes_once_the_client_reads(raw_server: Server) ->
         connection.close()
     found = wait_records(raw_server, ident, lambda found: "completed" in found)
     assert found[0]["sent"] == total // CHUNK
+
+
+def test_send_after_the_client_went_away_raises_an_oserror(raw_server: Server) -> None:
+    ident = unique("drip")
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("GET", f"/drip?id={ident}"))
+        assert connection.read_head().status == 200
+        assert connection.read_line() == b"5\r\n"
+    found = wait_records(raw_server, ident, lambda found: len(found) >= 1, timeout=10)
+    assert "failed" in found[0], f"the application streamed on to a closed connection: {found}"
+    failure: dict[str, Any] = found[0]["failed"]
+    assert failure["oserror"], failure
+    assert failure["type"] == "ClientDisconnected", failure
+
+
+@pytest.mark.timeout(60)
+def test_a_cancelled_waiting_send_leaves_send_usable(raw_server: Server) -> None:
+    """asyncio.wait_for(send(...), t) cancels a send() waiting on backpressure; later sends must still work."""
+    ident = unique("send-cancelled")
+    connection = flood_connection(raw_server, f"/send-cancelled?id={ident}&after=8")
+    try:
+        found = wait_records(raw_server, ident, lambda found: len(found) >= 1, timeout=20)
+        sent_before = found[0]["timed_out_after"]
+        release(raw_server, ident)
+        connection.sock.settimeout(30)
+        response = connection.read_response()
+    finally:
+        connection.close()
+    found = wait_records(raw_server, ident, lambda found: len(found) >= 2)
+    assert found[1] == "completed", f"send() after a cancelled send() failed: {found[1]}"
+    assert response.framing == "chunked"
+    assert set(response.body) == {0xCD}
+    # The cancelled part may or may not have gone out; every other part must have.
+    assert len(response.body) in ((sent_before + 8) * CHUNK, (sent_before + 9) * CHUNK)

@@ -99,3 +99,17 @@ def test_streaming_http_response(client: httpx.Client) -> None:
 def test_view_exception_is_answered_500_by_django(client: httpx.Client) -> None:
     assert client.get("/crash").status_code == 500
     assert client.get("/hello/after").status_code == 200
+
+
+@pytest.fixture(scope="module")
+def mounted_django(server_pool: ServerPool, loop: str) -> Server:
+    """Django behind --root-path /dj."""
+    return server_pool.get(TARGET, "--root-path", "/dj", *LOOPS[loop])
+
+
+def test_root_path_becomes_djangos_script_name(mounted_django: Server) -> None:
+    with httpx.Client(base_url=mounted_django.base_url, timeout=20) as http:
+        response = http.get("/dj/hello/grace")
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert (result["name"], result["script_name"], result["path"]) == ("grace", "/dj", "/dj/hello/grace")

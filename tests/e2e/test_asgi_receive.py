@@ -267,3 +267,34 @@ def test_receive_after_the_response_is_complete_is_disconnect(raw_server: Server
         connection.send(request("GET", "/hello"))
         assert connection.read_response().body == b"hello"
     assert records(raw_server, ident) == found
+
+
+# --- cancelled receive() --------------------------------------------------------------------------
+
+
+def test_a_cancelled_receive_does_not_block_the_next_one(raw_server: Server) -> None:
+    """Cancelling a waiting receive() (anyio cancel scopes, task groups) must leave receive() usable."""
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("POST", "/receive-cancelled", [("Content-Length", "4")]))
+        time.sleep(0.3)
+        connection.send(b"body")
+        response = connection.read_response()
+    result = json.loads(response.body)
+    assert result["done_before_cancel"] is False
+    assert result["cancelled"] is True
+    assert "error" not in result, f"receive() after a cancelled receive() raised {result['error']}"
+    assert result["body"] == "body"
+
+
+def test_receive_polled_with_wait_for_timeouts(raw_server: Server) -> None:
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("POST", "/receive-timeout", [("Content-Length", "10")]))
+        time.sleep(0.3)
+        connection.send(b"01234")
+        time.sleep(0.2)
+        connection.send(b"56789")
+        response = connection.read_response()
+    result = json.loads(response.body)
+    assert "error" not in result, f"receive() after a timed-out receive() raised {result['error']}"
+    assert result["body"] == "0123456789"
+    assert result["timeouts"] >= 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import pytest
 from rawhttp import RawConnection, request
@@ -224,3 +225,16 @@ def test_unix_socket_scope_has_no_client_or_server(
     assert scope["server"] is None
     assert scope["path"] == "/scope/unix"
     assert scope["query_string"] == {"bytes": "u=1"}
+
+
+def test_invalid_utf8_in_percent_escapes_is_replaced_like_urllib_unquote(raw_server: Server) -> None:
+    scope = scope_of(raw_server, request("GET", "/scope/%FF%FE/ok%C3%A9?%FF"))
+    assert scope["path"] == unquote("/scope/%FF%FE/ok%C3%A9") == "/scope/\ufffd\ufffd/oké"
+    assert scope["raw_path"] == {"bytes": "/scope/%FF%FE/ok%C3%A9"}
+    assert scope["query_string"] == {"bytes": "%FF"}
+
+
+def test_encoded_slash_and_percent_stay_distinguishable_in_raw_path(raw_server: Server) -> None:
+    scope = scope_of(raw_server, request("GET", "/scope/a%2Fb/100%25"))
+    assert scope["path"] == "/scope/a/b/100%"
+    assert scope["raw_path"] == {"bytes": "/scope/a%2Fb/100%25"}

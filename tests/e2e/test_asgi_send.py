@@ -277,3 +277,42 @@ def test_status_line_has_the_standard_reason_phrase(raw_server: Server, code: in
         response = connection.read_response()
     assert (response.version, response.status) == ("HTTP/1.1", code)
     assert response.reason == HTTPStatus(code).phrase, f"status line 'HTTP/1.1 {code} {response.reason}'"
+
+
+def test_connection_close_from_the_application_closes_after_the_response(raw_server: Server) -> None:
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("GET", "/app-connection-close") + request("GET", "/hello"))
+        response = connection.read_response()
+        assert (response.status, response.body) == (200, b"closing")
+        assert (response.header("Connection") or "").lower() == "close"
+        assert connection.closed_by_server(timeout=2)
+        assert connection.buffer == b"", "a response followed one that said Connection: close"
+
+
+def test_one_large_body_message_arrives_intact(raw_server: Server) -> None:
+    size = 20 * 1024 * 1024 + 3
+    pattern = bytes(range(251))
+    with RawConnection.to(raw_server, timeout=30) as connection:
+        connection.send(request("GET", f"/big-send?size={size}") + request("GET", "/hello"))
+        response = connection.read_response()
+        assert len(response.body) == size
+        assert response.body == (pattern * (size // 251 + 1))[:size]
+        assert connection.read_response().body == b"hello"
+
+
+@pytest.mark.parametrize("route", ["hint-after-start", "hint-after-body"])
+def test_early_hint_after_the_response_started_never_follows_the_final_head(raw_server: Server, route: str) -> None:
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("GET", f"/{route}") + request("GET", "/hello"))
+        heads = [connection.read_head()]
+        while heads[-1].status == 103:
+            heads.append(connection.read_head())
+        final = heads[-1]
+        assert final.status == 200
+        if (final.header("Transfer-Encoding") or "").lower() == "chunked":
+            connection._read_chunked(final)
+        else:
+            final.body = connection.read_exactly(int(final.header("Content-Length") or "0"))
+        assert b"HTTP/1.1 103" not in final.body, "a 103 was written inside the final response"
+        following = connection.read_response(skip_informational=False)
+        assert (following.status, following.body) == (200, b"hello"), "an interim response came after the final one"

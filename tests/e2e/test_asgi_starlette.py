@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from typing import TYPE_CHECKING
 
 import httpx
 import pytest
+from rawhttp import RawConnection, request
 
 # Rewritten asserts in the shared helpers, which are also loaded as a plugin below.
 pytest.register_assert_rewrite("asgi_support")
@@ -124,3 +126,34 @@ def test_request_stream_of_a_chunked_upload(client: httpx.Client) -> None:
     response = client.post("/digest", content=generate())
     joined = b"".join(pieces)
     assert response.json() == {"size": len(joined), "sha256": hashlib.sha256(joined).hexdigest()}
+
+
+def test_endless_stream_stops_when_the_client_goes_away(starlette_server: Server) -> None:
+    ident = f"endless-{time.monotonic_ns()}"
+    with RawConnection.to(starlette_server) as connection:
+        connection.send(request("GET", f"/endless?id={ident}"))
+        assert connection.read_head().status == 200
+        assert connection.read_line() == b"5\r\n"
+    assert starlette_server.wait_for_event(f"endless stopped {ident}"), "the stream went on after the disconnect"
+
+
+def test_request_is_disconnected_notices_the_client_leaving(starlette_server: Server) -> None:
+    ident = f"noticed-{time.monotonic_ns()}"
+    with RawConnection.to(starlette_server) as connection:
+        connection.send(request("POST", f"/disconnected?id={ident}", body=b"payload"))
+        time.sleep(0.1)
+    assert starlette_server.wait_for_event(f"noticed disconnect {ident}")
+
+
+@pytest.fixture(scope="module")
+def prefixed(server_pool: ServerPool, loop: str) -> Server:
+    """asgi_starlette:app behind --root-path /prefix."""
+    return server_pool.get("asgi_starlette:app", "--root-path", "/prefix", *LOOPS[loop])
+
+
+def test_root_path_is_honoured_by_starlette_routing(prefixed: Server) -> None:
+    with httpx.Client(base_url=prefixed.base_url, timeout=20) as http:
+        response = http.get("/prefix/users/5/settings")
+        assert response.status_code == 200, response.text
+        assert response.json()["user_id"] == 5
+        assert http.get("/prefix/api/info").json() == {"root_path": "/prefix/api", "path": "/prefix/api/info"}
