@@ -23,6 +23,10 @@ let package = Package(
 
         .target(name: "Core", dependencies: ["CSys"], swiftSettings: strict),
         .target(name: "HTTP1", dependencies: ["Core"], swiftSettings: strict),
+        // Sans-I/O HTTP/2: frames, HPACK (HPACK/), connection and streams.
+        .target(name: "HTTP2", dependencies: ["Core"], swiftSettings: strict),
+        // Sans-I/O RFC 6455 framing and handshake helpers.
+        .target(name: "WebSocket", dependencies: ["Core"], swiftSettings: strict),
         .target(name: "PyBridge", dependencies: ["CPython", "CPyShim", "Core"], swiftSettings: strict),
         // The gateways are Python adapters by nature, so they see the C API too;
         // the protocol cores and the server do not.
@@ -35,5 +39,7 @@ let package = Package(
 
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "Core"], swiftSettings: strict),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Core"], swiftSettings: strict),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Core"], swiftSettings: strict),
     ]
 )
