@@ -1,0 +1,97 @@
+/// The closing handshake (RFC 6455 §5.5.1, §7.1.2–§7.1.5) from the
+/// server's side, as decisions for the driver.
+///
+/// Theory of operation. Four states; every transition is in the two
+/// `switch`es below and nothing else can change the state:
+///
+///                 sendClose                     receiveClose
+///     open ─────────────────> closeSent ─────────────────────> closed
+///       │                                                 (close TCP)
+///       │ receiveClose(code)              sendClose
+///       └──────────────────> closeReceived ─────────> closed
+///         (reply: echo code)                     (write close, close TCP)
+///
+/// - §5.5.1: "If an endpoint receives a Close frame and did not previously
+///   send a Close frame, the endpoint MUST send a Close frame in response.
+///   ... the endpoint typically echos the status code it received."
+///   `receiveClose` in `open` returns `.replyWithClose(code)`; the driver
+///   may finish a message it is sending (§5.5.1 allows the delay), then
+///   calls `sendClose`. An empty close (no code) is answered with an empty one.
+/// - §5.5.1: "after sending a Close frame, the endpoint MUST NOT send any
+///   more data frames": `maySendData` is false from `closeSent` on.
+/// - §7.1.1: "the server SHOULD close [the TCP connection] first", so once
+///   both close frames have passed the decision is `closeTransport`. While
+///   in `closeSent` the driver arms its close timeout and closes the TCP
+///   connection when it fires (not modelled here: this type has no clock).
+/// - Failing the connection for a protocol error (§7.1.7) is `sendClose`
+///   with the error's code, followed by closing the TCP connection without
+///   waiting (the decoder is failed and will report nothing more).
+/// - Repeated or late inputs (a second `sendClose`, a close after `closed`)
+///   answer `.nothing`.
+public struct CloseHandshake: Sendable, Equatable {
+    private enum State: Sendable, Equatable {
+        case open
+        case closeSent
+        case closeReceived(CloseCode?)
+        case closed
+    }
+
+    private var state = State.open
+
+    public init() {}
+
+    /// Data frames may still be sent: before our close frame (including
+    /// after the peer's, until we answer it).
+    public var maySendData: Bool {
+        switch state {
+        case .open, .closeReceived: return true
+        case .closeSent, .closed: return false
+        }
+    }
+
+    /// Both close frames have passed (or the connection failed).
+    public var isClosed: Bool { state == .closed }
+
+    /// We are about to write a close frame with `code`. Returns what to
+    /// write; `.nothing` when a close frame was already sent.
+    public mutating func sendClose(_ code: CloseCode?) -> CloseStep {
+        switch state {
+        case .open:
+            state = .closeSent
+            return .writeClose(code)
+        case .closeReceived:
+            state = .closed
+            return .writeCloseThenCloseTransport(code)
+        case .closeSent, .closed:
+            return .nothing
+        }
+    }
+
+    /// The decoder reported a close frame with `code` (nil: empty body).
+    public mutating func receiveClose(_ code: CloseCode?) -> CloseStep {
+        switch state {
+        case .open:
+            state = .closeReceived(code)
+            return .replyWithClose(code)
+        case .closeSent:
+            state = .closed
+            return .closeTransport
+        case .closeReceived, .closed:
+            return .nothing
+        }
+    }
+}
+
+/// What the driver does next in the closing handshake.
+public enum CloseStep: Equatable, Sendable {
+    case nothing
+    /// Write a close frame with this code and keep reading for the peer's.
+    case writeClose(CloseCode?)
+    /// Write a close frame with this code, flush, then close the TCP connection.
+    case writeCloseThenCloseTransport(CloseCode?)
+    /// The peer closed first: answer with a close frame echoing this code
+    /// (via `sendClose`) once any message being sent is finished.
+    case replyWithClose(CloseCode?)
+    /// The handshake is complete: close the TCP connection.
+    case closeTransport
+}
