@@ -31,6 +31,8 @@
 //
 // On any throw the fields appended by this call are removed again.
 
+import Core
+
 /// How far past `maxHeaderListSize` a block may decode (counting the fields
 /// not stored) before it is an HPACK bomb: connection error
 /// ENHANCE_YOUR_CALM instead of a 431 for the stream.

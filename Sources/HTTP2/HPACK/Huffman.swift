@@ -16,7 +16,6 @@
 
 public enum Huffman {
     /// The exact encoded size of `bytes` in octets.
-    @inlinable
     public static func encodedLength(_ bytes: UnsafeRawBufferPointer) -> Int {
         var bits = 0
         for b in bytes { bits += Int(huffmanCodeLengths[Int(b)]) }
