@@ -515,7 +515,7 @@ async def flood(scope: Scope, receive: Receive, send: Send) -> None:
 # --- misuse ---------------------------------------------------------------------------------------
 
 
-async def _misuse(kind: str, send: Send) -> bool:  # noqa: PLR0912 (one branch per kind)
+async def _misuse(kind: str, send: Send) -> bool:  # noqa: PLR0912, PLR0915 (one branch per kind)
     """Do the wrong thing named `kind`; return whether http.response.start went through."""
     started = False
     start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]}
@@ -547,6 +547,8 @@ async def _misuse(kind: str, send: Send) -> bool:  # noqa: PLR0912 (one branch p
         await send({"type": "http.response.start", "status": 200, "headers": [(b"x-a", b"1\r\nx-injected: yes")]})
     elif kind == "header-lf":
         await send({"type": "http.response.start", "status": 200, "headers": [(b"x-a", b"1\nx-injected: yes")]})
+    elif kind == "header-not-latin1":
+        await send({"type": "http.response.start", "status": 200, "headers": [("x-a", "\u65e5\u672c")]})
     elif kind == "header-name-space":
         await send({"type": "http.response.start", "status": 200, "headers": [(b"x a", b"1")]})
     elif kind == "body-str":
@@ -834,3 +836,10 @@ async def send_cancelled(scope: Scope, receive: Receive, send: Send) -> None:
     except Exception as exc:
         record(ident, {"error": exception_record(exc)})
         raise
+
+
+@route("head-declared")
+async def head_declared(scope: Scope, receive: Receive, send: Send) -> None:
+    """Declare Content-Length 1000; send the body for GET, nothing for HEAD (as frameworks do)."""
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"1000")]})
+    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else b"d" * 1000})

@@ -66,6 +66,8 @@ MISUSES = [
     ("header-crlf", "ValueError", "control character", 200),
     ("header-lf", "ValueError", "control character", 200),
     ("header-name-space", "ValueError", "invalid header name", 200),
+    # Not a type error (it is a str): the message must say what is wrong with it.
+    ("header-not-latin1", "Exception", "latin-1", 200),
     ("body-str", "TypeError", "must be bytes", 200),
     ("trailers-without-flag", "RuntimeError", "'trailers': True", 200),
     ("pathsend-missing", "OSError", "/nonexistent/peregrine/file", 200),

@@ -238,3 +238,10 @@ def test_encoded_slash_and_percent_stay_distinguishable_in_raw_path(raw_server: 
     scope = scope_of(raw_server, request("GET", "/scope/a%2Fb/100%25"))
     assert scope["path"] == "/scope/a/b/100%"
     assert scope["raw_path"] == {"bytes": "/scope/a%2Fb/100%25"}
+
+
+def test_ninety_nine_headers_arrive_in_order(raw_server: Server) -> None:
+    # 99 fields and Host: the most the default limits accept (more is a 431).
+    fields = [(f"X-Field-{index:03d}", f"value {index}") for index in range(99)]
+    scope = scope_of(raw_server, request("GET", "/scope/many", headers=fields))
+    assert header_pairs(scope)[1:] == [(name.lower(), value) for name, value in fields]

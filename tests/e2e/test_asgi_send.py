@@ -316,3 +316,28 @@ def test_early_hint_after_the_response_started_never_follows_the_final_head(raw_
         assert b"HTTP/1.1 103" not in final.body, "a 103 was written inside the final response"
         following = connection.read_response(skip_informational=False)
         assert (following.status, following.body) == (200, b"hello"), "an interim response came after the final one"
+
+
+def test_head_with_declared_length_and_no_body_keeps_the_connection(raw_server: Server) -> None:
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("HEAD", "/head-declared") + request("GET", "/head-declared") + request("GET", "/hello"))
+        head = connection.read_response("HEAD")
+        assert (head.status, head.header("Content-Length")) == (200, "1000")
+        full = connection.read_response()
+        assert full.body == b"d" * 1000
+        assert connection.read_response().body == b"hello"
+
+
+def test_pipelined_request_waits_for_the_streamed_response_before_it(raw_server: Server) -> None:
+    ident = unique("pipelined-stream")
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("GET", f"/stream?id={ident}") + request("GET", "/hello"))
+        head = connection.read_head()
+        assert head.status == 200
+        assert connection.read_line() == b"6\r\n"
+        assert connection.read_exactly(8) == b"first;\r\n"
+        assert connection.still_open_after(0.3), "something was sent while the application was paused"
+        release(raw_server, ident)
+        connection._read_chunked(head)
+        assert head.body == b"second;third"
+        assert connection.read_response().body == b"hello"

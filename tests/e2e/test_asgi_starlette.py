@@ -142,7 +142,7 @@ def test_request_is_disconnected_notices_the_client_leaving(starlette_server: Se
     with RawConnection.to(starlette_server) as connection:
         connection.send(request("POST", f"/disconnected?id={ident}", body=b"payload"))
         time.sleep(0.1)
-    assert starlette_server.wait_for_event(f"noticed disconnect {ident}")
+    assert starlette_server.wait_for_event(f"noticed disconnect {ident}", timeout=5)
 
 
 @pytest.fixture(scope="module")
