@@ -843,3 +843,26 @@ async def head_declared(scope: Scope, receive: Receive, send: Send) -> None:
     """Declare Content-Length 1000; send the body for GET, nothing for HEAD (as frameworks do)."""
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"1000")]})
     await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else b"d" * 1000})
+
+
+async def failing_shutdown(scope: Scope, receive: Receive, send: Send) -> None:
+    """Start normally; answer lifespan.shutdown with lifespan.shutdown.failed."""
+    if scope["type"] == "lifespan":
+        await receive()
+        await send({"type": "lifespan.startup.complete"})
+        await receive()
+        log_event("shutdown asked")
+        await send({"type": "lifespan.shutdown.failed", "message": "could not flush the cache"})
+        return
+    await respond(send, b"up")
+
+
+async def raising_shutdown(scope: Scope, receive: Receive, send: Send) -> None:
+    """Start normally; raise when asked to shut down."""
+    if scope["type"] == "lifespan":
+        await receive()
+        await send({"type": "lifespan.startup.complete"})
+        await receive()
+        log_event("shutdown asked")
+        raise RuntimeError("shutdown exploded")
+    await respond(send, b"up")

@@ -124,3 +124,22 @@ def test_no_lifespan_option_never_gives_the_application_a_lifespan_scope(
     assert server.stop() == 0
     assert server.events() == [], "the application was given a lifespan scope under --no-lifespan"
     assert not (server.state / "shutdown-marker").exists()
+
+
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        ("asgi_raw:failing_shutdown", "ASGI lifespan shutdown failed: could not flush the cache"),
+        ("asgi_raw:raising_shutdown", "RuntimeError: shutdown exploded"),
+    ],
+)
+def test_a_failed_shutdown_is_logged_and_the_server_still_stops(
+    start_server: Callable[..., Server], loop: str, target: str, words: str
+) -> None:
+    server = start_server(target, *LOOPS[loop])
+    with RawConnection.to(server) as connection:
+        connection.send(request("GET", "/"))
+        assert connection.read_response().body == b"up"
+    assert server.stop() == 0
+    assert server.events() == ["shutdown asked"]
+    assert words in server.stderr.text(), server.excerpt()
