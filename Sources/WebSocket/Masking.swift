@@ -28,7 +28,7 @@ public enum Masking {
         withUnsafeBytes(of: key.rawValue) { k in
             var j = 0
             while i < count {
-                base.storeBytes(of: base.load(fromByteOffset: i, as: UInt8.self) ^ k[j], toByteOffset: i, as: UInt8.self)
+                base.storeBytes(of: base.load(fromByteOffset: i, as: UInt8.self) ^ k[j & 3], toByteOffset: i, as: UInt8.self)
                 i += 1
                 j += 1
             }
