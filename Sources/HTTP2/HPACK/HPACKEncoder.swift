@@ -10,7 +10,7 @@
 //      incremental indexing (added to the dynamic table), without indexing,
 //      or never indexed (§6.2.3, for secrets: §7.1.3 says such values must
 //      not be put in any table by us or by intermediaries).
-// Strings are Huffman coded when that is shorter (§5.2) and `useHuffman`.
+// Strings are Huffman coded when that is not longer (§5.2) and `useHuffman`.
 //
 // Table size: our table is at most `maxTableSizeLimit` (memory we choose to
 // spend) and at most the peer's SETTINGS_HEADER_TABLE_SIZE. When that product
@@ -34,7 +34,7 @@ public struct HPACKEncoder: Sendable {
     public private(set) var table: DynamicTable
     /// The largest table we are willing to keep, whatever the peer allows.
     public let maxTableSizeLimit: Int
-    /// Huffman-code strings when that is shorter.
+    /// Huffman-code strings when that is not longer.
     public var useHuffman: Bool
     private var pendingMin: Int?
     private var pendingFinal: Int?
@@ -106,7 +106,8 @@ public struct HPACKEncoder: Sendable {
     private func appendString(_ s: UnsafeRawBufferPointer, to out: inout [UInt8]) {
         if useHuffman {
             let h = Huffman.encodedLength(s)
-            if h < s.count {
+            // Ties go to Huffman, as in RFC 7541 Appendix C.6.2 ("307").
+            if h <= s.count && s.count > 0 {
                 IntegerCoding.append(h, prefixBits: 7, firstByte: 0x80, to: &out)
                 Huffman.encode(s, to: &out)
                 return

@@ -53,7 +53,9 @@ final class HPACKDecoderTests: XCTestCase {
         var d = HPACKDecoder()
         d.setMaxTableSizeSetting(100)
         XCTAssertThrowsHPACK(.tableSizeUpdateMissing) { _ = try d.decode([0x82]) }
-        XCTAssertThrowsHPACK(.tableSizeUpdateMissing) { _ = try d.decode([0x3f, 0x45]) }  // update to 100 + 31 + ... = 100? no: 31+69=100
+        XCTAssertThrowsHPACK(.tableSizeUpdateMissing) { _ = try d.decode([]) }
+        XCTAssertEqual(try d.decode([0x3f, 0x45]).count, 0)  // update to 100 (31 + 69), no fields
+        XCTAssertEqual(d.table.maxSize, 100)
         var d2 = HPACKDecoder()
         d2.setMaxTableSizeSetting(100)
         XCTAssertEqual(pairs(try d2.decode([0x3f, 0x41, 0x82])), [[":method", "GET"]])  // update to 96
@@ -79,7 +81,7 @@ final class HPACKDecoderTests: XCTestCase {
         var list = HeaderList()
         // :method GET (42), then literal-with-indexing a: b (34) → 76 > 60.
         XCTAssertThrowsHPACK(.headerListTooLarge) {
-            try hex("82 400161 0162").withUnsafeBytes { (b) throws(HPACKError) in try d.decode(b, into: &list) }
+            try hex("82 400161 0162").withUnsafeBytes { try d.decode($0, into: &list) }
         }
         XCTAssertEqual(list.count, 0, "a failed block leaves nothing behind")
         XCTAssertEqual(list.bytes.count, 0)
@@ -105,8 +107,8 @@ final class HPACKDecoderTests: XCTestCase {
     func testDecodeAppendsAfterExistingFieldsWithCorrectSpans() throws {
         var d = HPACKDecoder()
         var list = HeaderList()
-        try [UInt8]([0x82]).withUnsafeBytes { (b) throws(HPACKError) in try d.decode(b, into: &list) }
-        try [UInt8]([0x84]).withUnsafeBytes { (b) throws(HPACKError) in try d.decode(b, into: &list) }
+        try [UInt8]([0x82]).withUnsafeBytes { try d.decode($0, into: &list) }
+        try [UInt8]([0x84]).withUnsafeBytes { try d.decode($0, into: &list) }
         XCTAssertEqual(pairs(list), [[":method", "GET"], [":path", "/"]])
     }
 
@@ -116,12 +118,12 @@ final class HPACKDecoderTests: XCTestCase {
         let wire = hex("8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff")
         for _ in 0..<3 {
             list.removeAll()
-            try wire.withUnsafeBytes { (b) throws(HPACKError) in try d.decode(b, into: &list) }
+            try wire.withUnsafeBytes { try d.decode($0, into: &list) }
         }
         let bytesCapacity = list.bytes.capacity, fieldsCapacity = list.fields.capacity
         for _ in 0..<100 {
             list.removeAll()
-            try wire.withUnsafeBytes { (b) throws(HPACKError) in try d.decode(b, into: &list) }
+            try wire.withUnsafeBytes { try d.decode($0, into: &list) }
         }
         XCTAssertEqual(list.bytes.capacity, bytesCapacity)
         XCTAssertEqual(list.fields.capacity, fieldsCapacity)

@@ -31,7 +31,7 @@ final class HPACKEncoderTests: XCTestCase {
         XCTAssertEqual(d.table.count, 0)
     }
 
-    func testHuffmanIsUsedOnlyWhenShorter() {
+    func testHuffmanIsNotUsedWhenLonger() {
         var e = HPACKEncoder()
         let wire = e.encode([("x", "\u{1}\u{2}")], indexing: .withoutIndexing)
         // value bytes 0x01 0x02 have 23-bit codes: raw is shorter.

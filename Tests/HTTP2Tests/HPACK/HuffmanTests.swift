@@ -11,9 +11,9 @@ final class HuffmanTests: XCTestCase {
         return out
     }
 
-    private func decode(_ b: [UInt8]) throws(HPACKError) -> [UInt8] {
+    private func decode(_ b: [UInt8]) throws -> [UInt8] {
         var out: [UInt8] = []
-        try b.withUnsafeBytes { (r) throws(HPACKError) in try Huffman.decode(r, to: &out) }
+        try b.withUnsafeBytes { try Huffman.decode($0, to: &out) }
         return out
     }
 

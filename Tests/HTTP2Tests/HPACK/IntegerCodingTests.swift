@@ -2,8 +2,8 @@ import XCTest
 @testable import HTTP2
 
 final class IntegerCodingTests: XCTestCase {
-    private func decode(_ b: [UInt8], prefix: Int) throws(HPACKError) -> (value: Int, length: Int) {
-        try b.withUnsafeBytes { (r) throws(HPACKError) in try IntegerCoding.decode(r, at: 0, prefixBits: prefix) }
+    private func decode(_ b: [UInt8], prefix: Int) throws -> (value: Int, length: Int) {
+        try b.withUnsafeBytes { try IntegerCoding.decode($0, at: 0, prefixBits: prefix) }
     }
 
     private func encode(_ v: Int, prefix: Int, first: UInt8 = 0) -> [UInt8] {

@@ -37,9 +37,9 @@ func rows(_ table: DynamicTable) -> [[String]] {
 
 extension HPACKDecoder {
     /// Decodes `block` into a fresh list.
-    mutating func decode(_ block: [UInt8]) throws(HPACKError) -> HeaderList {
+    mutating func decode(_ block: [UInt8]) throws -> HeaderList {
         var list = HeaderList()
-        try block.withUnsafeBytes { (b) throws(HPACKError) in try decode(b, into: &list) }
+        try block.withUnsafeBytes { try decode($0, into: &list) }
         return list
     }
 }
@@ -57,11 +57,11 @@ extension HPACKEncoder {
 }
 
 func XCTAssertThrowsHPACK(_ expected: HPACKError, file: StaticString = #filePath, line: UInt = #line,
-                          _ body: () throws(HPACKError) -> Void) {
+                          _ body: () throws -> Void) {
     do {
         try body()
         XCTFail("expected \(expected)", file: file, line: line)
     } catch {
-        XCTAssertEqual(error, expected, file: file, line: line)
+        XCTAssertEqual(error as? HPACKError, expected, file: file, line: line)
     }
 }
