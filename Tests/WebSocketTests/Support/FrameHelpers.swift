@@ -153,3 +153,10 @@ func assertFails(_ input: [UInt8], with error: WebSocketError, after expected: [
                  file: StaticString = #filePath, line: UInt = #line) {
     assertDecodes(input, to: expected, error: error, configuration: configuration, file: file, line: line)
 }
+
+/// One `decode` call over the whole of `bytes` (unmasking them in place).
+func decodeOnce(_ decoder: inout FrameDecoder, _ bytes: inout [UInt8], from start: Int = 0) -> Result<DecodeStep, WebSocketError> {
+    bytes.withUnsafeMutableBytes { b in
+        Result { () throws(WebSocketError) in try decoder.decode(UnsafeMutableRawBufferPointer(rebasing: b[start...])) }
+    }
+}
