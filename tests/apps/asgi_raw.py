@@ -866,3 +866,31 @@ async def raising_shutdown(scope: Scope, receive: Receive, send: Send) -> None:
         log_event("shutdown asked")
         raise RuntimeError("shutdown exploded")
     await respond(send, b"up")
+
+
+@route("fastpath")
+async def fastpath(scope: Scope, receive: Receive, send: Send) -> None:
+    """Facts about receive/send and the loop (issue 3 items 1 and 7), answered as JSON."""
+    import inspect  # noqa: PLC0415 (only this route needs it)
+
+    facts: dict[str, Any] = {
+        "loop": type(asyncio.get_running_loop()).__module__ + "." + type(asyncio.get_running_loop()).__name__,
+        "main_thread": threading.current_thread() is threading.main_thread(),
+        "send_is_python": inspect.isfunction(send) or inspect.ismethod(send) or hasattr(send, "__code__"),
+        "receive_is_python": inspect.isfunction(receive) or inspect.ismethod(receive) or hasattr(receive, "__code__"),
+        "send_type": type(send).__name__,
+    }
+    ready = receive()
+    facts["receive_is_coroutine"] = inspect.iscoroutine(ready)
+    message = await ready
+    facts["received"] = message["type"]
+    start = send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    facts["start_is_coroutine"] = inspect.iscoroutine(start)
+    # A send that completes synchronously is an already-completed awaitable: no suspension.
+    iterator = start.__await__()
+    try:
+        next(iterator)
+        facts["start_suspended"] = True
+    except StopIteration:
+        facts["start_suspended"] = False
+    await send({"type": "http.response.body", "body": json.dumps(facts).encode()})

@@ -122,6 +122,21 @@ def logged(server: Server, text: str, timeout: float = 5.0) -> bool:
     return server.stderr.wait_for(lambda line: text in line, timeout) is not None
 
 
+def logged_with_traceback(server: Server, text: str, timeout: float = 5.0) -> bool:
+    """Whether `text` is logged as part of a traceback (the log line names it, or the traceback ends in it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = list(server.stderr.lines)
+        for index, line in enumerate(lines):
+            if text in line:
+                near = lines[max(0, index - 12) : index + 4]
+                if any("Traceback (most recent call last)" in other for other in near):
+                    return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
 def assert_raw_still_serving(server: Server) -> None:
     """The server answers /hello on a new connection."""
     with RawConnection.to(server) as connection:

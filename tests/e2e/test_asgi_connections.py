@@ -22,6 +22,7 @@ from asgi_support import (  # noqa: E402
     assert_raw_still_serving,
     raw_on,
     records,
+    rss_kib,
     unique,
     wait_records,
 )
@@ -155,3 +156,26 @@ def test_access_log_has_one_line_per_request(short_timeouts: Server) -> None:
     line = short_timeouts.stdout.wait_for(lambda text: marker in text, 5)
     assert line is not None, short_timeouts.stdout.text()
     assert f'"GET /status?code=418&m={marker} HTTP/1.1" 418 11' in line
+
+
+def _requests_with_headers(server: Server, first: int, count: int, names: str) -> None:
+    """`count` pipelined GET /hello, each with 30 header fields named per `names` ('same' or 'unique')."""
+    with RawConnection.to(server, timeout=30) as connection:
+        for batch in range(first, first + count, 100):
+            data = b""
+            for index in range(batch, batch + 100):
+                fields = [(f"x-{names}-{index if names == 'unique' else 0}-{j}", "v") for j in range(30)]
+                data += request("GET", "/hello", fields)
+            connection.send(data)
+            for _ in range(100):
+                assert connection.read_response().status == 200
+
+
+@pytest.mark.timeout(60)
+def test_header_name_cache_is_bounded(raw_server: Server) -> None:
+    """Issue 3 item 7: 90 000 distinct header names do not grow the worker's memory."""
+    _requests_with_headers(raw_server, 0, 3000, "same")
+    baseline_kib = rss_kib(raw_server)
+    _requests_with_headers(raw_server, 0, 3000, "unique")
+    grown_mib = (rss_kib(raw_server) - baseline_kib) / 1024
+    assert grown_mib < 4, f"worker RSS grew by {grown_mib:.1f} MiB for 90 000 distinct header names"

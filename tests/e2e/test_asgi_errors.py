@@ -23,6 +23,7 @@ from asgi_support import (  # noqa: E402
     assert_raw_still_serving,
     get_json,
     logged,
+    logged_with_traceback,
     release,
     unique,
     wait_records,
@@ -129,7 +130,7 @@ def test_misuse_left_to_propagate_before_the_head_is_a_500(raw_server: Server, k
         response = connection.read_response()
     assert response.status == 500
     assert words.encode() not in response.body, "the exception leaked to the client"
-    assert logged(raw_server, words), raw_server.excerpt()
+    assert logged_with_traceback(raw_server, words), raw_server.excerpt()
     assert_raw_still_serving(raw_server)
 
 
@@ -149,8 +150,7 @@ def test_exception_before_start_is_answered_500_and_logged_with_traceback(raw_se
             following = None
         if following is not None:
             assert following.body == b"hello"
-    assert logged(raw_server, "RuntimeError: raise-before: boom before start"), raw_server.excerpt()
-    assert logged(raw_server, "Traceback (most recent call last)")
+    assert logged_with_traceback(raw_server, "RuntimeError: raise-before: boom before start"), raw_server.excerpt()
     assert_raw_still_serving(raw_server)
 
 
@@ -172,7 +172,7 @@ def test_exception_after_body_started_aborts_the_chunked_response(raw_server: Se
     assert rest.startswith(b"7\r\npartial\r\n")
     assert b"0\r\n\r\n" not in rest, "an aborted response was terminated as if complete"
     assert b"HTTP/1.1" not in rest, "the pipelined request was answered on an aborted connection"
-    assert logged(raw_server, "RuntimeError: raise-after: boom mid-body"), raw_server.excerpt()
+    assert logged_with_traceback(raw_server, "RuntimeError: raise-after: boom mid-body"), raw_server.excerpt()
     assert_raw_still_serving(raw_server)
 
 
@@ -186,7 +186,9 @@ def test_exception_right_after_start_never_completes_the_applications_response(r
             assert b"0\r\n\r\n" not in rest, "a response was completed after the application raised"
         else:
             assert head.status == 500
-    assert logged(raw_server, "RuntimeError: raise-after-start: boom after the head"), raw_server.excerpt()
+    assert logged_with_traceback(raw_server, "RuntimeError: raise-after-start: boom after the head"), (
+        raw_server.excerpt()
+    )
     assert_raw_still_serving(raw_server)
 
 

@@ -245,3 +245,18 @@ def test_ninety_nine_headers_arrive_in_order(raw_server: Server) -> None:
     fields = [(f"X-Field-{index:03d}", f"value {index}") for index in range(99)]
     scope = scope_of(raw_server, request("GET", "/scope/many", headers=fields))
     assert header_pairs(scope)[1:] == [(name.lower(), value) for name, value in fields]
+
+
+def test_the_application_runs_on_the_servers_thread_and_loop_with_native_callables(
+    raw_server: Server, loop: str
+) -> None:
+    """Issue 3 items 1 and 7: one thread, the chosen loop; receive/send are native, a ready send does not suspend."""
+    facts = get_json(raw_server, "/fastpath")
+    assert facts["main_thread"] is True
+    assert facts["loop"] == ("uvloop.Loop" if loop == "uvloop" else "asyncio.unix_events._UnixSelectorEventLoop")
+    assert facts["send_is_python"] is False, facts
+    assert facts["receive_is_python"] is False, facts
+    assert facts["receive_is_coroutine"] is False, facts
+    assert facts["start_is_coroutine"] is False, facts
+    assert facts["start_suspended"] is False, facts
+    assert facts["received"] == "http.request"
