@@ -290,7 +290,7 @@ def test_connection_close_from_the_application_closes_after_the_response(raw_ser
 
 
 def test_one_large_body_message_arrives_intact(raw_server: Server) -> None:
-    size = 20 * 1024 * 1024 + 3
+    size = 8 * 1024 * 1024 + 3
     pattern = bytes(range(251))
     with RawConnection.to(raw_server, timeout=30) as connection:
         connection.send(request("GET", f"/big-send?size={size}") + request("GET", "/hello"))
