@@ -70,7 +70,7 @@ final class FrameParserTests: XCTestCase {
         let wire = rawFrame(.data, flags: .padded, stream: 1, hex("01 616263 00"))
         var p = FrameParser(expectPreface: false)
         let e = try wire.withUnsafeBytes { try p.nextEvent(in: $0) }
-        guard case .frame(.data(let d), 15) = e else { return XCTFail("\(e)") }
+        guard case .frame(.data(let d), 14) = e else { return XCTFail("\(e)") }
         XCTAssertEqual(slice(wire, d.data), bytes("abc"))
     }
 
