@@ -28,6 +28,15 @@
 ///   waiting (the decoder is failed and will report nothing more).
 /// - Repeated or late inputs (a second `sendClose`, a close after `closed`)
 ///   answer `.nothing`.
+///
+/// Usage:
+///
+///     case .closeReceived(let code, _):
+///         tell the application (code ?? 1005)
+///         if case .replyWithClose(let echo) = close.receiveClose(code) {
+///             act(close.sendClose(echo))   // .writeCloseThenCloseTransport
+///         } else { close the connection }  // .closeTransport: our close was answered
+///     application closes with code c: act(close.sendClose(c)); arm the close timeout
 public struct CloseHandshake: Sendable, Equatable {
     private enum State: Sendable, Equatable {
         case open

@@ -48,13 +48,21 @@ import Core
 /// Usage:
 ///
 ///     var decoder = FrameDecoder(configuration: .init(maxMessageLength: limit))
-///     loop {
-///         switch try decoder.decode(buffer.mutableReadable) {   // throws WebSocketError
-///         case .event(let event, let n): handle(event); buffer.drop(n)
-///         case .needMoreData(let n): buffer.drop(n); read more
+///     do {
+///         loop {
+///             let input = UnsafeMutableRawBufferPointer(mutating: buffer.readable)
+///             switch try decoder.decode(input) {
+///             case .event(let event, let n): handle(event, input); buffer.readerIndex += n
+///             case .needMoreData(let n): buffer.readerIndex += n; read more, then loop
+///             }
 ///         }
+///     } catch {   // WebSocketError
+///         FrameEncoder.writeClose(for: error, into: out); flush; close the connection
 ///     }
-///     catch: send close(error.closeCode, error.reason), close the connection
+///
+/// `handle` must use an event's spans before the bytes are dropped or the
+/// buffer compacted: a ping's payload is copied into the pong right away,
+/// message pieces are copied out (to Python, or into an assembly buffer).
 public struct FrameDecoder: Sendable {
     public struct Configuration: Sendable {
         /// The largest message accepted, summed over its frames' payload

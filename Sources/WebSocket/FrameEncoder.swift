@@ -17,6 +17,12 @@
 /// a control payload over 125 bytes (§5.5), a close reason over 123 bytes
 /// (§5.5.1), a close code that must not be sent (§7.4.1), a buffer too small.
 /// The caller guarantees a text payload or close reason is UTF-8 (§5.6).
+///
+/// Usage (a message, a pong answering a ping):
+///
+///     let n = FrameEncoder.frameLength(payloadLength: payload.count)
+///     out.reserve(n); out.commit(FrameEncoder.writeFrame(opcode: .text, payload: payload, into: out.writable))
+///     FrameEncoder.writePong(payload: pingPayload, into: out.writable)   // ≤ 127 bytes
 public enum FrameEncoder {
     /// §5.5: "All control frames MUST have a payload length of 125 bytes or less".
     public static let maxControlPayloadLength = 125
