@@ -14,6 +14,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <fnmatch.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/random.h>
 #include <sys/epoll.h>
@@ -320,6 +321,16 @@ int csys_spawn(const char *exe, char *const argv[], const int *keep, int nkeep) 
         int flags = fcntl(keep[i], F_GETFD);
         if (flags >= 0) fcntl(keep[i], F_SETFD, flags & ~FD_CLOEXEC);
     }
+    // Swift's crash backtracer catches SIGSEGV and friends; a signal sent
+    // with kill() would then be survived. A worker must die of it, so the
+    // supervisor can see the signal and replace it.
+    setenv("SWIFT_BACKTRACE", "enable=no", 0);
+    // The supervisor takes SIGCHLD through its signalfd; a worker's
+    // application may need it delivered normally.
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_UNBLOCK, &chld, NULL);
     execv(exe, argv);
     _exit(127);
 }
@@ -409,3 +420,64 @@ int csys_inotify_watch_tree(int fd, const char *root) {
     closedir(d);
     return added;
 }
+
+// The WSGI worker's signal thread (see csys.h).
+static int sig_notify_fd = -1;
+static long sig_graceful_ms = 0;
+static volatile int sig_pending = 0;
+
+static void *signal_thread(void *arg) {
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGHUP);
+    int stopping = 0;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0) continue;
+        if (sig == SIGHUP) continue;
+        if (stopping) {
+            if (sig == SIGUSR1) continue;
+            _exit(0);  // a second stop signal: at once
+        }
+        stopping = 1;
+        __atomic_store_n(&sig_pending, sig, __ATOMIC_SEQ_CST);
+        char b = 1;
+        if (write(sig_notify_fd, &b, 1) < 0) {}
+        // The main thread may be inside a WSGI call that does not return;
+        // this thread ends the process at the graceful deadline instead.
+        struct timespec ts = {sig_graceful_ms / 1000, (sig_graceful_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+        _exit(0);
+    }
+    return NULL;
+}
+
+int csys_signal_thread_start(int notify_fd, long graceful_ms) {
+    sig_notify_fd = notify_fd;
+    sig_graceful_ms = graceful_ms;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, signal_thread, NULL);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
+int csys_signal_thread_take(void) { return __atomic_exchange_n(&sig_pending, 0, __ATOMIC_SEQ_CST); }
+
+int csys_block_stop_signals(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
+    return sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+int csys_shutdown_listener(int fd) { return shutdown(fd, SHUT_RDWR); }

@@ -77,7 +77,19 @@ public enum Main {
             }
         }
         let listener = Listener.inherited(config)
-        let signalFD = csys_signalfd_open(0)
+        let signalFD: Int32
+        if proto == .wsgi {
+            // A WSGI call may block the main thread: signals go to a thread
+            // of their own, which wakes the loop through a pipe.
+            var fds: [Int32] = [0, 0]
+            _ = csys_block_stop_signals()
+            guard csys_pipe(&fds) == 0, csys_signal_thread_start(fds[1], config.gracefulTimeoutMilliseconds) == 0 else {
+                throw StartupFailure("cannot start the signal thread")
+            }
+            signalFD = fds[0]
+        } else {
+            signalFD = csys_signalfd_open(0)
+        }
         let wsgi = proto == .wsgi ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: "http", multiprocess: false) : nil
         let asgi = proto == .asgi ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: "http") : nil
         let worker: Worker

@@ -38,7 +38,13 @@ final class Reloader {
             for i in 0..<n {
                 let name = names.withUnsafeBufferPointer { b in String(cString: b.baseAddress! + offset) }
                 offset += name.utf8.count + 1
-                if isDir[i] != 0 { newDirectory = true; continue }
+                if isDir[i] != 0 {
+                    // A directory moved or created in the tree may bring
+                    // source files whose own events were never seen.
+                    newDirectory = true
+                    any = true
+                    continue
+                }
                 if patterns.contains(where: { csys_fnmatch($0, name) != 0 }) {
                     Log.debug("changed: \(name)")
                     any = true

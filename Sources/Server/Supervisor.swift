@@ -345,6 +345,9 @@ final class Supervisor {
 
     private func stopAll() {
         stopping = true
+        // Refuse new connections now, in every worker at once (the socket
+        // is shared); in-flight requests go on.
+        _ = csys_shutdown_listener(listener.fd)
         respawns.removeAll()
         stopDeadline = Instant.now().adding(milliseconds: config.gracefulTimeoutMilliseconds + 5000)
         for pid in workers.keys { _ = csys_kill(pid, csys_sig_term()) }

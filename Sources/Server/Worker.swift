@@ -228,7 +228,18 @@ final class Worker {
     /// keep-alive timeout.
     private func handleSignal() {
         while true {
-            let sig = csys_signalfd_read(signalFD)
+            let sig: Int32
+            if wsgi != nil {
+                // The signal thread took it (see Entry): drain its pipe.
+                var b: UInt8 = 0
+                while csys_read(signalFD, &b, 1) > 0 {}
+                sig = csys_signal_thread_take()
+                if sig == 0 { return }
+                Log.info(sig == csys_sig_usr1() ? "draining (replaced)" : "signal \(sig): stopping")
+                if !stopping { beginStopping(closeIdle: sig != csys_sig_usr1()) }
+                return
+            }
+            sig = csys_signalfd_read(signalFD)
             guard sig != 0 else { return }
             if sig == csys_sig_hup() { continue }
             let soft = sig == csys_sig_usr1()
@@ -247,6 +258,11 @@ final class Worker {
         gracefulDeadline = now.adding(milliseconds: config.gracefulTimeoutMilliseconds)
         if accepting { poller.remove(listener.fd) }
         accepting = false
+        // Our copy of the shared socket goes; once the supervisor's and every
+        // stopping worker's copy are closed the kernel refuses new
+        // connections (while a replacement holds one, it takes them).
+        _ = csys_close(listener.fd)
+
         for c in slots {
             switch c.phase {
             case .lingering: c.close()

@@ -113,6 +113,18 @@ int csys_getpid(void);
 const char *csys_getenv(const char *name);
 int csys_file_exists(const char *path);
 void csys_exit(int status) __attribute__((noreturn));
+// WSGI workers take SIGTERM/SIGINT/SIGUSR1 on a thread of their own, since
+// the main thread may be inside an application call: the thread records the
+// signal (csys_signal_thread_take), writes a byte to `notify_fd` for the
+// main loop, and ends the process (status 0) once `graceful_ms` have
+// passed; a second stop signal ends it at once. Block the signals first
+// (csys_block_stop_signals) so no other thread receives them.
+int csys_signal_thread_start(int notify_fd, long graceful_ms);
+int csys_signal_thread_take(void);
+int csys_block_stop_signals(void);
+// shutdown(2) of a listening socket: it refuses new connections at once, in
+// every process that shares it.
+int csys_shutdown_listener(int fd);
 
 
 
