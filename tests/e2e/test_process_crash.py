@@ -16,6 +16,8 @@ from process_support import (
     TARGETS,
     WSGI,
     Load,
+    alive,
+    connect_refused,
     describe,
     expect_exit,
     failures,
@@ -190,3 +192,44 @@ def test_a_stuck_worker_is_killed_after_worker_timeout(serve: Callable[..., Serv
         blocked.read_response()
     blocked.close()
     assert get_pid(server) == replacement
+
+
+def test_workers_do_not_outlive_a_killed_supervisor(serve: Callable[..., Server]) -> None:
+    server = serve(WSGI, "--workers", "2")
+    pids = wait_for_workers(server, 2)
+    server.process.kill()
+    server.process.wait()
+    server.stopped = True
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(alive(pid) for pid in pids):
+        time.sleep(0.05)
+    left = sorted(pid for pid in pids if alive(pid))
+    assert not left, f"workers {left} still running 5 s after the supervisor was SIGKILLed"
+    assert connect_refused(server), "the port still accepts connections with the supervisor gone"
+
+
+@pytest.mark.timeout(45)
+def test_a_broken_deploy_on_sighup_keeps_the_old_worker_serving_until_giving_up(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    (tmp_path / "crashy_app.py").write_text(CRASHY, encoding="utf-8")
+    server = serve("crashy_app:app", "--python-path", str(tmp_path), cwd=tmp_path)
+    (old,) = wait_for_workers(server, 1)
+    (tmp_path / "crashy_app.py").write_text(BROKEN, encoding="utf-8")
+    mark = len(server.stderr.lines)
+    server.process.send_signal(signal.SIGHUP)
+    hupped = time.monotonic()
+    assert log_after(server, r"failed to start \(.*\); retrying in \d+ ms", mark, timeout=5), server.excerpt(80)
+    served = 0
+    while server.process.poll() is None and time.monotonic() - hupped < 25:
+        try:
+            pid = get_pid(server, "/", timeout=5)
+        except (OSError, ConnectionClosedError):
+            break
+        assert pid == old
+        served += 1
+        time.sleep(0.2)
+    assert served >= 10, f"the old worker stopped serving after {served} requests while the replacement was retried"
+    exited = expect_exit(server, 1, timeout=25)
+    assert exited - hupped < 20, f"gave up {exited - hupped:.1f}s after SIGHUP"
+    assert "failed to start 5 times in a row" in "\n".join(server.stderr.lines[mark:]), server.excerpt(80)

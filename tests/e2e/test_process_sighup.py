@@ -147,3 +147,45 @@ def test_an_idle_keepalive_connection_of_the_old_worker_gets_its_next_answer(
     with RawConnection.to(server) as fresh:
         fresh.send(request("GET", "/pid"))
         assert int(fresh.read_response().body) == new
+
+
+@pytest.mark.parametrize("kind", ["wsgi", "asgi"])
+def test_a_request_in_flight_on_the_old_worker_completes_with_connection_close(
+    serve: Callable[..., Server], kind: str
+) -> None:
+    server = serve(TARGETS[kind])
+    (old,) = wait_for_workers(server, 1)
+    with RawConnection.to(server, timeout=15) as slow:
+        slow.send(request("GET", "/slow?s=2"))
+        assert server.wait_for_event(f"slow started {old}", 5)
+        mark = len(server.stderr.lines)
+        server.process.send_signal(signal.SIGHUP)
+        ((new, drained),) = wait_for_handovers(server, 1, mark)
+        assert drained == old
+        with RawConnection.to(server) as other:  # meanwhile the new worker serves
+            other.send(request("GET", "/pid"))
+            assert int(other.read_response().body) == new
+        response = slow.read_response()
+        assert (response.status, response.body) == (200, b"slow done")
+        if response.header("Connection") != "close":
+            # A keep-alive client sends its next request on it: that one must be answered, not dropped.
+            slow.send(request("GET", "/pid"))
+            following = slow.read_response()
+            assert (following.status, int(following.body)) == (200, old)
+            assert following.header("Connection") == "close", following.headers
+        assert slow.closed_by_server(3)
+    assert log_after(server, rf"worker {old} exited with status 0", timeout=5), server.excerpt(80)
+    # What the supervisor documents: the draining worker answers what is in flight with `Connection: close`.
+    assert response.header("Connection") == "close", f"in-flight response during the drain: {response.headers}"
+
+
+def test_sigterm_during_a_rolling_restart_stops_cleanly(serve: Callable[..., Server]) -> None:
+    server = serve(WSGI, "--workers", "2")
+    wait_for_workers(server, 2)
+    server.process.send_signal(signal.SIGHUP)
+    time.sleep(0.1)  # the first replacement is starting
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(10) == 0, server.excerpt(80)
+    server.stopped = True
+    server.stderr.join()
+    assert server.crash_text() is None, server.excerpt(80)
