@@ -189,3 +189,22 @@ def test_sigterm_during_a_rolling_restart_stops_cleanly(serve: Callable[..., Ser
     server.stopped = True
     server.stderr.join()
     assert server.crash_text() is None, server.excerpt(80)
+
+
+def test_sighups_in_quick_succession_under_load(serve: Callable[..., Server]) -> None:
+    server = serve(WSGI, "--workers", "2")
+    first = wait_for_workers(server, 2)
+    with Load(server, keepalive=6, fresh=2, path="/pid?ms=1") as load:
+        time.sleep(0.5)
+        for _ in range(3):
+            server.process.send_signal(signal.SIGHUP)
+            time.sleep(0.05)
+        time.sleep(4)
+    outcomes = load.snapshot()
+    assert not failures(outcomes), f"{len(failures(outcomes))} of {len(outcomes)} failed:\n" + describe(
+        failures(outcomes)
+    )
+    after = wait_for_workers(server, 2, exclude=first)
+    server.check_alive()
+    recent = per_worker([o for o in outcomes if o.started > outcomes[-1].started - 0.5])
+    assert set(recent) <= after, (recent, after)
