@@ -92,7 +92,7 @@ public final class ASGIGateway {
         pshim_call0(createFuture!)
     }
 
-    private func isDone(_ future: PyRef) -> Bool {
+    func isDone(_ future: PyRef) -> Bool {
         guard let r = PyObject_CallMethodNoArgs(future, doneQuery) else { PyErr_Clear(); return true }
         defer { Py.decref(r) }
         return r == Py.true

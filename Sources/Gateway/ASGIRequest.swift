@@ -57,9 +57,16 @@ final class ASGIRequest: AsyncExchangeDelegate {
         if disconnected || complete || exchange == nil {
             return ready(disconnectMessage())
         }
-        if receiveWaiter != nil {
-            Py.raise(Py.runtimeError, "receive() called again while a previous receive() is still pending")
-            return nil
+        if let waiter = receiveWaiter {
+            // A receive() the application cancelled (asyncio.wait_for, a
+            // framework polling for disconnect) leaves a finished future:
+            // forget it; nothing was taken for it.
+            guard gateway.isDone(waiter) else {
+                Py.raise(Py.runtimeError, "receive() called again while a previous receive() is still pending")
+                return nil
+            }
+            receiveWaiter = nil
+            Py.decref(waiter)
         }
         if !bodyDelivered, let message = nextBodyMessage() {
             return ready(message)
@@ -369,6 +376,12 @@ final class ASGIRequest: AsyncExchangeDelegate {
 
     func bodyReady() {
         guard let waiter = receiveWaiter, !bodyDelivered else { return }
+        if gateway.isDone(waiter) {
+            // Cancelled meanwhile: leave the body for the next receive().
+            receiveWaiter = nil
+            Py.decref(waiter)
+            return
+        }
         guard let message = nextBodyMessage() else {
             if PyErr_Occurred() != nil {
                 receiveWaiter = nil

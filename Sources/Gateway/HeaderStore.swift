@@ -35,7 +35,12 @@ struct HeaderStore {
             guard let value = PySequence_GetItem(item, 1) else { return false }
             defer { Py.decref(value) }
             guard let n = view(name), let v = view(value) else {
-                Py.raise(Py.typeError, "\(context): header names and values must be bytes, bytearray or str, got \(Py.describe(item))")
+                let isText = pshim_unicode_check(name) != 0 || pshim_unicode_check(value) != 0
+                if isText && [name, value].allSatisfy({ pshim_unicode_check($0) != 0 || pshim_bytes_check($0) != 0 || pshim_bytearray_check($0) != 0 }) {
+                    Py.raise(Py.valueError, "\(context): header \(Py.describe(item)) is not latin-1 (send bytes for other encodings)")
+                } else {
+                    Py.raise(Py.typeError, "\(context): header names and values must be bytes, bytearray or str, got \(Py.describe(item))")
+                }
                 return false
             }
             guard validToken(n) else {
