@@ -36,6 +36,8 @@ let package = Package(
 
         // libFuzzer entry point for the HTTP/1 parsers (see fuzz/README.md).
         .executableTarget(name: "fuzz-http1", dependencies: ["HTTP1", "Core"], path: "fuzz/Sources/fuzz-http1", swiftSettings: strict),
+        // libFuzzer entry point for HPACK and the HTTP/2 frame parser.
+        .executableTarget(name: "fuzz-hpack", dependencies: ["HTTP2", "Core"], path: "fuzz/Sources/fuzz-hpack", swiftSettings: strict),
 
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "Core"], swiftSettings: strict),
