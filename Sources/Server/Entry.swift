@@ -90,7 +90,7 @@ public enum Main {
         } else {
             signalFD = csys_signalfd_open(0)
         }
-        let wsgi = proto == .wsgi ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: "http", multiprocess: false) : nil
+        let wsgi = proto == .wsgi ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: "http", multiprocess: config.workers != 1) : nil
         let asgi = proto == .asgi ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: "http") : nil
         let worker: Worker
         do {
