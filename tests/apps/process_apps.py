@@ -4,6 +4,7 @@ Both answer the same routes:
 
 - `/pid` (optionally `?ms=N`: wait N ms first): the worker's process id as the body;
 - `/hello`: `hello`;
+- `/multiprocess` (WSGI): `wsgi.multiprocess=True|False`;
 - `/slow?s=SECONDS`: records `slow started PID`, waits, records `slow finished PID`, answers `slow done`;
 - `/crash`: the worker exits at once with status 1 (`os._exit(1)`);
 - `/segv`: the worker sends itself SIGSEGV (`os.kill`);
@@ -66,6 +67,8 @@ def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterabl
         body = str(pid).encode()
     elif path == "/hello":
         body = b"hello"
+    elif path == "/multiprocess":
+        body = f"wsgi.multiprocess={environ['wsgi.multiprocess']!r}".encode()
     elif path == "/slow":
         record(f"slow started {pid}")
         time.sleep(float(query.get("s", "1")))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+import pytest
 from process_support import (
     WSGI,
     Load,
@@ -15,6 +16,7 @@ from process_support import (
     per_worker,
     wait_for_workers,
 )
+from rawhttp import RawConnection, request
 
 pytest_plugins = ("process_support",)
 
@@ -56,3 +58,15 @@ def test_unix_socket_with_several_workers(serve: Callable[..., Server], tmp_path
     seen = {get_pid(server) for _ in range(300)}
     assert seen <= pids
     assert len(seen) >= 2, f"300 connections over the unix socket all went to {seen} of {sorted(pids)}"
+
+
+@pytest.mark.parametrize(("count", "expected"), [("1", "False"), ("2", "True")])
+def test_wsgi_multiprocess_tells_whether_there_are_several_workers(
+    serve: Callable[..., Server], count: str, expected: str
+) -> None:
+    server = serve(WSGI, "--workers", count)
+    wait_for_workers(server, int(count))
+    with RawConnection.to(server) as connection:
+        connection.send(request("GET", "/multiprocess"))
+        response = connection.read_response()
+    assert (response.status, response.body.decode()) == (200, f"wsgi.multiprocess={expected}")
