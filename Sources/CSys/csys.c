@@ -425,6 +425,7 @@ int csys_inotify_watch_tree(int fd, const char *root) {
 static int sig_notify_fd = -1;
 static long sig_graceful_ms = 0;
 static volatile int sig_pending = 0;
+static volatile int sig_seen = 0;
 
 static void *signal_thread(void *arg) {
     (void)arg;
@@ -444,6 +445,7 @@ static void *signal_thread(void *arg) {
             _exit(0);  // a second stop signal: at once
         }
         stopping = 1;
+        __atomic_store_n(&sig_seen, 1, __ATOMIC_RELAXED);
         __atomic_store_n(&sig_pending, sig, __ATOMIC_SEQ_CST);
         char b = 1;
         if (write(sig_notify_fd, &b, 1) < 0) {}
@@ -469,6 +471,8 @@ int csys_signal_thread_start(int notify_fd, long graceful_ms) {
 }
 
 int csys_signal_thread_take(void) { return __atomic_exchange_n(&sig_pending, 0, __ATOMIC_SEQ_CST); }
+
+int csys_signal_thread_seen(void) { return __atomic_load_n(&sig_seen, __ATOMIC_RELAXED); }
 
 int csys_block_stop_signals(void) {
     sigset_t set;

@@ -164,7 +164,7 @@ extension H1Connection {
         status = head.status
         let s = head.status
         bodyless = isHeadRequest || s < 200 || s == 204 || s == 304
-        if head.close || worker.stopping { keepAlive = false }
+        if head.close || worker.stopRequested { keepAlive = false }
         // Trailers need chunked framing, which a 1.0 client cannot take.
         trailersOut = trailers && !bodyless && !isHTTP10
         let length = trailersOut ? nil : head.contentLength

@@ -288,7 +288,11 @@ final class H1Connection {
             close()
             return
         }
-        if !keepAlive || worker.stopping {
+        // `keepAlive` is what the response told the client. A response that
+        // promised keep-alive keeps the connection even if a drain began
+        // meanwhile (the client may already be sending on it); the next
+        // response closes it. Only a hard stop cuts it now.
+        if !keepAlive || worker.hardStopping {
             if bodyComplete { close() } else { lingerAfterResponse() }
             return
         }

@@ -96,7 +96,10 @@ final class Supervisor {
     func run() -> Int32 {
         Log.info("supervisor \(csys_getpid()) starting \(workerCount) worker\(workerCount == 1 ? "" : "s")"
                  + (config.reload ? ", reloading on changes" : ""))
-        for slot in 0..<workerCount { spawn(slot: slot, replaces: nil) }
+        // One worker first: if the application cannot even be imported, one
+        // worker says why (not N copies of the same traceback); the others
+        // start once it is ready.
+        spawn(slot: 0, replaces: nil)
         while true {
             let n = poller.wait(timeoutMilliseconds: 200)
             let now = Instant.now()
@@ -200,6 +203,7 @@ final class Supervisor {
         if !everReady {
             everReady = true
             Log.info("listening on \(listener.displayURL)")
+            if workerCount > 1 { for slot in 1..<workerCount { spawn(slot: slot, replaces: nil) } }
         }
         if let old = rec.replaces, var oldRec = workers[old], oldRec.state != .draining {
             oldRec.state = .draining

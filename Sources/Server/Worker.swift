@@ -36,6 +36,11 @@ final class Worker {
     private var accepting = true
     private let signalFD: Int32
     private(set) var stopping = false
+    /// SIGTERM/SIGINT (not a drain): idle connections are closed.
+    private(set) var hardStopping = false
+    /// Stopping, or told to stop while an inline WSGI call held the loop:
+    /// responses from now on close their connection.
+    var stopRequested: Bool { stopping || (wsgi != nil && csys_signal_thread_seen() != 0) }
     private var gracefulDeadline: Instant?
     private var lastBeat = Instant(nanoseconds: 0)
     private var recycleAsked = false
@@ -255,6 +260,7 @@ final class Worker {
 
     private func beginStopping(closeIdle: Bool) {
         stopping = true
+        hardStopping = closeIdle
         gracefulDeadline = now.adding(milliseconds: config.gracefulTimeoutMilliseconds)
         if accepting { poller.remove(listener.fd) }
         accepting = false

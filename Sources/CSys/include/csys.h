@@ -121,6 +121,9 @@ void csys_exit(int status) __attribute__((noreturn));
 // (csys_block_stop_signals) so no other thread receives them.
 int csys_signal_thread_start(int notify_fd, long graceful_ms);
 int csys_signal_thread_take(void);
+// Nonzero once a stop signal has arrived (even while the main thread is
+// still inside an application call and has not taken it).
+int csys_signal_thread_seen(void);
 int csys_block_stop_signals(void);
 // shutdown(2) of a listening socket: it refuses new connections at once, in
 // every process that shares it.
