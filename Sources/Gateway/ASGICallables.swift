@@ -2,14 +2,23 @@ import CPython
 import CPyShim
 import PyBridge
 
+/// One ASGI connection scope's state machine (an HTTP request, a
+/// WebSocket): what `receive`, `send` and the task's end do.
+protocol ASGIConversation: AnyObject {
+    func receive() -> PyRef?
+    func send(_ message: PyRef) -> PyRef?
+    func taskDone(_ task: PyRef)
+}
+
 /// The C-level `receive` and `send` callables handed to an ASGI application,
 /// and the done-callback of its task. Each holds a strong reference to its
-/// `ASGIRequest`; the request, not a connection, is what they reach, and a
-/// request whose exchange has ended never touches a connection again.
+/// conversation (`ASGIRequest`, `ASGIWebSocket`); that, not a connection, is
+/// what they reach, and a conversation whose exchange has ended never
+/// touches a connection again.
 enum ASGICallables {
     enum Kind: Int { case receive, send, done }
     struct Payload {
-        var request: Unmanaged<ASGIRequest>?
+        var request: Unmanaged<AnyObject>?
         var kind: Int
     }
 
@@ -22,17 +31,17 @@ enum ASGICallables {
         type = b.build()
     }
 
-    static func make(_ kind: Kind, for request: ASGIRequest) -> PyRef? {
+    static func make(_ kind: Kind, for request: ASGIConversation) -> PyRef? {
         guard let o = nativeAllocate(type!) else { return nil }
         let p = nativePayload(o, as: Payload.self)
-        p.pointee.request = Unmanaged.passRetained(request)
+        p.pointee.request = Unmanaged.passRetained(request as AnyObject)
         p.pointee.kind = kind.rawValue
         return o
     }
 
     private static let call: @convention(c) (PyRef?, PyRef?, PyRef?) -> PyRef? = { me, args, kwargs in
         let p = nativePayload(me!, as: Payload.self).pointee
-        guard let request = p.request?.takeUnretainedValue() else {
+        guard let request = p.request?.takeUnretainedValue() as? ASGIConversation else {
             Py.raise(Py.runtimeError, "ASGI callable used after release")
             return nil
         }

@@ -57,29 +57,69 @@ public final class ASGIGateway {
             r.taskDone(Py.none)
             return
         }
+        run(r, scope: scopeDict, receive: receive, send: send)
+    }
+
+    /// Calls the application and runs the coroutine as a task whose end
+    /// goes to `conversation.taskDone`. Consumes the three references.
+    private func run(_ conversation: ASGIConversation, scope scopeDict: PyRef, receive: PyRef, send: PyRef) {
         let coroutine = pshim_call3(app, scopeDict, receive, send)
         Py.decref(scopeDict); Py.decref(receive); Py.decref(send)
         guard let coroutine else {
             // The call itself raised (a synchronous callable, wrong arity).
             let tb = takeTraceback()
             Log.error("the ASGI application raised \(tb.exceptionName): \(tb.message)\n\(tb.text)")
-            r.taskDone(Py.none)
+            conversation.taskDone(Py.none)
             return
         }
         guard let task = pshim_call1(createTask!, coroutine) else {
             Py.decref(coroutine)
             let tb = takeTraceback()
             Log.error("the ASGI application did not return an awaitable: \(tb.message)")
-            r.taskDone(Py.none)
+            conversation.taskDone(Py.none)
             return
         }
         Py.decref(coroutine)
-        if let done = ASGICallables.make(.done, for: r) {
+        if let done = ASGICallables.make(.done, for: conversation) {
             if let result = PyObject_CallMethodOneArg(task, doneName, done) { Py.decref(result) } else { PyErr_Clear() }
             Py.decref(done)
         }
         Py.decref(task)
     }
+
+    /// Starts the application for a WebSocket opening handshake the
+    /// transport found valid; `subprotocols` are the client's offers in order.
+    public func startWebSocket(_ request: GatewayRequest, subprotocols: [UnsafeRawBufferPointer],
+                               exchange: WebSocketExchange) {
+        let ws = ASGIWebSocket(gateway: self, exchange: exchange)
+        exchange.attachWebSocket(ws)
+        guard let scopeDict = scope.build(request, methodKeys: methods, state: lifespanState),
+              let receive = ASGICallables.make(.receive, for: ws),
+              let send = ASGICallables.make(.send, for: ws) else {
+            logFailure("cannot build the ASGI scope")
+            ws.taskDone(Py.none)
+            return
+        }
+        PyDict_SetItem(scopeDict, keys.type, keys.websocket)
+        PyDict_SetItem(scopeDict, keys.scheme, keys.ws)
+        PyDict_DelItem(scopeDict, keys.method)
+        let offered = PyList_New(0)!
+        for p in subprotocols {
+            if let s = Py.latin1(p) { PyList_Append(offered, s); Py.decref(s) }
+        }
+        PyDict_SetItem(scopeDict, keys.subprotocols, offered)
+        Py.decref(offered)
+        PyDict_SetItem(scopeDict, keys.extensions, webSocketExtensions)
+        run(ws, scope: scopeDict, receive: receive, send: send)
+    }
+
+    private lazy var webSocketExtensions: PyRef = {
+        let ext = PyDict_New()!
+        let empty = PyDict_New()!
+        PyDict_SetItemString(ext, "websocket.http.response", empty)
+        Py.decref(empty)
+        return ext
+    }()
 
     private func logFailure(_ what: String) {
         let tb = takeTraceback()

@@ -38,6 +38,23 @@ struct ASGIKeys {
     let responsePathsend = Py.intern("http.response.pathsend")
     let responseEarlyHint = Py.intern("http.response.early_hint")
 
+    let subprotocols = Py.intern("subprotocols")
+    let subprotocol = Py.intern("subprotocol")
+    let bytes = Py.intern("bytes")
+    let text = Py.intern("text")
+    let code = Py.intern("code")
+    let reason = Py.intern("reason")
+    let websocket = Py.intern("websocket")
+    let ws = Py.intern("ws")
+    let wsConnect = Py.intern("websocket.connect")
+    let wsAccept = Py.intern("websocket.accept")
+    let wsReceive = Py.intern("websocket.receive")
+    let wsSend = Py.intern("websocket.send")
+    let wsClose = Py.intern("websocket.close")
+    let wsDisconnect = Py.intern("websocket.disconnect")
+    let wsResponseStart = Py.intern("websocket.http.response.start")
+    let wsResponseBody = Py.intern("websocket.http.response.body")
+
     let emptyBytes = PyBytes_FromStringAndSize(nil, 0)!
 
     /// True if `s` is the interned `key` or a str equal to it.

@@ -19,7 +19,7 @@ import PyBridge
 /// Content-Length). Once the exchange has ended the request never touches
 /// the transport again: `receive()` answers `http.disconnect`, `send()`
 /// after a disconnect raises `OSError`.
-final class ASGIRequest: AsyncExchangeDelegate {
+final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     unowned(unsafe) let gateway: ASGIGateway
     private var exchange: AsyncExchange?
     private let isHead: Bool

@@ -40,6 +40,9 @@ public struct Config: Sendable {
     /// ASGI: run the lifespan protocol (startup before serving, shutdown
     /// after the last request).
     public var lifespan = true
+    /// Largest WebSocket message (after reassembly); a larger one closes
+    /// the connection with 1009.
+    public var wsMaxMessage = 16 << 20
     /// ASGI: use uvloop when it can be imported.
     public var uvloop = true
 

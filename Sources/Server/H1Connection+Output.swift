@@ -127,7 +127,11 @@ extension H1Connection {
 
     func onWritable() {
         guard writePending() else {
-            if phase == .request { clientGone() } else { close() }
+            if phase == .request || phase == .websocket { clientGone() } else { close() }
+            return
+        }
+        if phase == .websocket {
+            webSocketWritable()
             return
         }
         if phase == .request {
@@ -255,7 +259,7 @@ extension H1Connection {
     // MARK: - Errors and closing
 
     /// Answers a request the server itself refuses, then closes gracefully.
-    func sendErrorAndLinger(_ code: Int) {
+    func sendErrorAndLinger(_ code: Int, extraField: StaticString? = nil) {
         status = code
         let reason = StatusText.reason(code)
         worker.out.count = 0
@@ -267,7 +271,12 @@ extension H1Connection {
         worker.out.append(decimal: Int64(reason.utf8CodeUnitCount + 1))
         worker.out.append("\r\nconnection: close\r\ndate: ")
         worker.out.append(worker.date.bytes)
-        worker.out.append("\r\n\r\n")
+        worker.out.append("\r\n")
+        if let extraField {
+            worker.out.append(extraField)
+            worker.out.append("\r\n")
+        }
+        worker.out.append("\r\n")
         worker.out.append(reason)
         worker.out.append("\n")
         // A short blocking write: the socket buffer of a connection that
@@ -351,6 +360,8 @@ extension H1Connection {
         let d = delegate
         delegate = nil
         d?.exchangeEnded(disconnected: true)
+        endWebSocket(code: 1006, reason: UnsafeRawBufferPointer(start: nil, count: 0))
+        ws = WebSocketState()
     }
 }
 

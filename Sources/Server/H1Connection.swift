@@ -32,7 +32,7 @@ import HTTP1
 /// +Input (reading and body decoding), +Output (framing, writing, closing),
 /// +WSGI (the blocking `Exchange`), +ASGI (the non-blocking one).
 final class H1Connection {
-    enum Phase { case head, request, discarding, lingering, closed }
+    enum Phase { case head, request, websocket, discarding, lingering, closed }
 
     // The worker owns every connection and outlives it.
     unowned(unsafe) let worker: Worker
@@ -82,6 +82,9 @@ final class H1Connection {
     var bodyWanted = false
     var responseComplete = false
     var drainWanted = false
+
+    // WebSocket (ASGI) after a valid opening handshake; see +WebSocket.
+    var ws = WebSocketState()
 
     // Lingering close.
     var lingerDeadline = Instant(nanoseconds: 0)
@@ -134,6 +137,8 @@ final class H1Connection {
                 // Not reading, but the peer is gone: nobody to answer.
                 clientGone()
             }
+        case .websocket:
+            webSocketReadable(events)
         case .head, .discarding:
             switch fill() {
             case .data:
@@ -157,8 +162,9 @@ final class H1Connection {
             keepAlive = false
             updateInterest()
             delegate?.bodyReady()
-        case .request:
-            // Output has not drained within the write-stall timeout.
+        case .request, .websocket:
+            // Output has not drained within the write-stall timeout, or the
+            // peer never answered our close frame.
             clientGone()
         case .lingering:
             drainForLinger()
@@ -216,6 +222,10 @@ final class H1Connection {
             fieldCount: table.count, fields: UnsafePointer(spans), peer: peer)
         accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(request) : nil
         worker.requestsServed += 1
+        if head.upgrade, worker.asgi != nil, let verdict = webSocketVerdict(head) {
+            startWebSocket(verdict, request: request)
+            return
+        }
         if let asgi = worker.asgi {
             phase = .request
             responseComplete = false
@@ -325,6 +335,10 @@ final class H1Connection {
         case .request:
             want = .peerClosed
             if bodyWanted { want.insert(.readable) }
+            if hasPendingOutput { want.insert(.writable) }
+        case .websocket:
+            want = .peerClosed
+            if ws.accepted && !ws.paused && !ws.closeReceived { want.insert(.readable) }
             if hasPendingOutput { want.insert(.writable) }
         case .head, .discarding, .lingering:
             want = .readable

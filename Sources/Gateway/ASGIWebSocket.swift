@@ -1,0 +1,355 @@
+import CPython
+import CPyShim
+import Core
+import PyBridge
+
+/// One ASGI WebSocket connection (ASGI WebSocket spec 2.4): the state
+/// machine behind its `receive` and `send`.
+///
+///     connect ─▶ (accept ─▶ messages both ways ─▶ close) | deny ─▶ disconnect
+///
+/// `receive()` first answers `websocket.connect`; after `websocket.accept`
+/// it answers each message the peer sent (queued up to `maxQueue`
+/// messages / `maxQueueBytes`; past that the transport stops reading, so a
+/// fast sender meets TCP backpressure rather than our memory) and finally
+/// `websocket.disconnect` with the close code. `send()` of a close before
+/// accept denies the handshake with 403; the denial extension
+/// (`websocket.http.response.*`) sends a response of the application's own.
+final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
+    unowned(unsafe) let gateway: ASGIGateway
+    private var exchange: WebSocketExchange?
+    private var keys: ASGIKeys { gateway.keys }
+
+    private var connectDelivered = false
+    private var accepted = false
+    private var denied = false
+    private var denyStarted = false
+    private var closeSent = false
+    private var ended = false
+    private var endCode = 1006
+    private var endReason: PyRef?
+    private var queue: [PyRef] = []
+    private var queuedBytes = 0
+    private var paused = false
+    private var receiveWaiter: PyRef?
+    private var sendWaiter: PyRef?
+
+    static let maxQueue = 32
+    static let maxQueueBytes = 4 << 20
+
+    init(gateway: ASGIGateway, exchange: WebSocketExchange) {
+        self.gateway = gateway
+        self.exchange = exchange
+    }
+
+    // MARK: - receive()
+
+    func receive() -> PyRef? {
+        if let waiter = receiveWaiter {
+            guard gateway.isDone(waiter) else {
+                Py.raise(Py.runtimeError, "receive() called again while a previous receive() is still pending")
+                return nil
+            }
+            receiveWaiter = nil
+            Py.decref(waiter)
+        }
+        if !connectDelivered {
+            connectDelivered = true
+            return ReadyAwaitable.make(stealing: message(keys.wsConnect))
+        }
+        if let next = dequeue() { return ReadyAwaitable.make(stealing: next) }
+        if ended || denied { return disconnectMessage().flatMap { ReadyAwaitable.make(stealing: $0) } }
+        guard let future = gateway.newFuture() else { return nil }
+        Py.incref(future)
+        receiveWaiter = future
+        return future
+    }
+
+    private func dequeue() -> PyRef? {
+        guard !queue.isEmpty else { return nil }
+        let m = queue.removeFirst()
+        if let data = PyDict_GetItem(m, keys.bytes) ?? PyDict_GetItem(m, keys.text) { queuedBytes -= PyObject_Length(data) }
+        if paused && queue.count < ASGIWebSocket.maxQueue && queuedBytes < ASGIWebSocket.maxQueueBytes {
+            paused = false
+            exchange?.resumeReading()
+        }
+        return m
+    }
+
+    private func message(_ type: PyRef) -> PyRef {
+        let d = PyDict_New()!
+        PyDict_SetItem(d, keys.type, type)
+        return d
+    }
+
+    private func disconnectMessage() -> PyRef? {
+        let d = message(keys.wsDisconnect)
+        let code = Py.int(endCode)
+        PyDict_SetItem(d, keys.code, code)
+        Py.decref(code)
+        PyDict_SetItem(d, keys.reason, endReason ?? Py.str(""))
+        return d
+    }
+
+    // MARK: - send()
+
+    func send(_ message: PyRef) -> PyRef? {
+        guard pshim_dict_check(message) != 0 else {
+            Py.raise(Py.typeError, "send() takes a dict message, not \(Py.typeName(message))")
+            return nil
+        }
+        guard let type = PyDict_GetItemWithError(message, keys.type), pshim_unicode_check(type) != 0 else {
+            if PyErr_Occurred() == nil { Py.raise(Py.typeError, "the message has no 'type' str") }
+            return nil
+        }
+        if keys.same(type, keys.wsSend) { return sendData(message) }
+        if keys.same(type, keys.wsAccept) { return accept(message) }
+        if keys.same(type, keys.wsClose) { return close(message) }
+        if keys.same(type, keys.wsResponseStart) { return denyStart(message) }
+        if keys.same(type, keys.wsResponseBody) { return denyBody(message) }
+        Py.raise(Py.runtimeError, "unexpected ASGI message type \(Py.describe(type)) for a websocket scope")
+        return nil
+    }
+
+    private func accept(_ message: PyRef) -> PyRef? {
+        guard !accepted && !denied && !closeSent else {
+            Py.raise(Py.runtimeError, "websocket.accept sent after the handshake was answered")
+            return nil
+        }
+        var subprotocol: UnsafeRawBufferPointer?
+        if let s = PyDict_GetItemWithError(message, keys.subprotocol), s != Py.none {
+            guard pshim_unicode_check(s) != 0 else {
+                Py.raise(Py.typeError, "websocket.accept 'subprotocol' must be a str or None")
+                return nil
+            }
+            let view = latin1View(s)
+            guard validToken(view) else {
+                Py.raise(Py.valueError, "websocket.accept 'subprotocol' must be a token, got \(Py.describe(s))")
+                return nil
+            }
+            subprotocol = view
+        } else if PyErr_Occurred() != nil { return nil }
+        var store = HeaderStore()
+        if let headers = PyDict_GetItemWithError(message, keys.headers) {
+            guard store.load(headers, context: "websocket.accept") else { return nil }
+        } else if PyErr_Occurred() != nil { return nil }
+        accepted = true
+        guard let exchange, !ended else { return ReadyAwaitable.newNone() }
+        return outcome(store.withFields { exchange.acceptWebSocket(subprotocol: subprotocol, fields: $0) })
+    }
+
+    private func sendData(_ message: PyRef) -> PyRef? {
+        guard accepted else {
+            Py.raise(Py.runtimeError, "websocket.send before websocket.accept")
+            return nil
+        }
+        guard !closeSent else {
+            Py.raise(Py.runtimeError, "websocket.send after websocket.close")
+            return nil
+        }
+        let b = PyDict_GetItemWithError(message, keys.bytes).flatMap { $0 == Py.none ? nil : $0 }
+        let t = PyDict_GetItemWithError(message, keys.text).flatMap { $0 == Py.none ? nil : $0 }
+        if PyErr_Occurred() != nil { return nil }
+        guard (b == nil) != (t == nil) else {
+            Py.raise(Py.valueError, "websocket.send needs exactly one of 'bytes' and 'text'")
+            return nil
+        }
+        guard let exchange, !ended else { return clientGone() }
+        if let b {
+            guard pshim_bytes_check(b) != 0 || pshim_bytearray_check(b) != 0 else {
+                Py.raise(Py.typeError, "websocket.send 'bytes' must be bytes")
+                return nil
+            }
+            let view = pshim_bytes_check(b) != 0
+                ? UnsafeRawBufferPointer(start: pshim_bytes_data(b), count: pshim_bytes_size(b))
+                : UnsafeRawBufferPointer(start: pshim_bytearray_data(b), count: pshim_bytearray_size(b))
+            return outcome(exchange.sendMessage(view, text: false))
+        }
+        guard pshim_unicode_check(t!) != 0 else {
+            Py.raise(Py.typeError, "websocket.send 'text' must be a str")
+            return nil
+        }
+        var size: Py_ssize_t = 0
+        guard let utf8 = PyUnicode_AsUTF8AndSize(t!, &size) else { return nil }
+        return outcome(exchange.sendMessage(UnsafeRawBufferPointer(start: utf8, count: size), text: true))
+    }
+
+    private func close(_ message: PyRef) -> PyRef? {
+        guard !closeSent && !denied else { return ReadyAwaitable.newNone() }  // closing twice is harmless
+        var code = 1000
+        if let c = PyDict_GetItemWithError(message, keys.code), c != Py.none {
+            code = PyLong_AsLong(c)
+            if PyErr_Occurred() != nil { return nil }
+        }
+        var reason = UnsafeRawBufferPointer(start: nil, count: 0)
+        var size: Py_ssize_t = 0
+        if let r = PyDict_GetItemWithError(message, keys.reason), r != Py.none {
+            guard pshim_unicode_check(r) != 0, let utf8 = PyUnicode_AsUTF8AndSize(r, &size) else {
+                if PyErr_Occurred() == nil { Py.raise(Py.typeError, "websocket.close 'reason' must be a str") }
+                return nil
+            }
+            reason = UnsafeRawBufferPointer(start: utf8, count: min(size, 123))
+        }
+        if !accepted {
+            // A close before accept refuses the handshake (ASGI: 403).
+            return deny(status: 403)
+        }
+        closeSent = true
+        guard let exchange, !ended else { return ReadyAwaitable.newNone() }
+        return outcome(exchange.sendClose(code: code, reason: reason))
+    }
+
+    private func deny(status: Int) -> PyRef? {
+        denied = true
+        guard let exchange, !ended else { return ReadyAwaitable.newNone() }
+        let head = ResponseHead(status: status, reason: UnsafeRawBufferPointer(start: nil, count: 0),
+                                fields: UnsafeBufferPointer(start: nil, count: 0), contentLength: 0, close: true)
+        _ = exchange.denyWebSocket(head)
+        return outcome(exchange.denyBody(UnsafeRawBufferPointer(start: nil, count: 0), final: true))
+    }
+
+    private func denyStart(_ message: PyRef) -> PyRef? {
+        guard !accepted && !denyStarted && !denied else {
+            Py.raise(Py.runtimeError, "websocket.http.response.start after the handshake was answered")
+            return nil
+        }
+        guard let statusObj = PyDict_GetItemWithError(message, keys.status), pshim_long_check(statusObj) != 0 else {
+            if PyErr_Occurred() == nil { Py.raise(Py.typeError, "websocket.http.response.start needs an int 'status'") }
+            return nil
+        }
+        let status = PyLong_AsLong(statusObj)
+        guard status >= 200 && status <= 999 else {
+            Py.raise(Py.valueError, "websocket.http.response.start status \(status) is not a final status")
+            return nil
+        }
+        var store = HeaderStore()
+        if let headers = PyDict_GetItemWithError(message, keys.headers) {
+            guard store.load(headers, context: "websocket.http.response.start") else { return nil }
+        } else if PyErr_Occurred() != nil { return nil }
+        denyStarted = true
+        denied = true
+        guard let exchange, !ended else { return ReadyAwaitable.newNone() }
+        let length = store.contentLength
+        return outcome(store.withFields { fields in
+            exchange.denyWebSocket(ResponseHead(status: status, reason: UnsafeRawBufferPointer(start: nil, count: 0),
+                                                fields: fields, contentLength: length, close: true))
+        })
+    }
+
+    private func denyBody(_ message: PyRef) -> PyRef? {
+        guard denyStarted else {
+            Py.raise(Py.runtimeError, "websocket.http.response.body before websocket.http.response.start")
+            return nil
+        }
+        var body = UnsafeRawBufferPointer(start: nil, count: 0)
+        if let b = PyDict_GetItemWithError(message, keys.body) {
+            guard pshim_bytes_check(b) != 0 else {
+                Py.raise(Py.typeError, "websocket.http.response.body 'body' must be bytes")
+                return nil
+            }
+            body = UnsafeRawBufferPointer(start: pshim_bytes_data(b), count: pshim_bytes_size(b))
+        } else if PyErr_Occurred() != nil { return nil }
+        var more = false
+        if let m = PyDict_GetItemWithError(message, keys.moreBody) { more = PyObject_IsTrue(m) == 1 }
+        guard let exchange, !ended else { return ReadyAwaitable.newNone() }
+        return outcome(exchange.denyBody(body, final: !more))
+    }
+
+    private func outcome(_ o: SendOutcome) -> PyRef? {
+        switch o {
+        case .done:
+            return ReadyAwaitable.newNone()
+        case .closed:
+            return clientGone()
+        case .backpressure:
+            guard let future = gateway.newFuture() else { return nil }
+            Py.xdecref(sendWaiter)
+            Py.incref(future)
+            sendWaiter = future
+            return future
+        }
+    }
+
+    private func clientGone() -> PyRef? {
+        Py.raise(gateway.clientDisconnected, "the client disconnected")
+        return nil
+    }
+
+    // MARK: - Transport events
+
+    func messageReceived(_ bytes: UnsafeRawBufferPointer, text: Bool) {
+        let m = message(keys.wsReceive)
+        let data = text
+            ? PyUnicode_DecodeUTF8(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count, "strict")
+            : Py.bytes(bytes)
+        guard let data else { PyErr_Clear(); Py.decref(m); return }
+        PyDict_SetItem(m, text ? keys.text : keys.bytes, data)
+        Py.decref(data)
+        if let waiter = receiveWaiter, !gateway.isDone(waiter) {
+            receiveWaiter = nil
+            gateway.resolve(waiter, m)
+            Py.decref(waiter)
+            Py.decref(m)
+            return
+        }
+        queue.append(m)
+        queuedBytes += bytes.count
+        if !paused && (queue.count >= ASGIWebSocket.maxQueue || queuedBytes >= ASGIWebSocket.maxQueueBytes) {
+            paused = true
+            exchange?.pauseReading()
+        }
+    }
+
+    func outputDrained() {
+        guard let waiter = sendWaiter else { return }
+        sendWaiter = nil
+        gateway.resolve(waiter, Py.none)
+        Py.decref(waiter)
+    }
+
+    func webSocketEnded(code: Int, reason: UnsafeRawBufferPointer) {
+        guard !ended else { return }
+        ended = true
+        exchange = nil
+        endCode = code
+        endReason = PyUnicode_DecodeUTF8(reason.baseAddress?.assumingMemoryBound(to: CChar.self), reason.count, "replace")
+        if endReason == nil { PyErr_Clear() }
+        if let waiter = receiveWaiter {
+            receiveWaiter = nil
+            if let m = disconnectMessage() {
+                gateway.resolve(waiter, m)
+                Py.decref(m)
+            }
+            Py.decref(waiter)
+        }
+        if let waiter = sendWaiter {
+            sendWaiter = nil
+            gateway.reject(waiter, with: gateway.clientDisconnected, "the client disconnected")
+            Py.decref(waiter)
+        }
+    }
+
+    /// The application's task ended. Before an answer to the handshake: an
+    /// error is a 500, a plain return a 403. After accept: an error closes
+    /// with 1011, a return without closing with 1000.
+    func taskDone(_ task: PyRef) {
+        let failure = gateway.taskException(task)
+        if let failure {
+            Log.error("the ASGI application raised \(failure.exceptionName) in a websocket: \(failure.message)\n\(failure.text)")
+        }
+        if let exchange, !ended {
+            if !accepted && !denied {
+                _ = deny(status: failure == nil ? 403 : 500)
+            } else if accepted && !closeSent {
+                closeSent = true
+                _ = exchange.sendClose(code: failure == nil ? 1000 : 1011, reason: UnsafeRawBufferPointer(start: nil, count: 0))
+            } else if denyStarted && exchange === self.exchange {
+                _ = exchange.denyBody(UnsafeRawBufferPointer(start: nil, count: 0), final: true)
+            }
+        }
+        Py.xdecref(receiveWaiter); receiveWaiter = nil
+        Py.xdecref(sendWaiter); sendWaiter = nil
+        for m in queue { Py.decref(m) }
+        queue.removeAll()
+    }
+}
