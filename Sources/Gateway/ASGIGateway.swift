@@ -25,6 +25,9 @@ public final class ASGIGateway {
     /// `peregrine.ClientDisconnected` (an OSError): raised by `send()` once
     /// the client has gone.
     let clientDisconnected: PyRef
+    /// Messages / bytes queued per WebSocket before its reading pauses.
+    public var webSocketMaxQueue = 32
+    public var webSocketMaxQueueBytes = 4 << 20
 
     public init(app: PyRef, rootPath: String, scheme: String) {
         self.app = app

@@ -34,8 +34,6 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     private var receiveWaiter: PyRef?
     private var sendWaiter: PyRef?
 
-    static let maxQueue = 32
-    static let maxQueueBytes = 4 << 20
 
     init(gateway: ASGIGateway, exchange: WebSocketExchange) {
         self.gateway = gateway
@@ -69,7 +67,7 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
         guard !queue.isEmpty else { return nil }
         let m = queue.removeFirst()
         if let data = PyDict_GetItem(m, keys.bytes) ?? PyDict_GetItem(m, keys.text) { queuedBytes -= PyObject_Length(data) }
-        if paused && queue.count < ASGIWebSocket.maxQueue && queuedBytes < ASGIWebSocket.maxQueueBytes {
+        if paused && queue.count < gateway.webSocketMaxQueue && queuedBytes < gateway.webSocketMaxQueueBytes {
             paused = false
             exchange?.resumeReading()
         }
@@ -294,7 +292,7 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
         }
         queue.append(m)
         queuedBytes += bytes.count
-        if !paused && (queue.count >= ASGIWebSocket.maxQueue || queuedBytes >= ASGIWebSocket.maxQueueBytes) {
+        if !paused && (queue.count >= gateway.webSocketMaxQueue || queuedBytes >= gateway.webSocketMaxQueueBytes) {
             paused = true
             exchange?.pauseReading()
         }

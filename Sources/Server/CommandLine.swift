@@ -52,6 +52,14 @@ options:
   --reload                 restart workers when source files change
   --reload-dir DIR         directory to watch (repeatable; default: current)
   --reload-include GLOB    file pattern to watch (repeatable; default *.py)
+  --no-websockets          answer WebSocket upgrades with 501
+  --ws-max-message BYTES   largest WebSocket message (default 16m; 1009 beyond)
+  --ws-max-queue N         messages queued for a slow application (default 32)
+  --ws-max-queue-bytes N   bytes queued for a slow application (default 4m)
+  --ws-ping-interval MS    keepalive ping after this much silence (default
+                           20000; 0 = never)
+  --ws-ping-timeout MS     close (1011) when a ping's pong is this late
+                           (default 20000)
   --no-lifespan            ASGI: skip the lifespan protocol
   --no-uvloop              ASGI: use asyncio's own loop even if uvloop is installed
   --version                print the version and exit
@@ -146,6 +154,12 @@ public enum CommandLineParser {
                 guard parts.count == 2 else { throw UsageError(message: "--worker is internal (LISTEN:STATUS)") }
                 config.inheritedListener = parts[0]
                 config.statusFD = parts[1]
+            case "--no-websockets": try flag(); config.websockets = false
+            case "--ws-max-message": config.wsMaxMessage = try size(name, try value(), 1...(1 << 40))
+            case "--ws-max-queue": config.wsMaxQueue = try integer(name, try value(), 1...1_000_000)
+            case "--ws-max-queue-bytes": config.wsMaxQueueBytes = try size(name, try value(), 1...(1 << 40))
+            case "--ws-ping-interval": config.wsPingIntervalMilliseconds = try integer(name, try value(), 0...86_400_000)
+            case "--ws-ping-timeout": config.wsPingTimeoutMilliseconds = try integer(name, try value(), 1...86_400_000)
             case "--no-lifespan": try flag(); config.lifespan = false
             case "--no-uvloop": try flag(); config.uvloop = false
             case "--access-log-format":

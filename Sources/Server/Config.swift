@@ -43,6 +43,17 @@ public struct Config: Sendable {
     /// Largest WebSocket message (after reassembly); a larger one closes
     /// the connection with 1009.
     public var wsMaxMessage = 16 << 20
+    /// Messages (and bytes) queued for an application that has not received
+    /// them yet; past either, the connection is not read until it catches up.
+    public var wsMaxQueue = 32
+    public var wsMaxQueueBytes = 4 << 20
+    /// Keepalive: a ping after this much silence (0: never), and a close
+    /// (1011) when its pong has not come within the timeout.
+    public var wsPingIntervalMilliseconds = 20_000
+    public var wsPingTimeoutMilliseconds = 20_000
+    /// Refuse WebSocket upgrades (501) instead of passing them to an ASGI
+    /// application.
+    public var websockets = true
     /// ASGI: use uvloop when it can be imported.
     public var uvloop = true
 

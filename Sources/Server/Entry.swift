@@ -92,6 +92,8 @@ public enum Main {
         }
         let wsgi = proto == .wsgi ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: "http", multiprocess: config.workers != 1) : nil
         let asgi = proto == .asgi ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: "http") : nil
+        asgi?.webSocketMaxQueue = config.wsMaxQueue
+        asgi?.webSocketMaxQueueBytes = config.wsMaxQueueBytes
         let worker: Worker
         do {
             worker = try Worker(config: config, listener: listener, wsgi: wsgi, asgi: asgi, signalFD: signalFD)

@@ -15,6 +15,8 @@ struct WebSocketState {
     var closeReceived = false
     var closeWhenFlushed = false
     var denying = false
+    /// A keepalive ping is out and its pong not yet back.
+    var pingOutstanding = false
     /// The message being assembled from fragments.
     var message: [UInt8] = []
     var messageIsText = false
@@ -109,6 +111,7 @@ extension H1Connection: WebSocketExchange {
         }
         let result = webSocketOutcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false))
         updateInterest()
+        if phase == .websocket && !hasPendingOutput { armKeepalive() }
         // Frames the client sent right behind its handshake are already here.
         if phase == .websocket && !input.isEmpty { processFrames() }
         return result
@@ -179,7 +182,9 @@ extension H1Connection: WebSocketExchange {
         }
         if ws.paused { return }
         switch fill() {
-        case .data: processFrames()
+        case .data:
+            processFrames()
+            if phase == .websocket && !hasPendingOutput && !ws.pingOutstanding { armKeepalive() }
         case .again: return
         case .eof, .error: clientGone()
         }
@@ -193,9 +198,49 @@ extension H1Connection: WebSocketExchange {
         }
         if !hasPendingOutput {
             if ws.closeWhenFlushed { close(); return }
-            if !ws.closeSent { worker.disarm(self) }
+            if !ws.closeSent { armKeepalive() }
         }
         updateInterest()
+    }
+
+    /// The connection's one timer, in this phase: write stall while output
+    /// is pending, the wait for the peer's close after ours, otherwise the
+    /// keepalive ping and then the wait for its pong.
+    func armKeepalive() {
+        if ws.closeSent || ws.denying || !ws.accepted { return }
+        let interval = ws.pingOutstanding ? worker.config.wsPingTimeoutMilliseconds : worker.config.wsPingIntervalMilliseconds
+        if interval > 0 { worker.arm(self, milliseconds: interval) } else { worker.disarm(self) }
+    }
+
+    func webSocketTimeout() {
+        if hasPendingOutput || ws.closeSent || !ws.accepted {
+            // Not draining, or the peer never answered our close.
+            clientGone()
+            return
+        }
+        if ws.pingOutstanding {
+            // RFC 6455 §7.4.1 1011: the keepalive pong never came.
+            stageClose(code: CloseCode(rawValue: 1011), reason: UnsafeRawBufferPointer(start: nil, count: 0))
+            ws.closeWhenFlushed = true
+            endWebSocket(code: 1006, reason: UnsafeRawBufferPointer(start: nil, count: 0))
+            if transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false) && !hasPendingOutput { close() }
+            return
+        }
+        let payload: StaticString = "peregrine"
+        worker.out.reserve(2 + payload.utf8CodeUnitCount)
+        worker.out.count += FrameEncoder.writePing(
+            payload: UnsafeRawBufferPointer(start: payload.utf8Start, count: payload.utf8CodeUnitCount),
+            into: UnsafeMutableRawBufferPointer(start: worker.out.base + worker.out.count, count: 2 + payload.utf8CodeUnitCount))
+        ws.pingOutstanding = true
+        guard transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false) else { clientGone(); return }
+        if !hasPendingOutput { armKeepalive() }
+    }
+
+    /// Graceful shutdown: close with 1001 (going away).
+    func closeWebSocketGoingAway() {
+        guard phase == .websocket else { return }
+        guard ws.accepted, !ws.closeSent else { if !ws.accepted { clientGone() }; return }
+        _ = sendClose(code: 1001, reason: UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
     /// Decodes and delivers the frames in the input buffer.
@@ -255,7 +300,8 @@ extension H1Connection: WebSocketExchange {
                 into: UnsafeMutableRawBufferPointer(start: worker.out.base + worker.out.count, count: 2 + payload.count))
             _ = transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false)
         case .pongReceived:
-            return
+            ws.pingOutstanding = false
+            if !hasPendingOutput { armKeepalive() }
         case .closeReceived(let code, let reasonSpan):
             ws.closeReceived = true
             let reason = bytes(reasonSpan)

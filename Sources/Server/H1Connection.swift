@@ -162,9 +162,10 @@ final class H1Connection {
             keepAlive = false
             updateInterest()
             delegate?.bodyReady()
-        case .request, .websocket:
-            // Output has not drained within the write-stall timeout, or the
-            // peer never answered our close frame.
+        case .websocket:
+            webSocketTimeout()
+        case .request:
+            // Output has not drained within the write-stall timeout.
             clientGone()
         case .lingering:
             drainForLinger()
@@ -223,7 +224,11 @@ final class H1Connection {
         accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(request) : nil
         worker.requestsServed += 1
         if head.upgrade, worker.asgi != nil, let verdict = webSocketVerdict(head) {
-            startWebSocket(verdict, request: request)
+            if worker.config.websockets {
+                startWebSocket(verdict, request: request)
+            } else {
+                sendErrorAndLinger(501)
+            }
             return
         }
         if let asgi = worker.asgi {

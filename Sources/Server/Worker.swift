@@ -271,6 +271,7 @@ final class Worker {
 
         for c in slots {
             switch c.phase {
+            case .websocket: c.closeWebSocketGoingAway()
             case .lingering: c.close()
             case .head where closeIdle: c.close()
             default: break
