@@ -186,7 +186,12 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
                 if PyErr_Occurred() == nil { Py.raise(Py.typeError, "websocket.close 'reason' must be a str") }
                 return nil
             }
-            reason = UnsafeRawBufferPointer(start: utf8, count: min(size, 123))
+            // A close frame holds at most 123 bytes of reason, and they must
+            // stay valid UTF-8 (RFC 6455 §5.5.1): cut at a character boundary.
+            var n = min(size, 123)
+            let bytes = UnsafeRawBufferPointer(start: utf8, count: size)
+            while n < size && n > 0 && bytes[n] & 0xC0 == 0x80 { n -= 1 }
+            reason = UnsafeRawBufferPointer(start: utf8, count: n)
         }
         if !accepted {
             // A close before accept refuses the handshake (ASGI: 403).
