@@ -19,6 +19,7 @@
 #include <sys/random.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <sys/sendfile.h>
@@ -485,3 +486,19 @@ int csys_block_stop_signals(void) {
 }
 
 int csys_shutdown_listener(int fd) { return shutdown(fd, SHUT_RDWR); }
+void csys_yield(void) { sched_yield(); }
+
+int csys_board_create(int slots) {
+    int fd = memfd_create("peregrine-board", MFD_CLOEXEC);
+    if (fd < 0) return -1;
+    if (ftruncate(fd, (off_t)slots * 8) != 0) { close(fd); return -1; }
+    return fd;
+}
+
+int64_t *csys_board_map(int fd, int slots) {
+    void *p = mmap(NULL, (size_t)slots * 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : (int64_t *)p;
+}
+
+void csys_board_store(int64_t *board, int slot, int64_t value) { __atomic_store_n(&board[slot], value, __ATOMIC_RELAXED); }
+int64_t csys_board_load(int64_t *board, int slot) { return __atomic_load_n(&board[slot], __ATOMIC_RELAXED); }

@@ -151,9 +151,16 @@ public enum CommandLineParser {
             case "--reload-include": config.reloadIncludes.append(try value())
             case "--worker":
                 let parts = try value().split(separator: ":").compactMap { Int32($0) }
-                guard parts.count == 2 else { throw UsageError(message: "--worker is internal (LISTEN:STATUS)") }
+                guard parts.count == 2 || parts.count == 5 else {
+                    throw UsageError(message: "--worker is internal (LISTEN:STATUS[:BOARD:SLOT:SLOTS])")
+                }
                 config.inheritedListener = parts[0]
                 config.statusFD = parts[1]
+                if parts.count == 5 {
+                    config.boardFD = parts[2]
+                    config.boardSlot = Int(parts[3])
+                    config.boardSlots = Int(parts[4])
+                }
             case "--no-websockets": try flag(); config.websockets = false
             case "--ws-max-message": config.wsMaxMessage = try size(name, try value(), 1...(1 << 40))
             case "--ws-max-queue": config.wsMaxQueue = try integer(name, try value(), 1...1_000_000)

@@ -77,6 +77,11 @@ public struct Config: Sendable {
     /// the inherited listening socket and the pipe to the supervisor.
     public var inheritedListener: Int32 = -1
     public var statusFD: Int32 = -1
+    /// The shared load board (see csys_board_create): descriptor, this
+    /// worker's slot, and the number of slots.
+    public var boardFD: Int32 = -1
+    public var boardSlot = 0
+    public var boardSlots = 0
     public var isWorker: Bool { inheritedListener >= 0 }
 
     public init() {}

@@ -40,6 +40,8 @@ final class Supervisor {
         /// The worker this one replaces, told to drain once this is ready.
         var replaces: Int32?
         var recycleRequested = false
+        /// Its slot on the load board.
+        var boardSlot = 0
     }
 
     private let config: Config
@@ -60,6 +62,11 @@ final class Supervisor {
     private var reloadDue: Instant?
     private var reloadBroken = false
     private let workerCount: Int
+    /// Load board: two slots per worker slot, so a replacement and the
+    /// worker it replaces publish side by side.
+    private var boardFD: Int32 = -1
+    private var board: UnsafeMutablePointer<Int64>?
+    private var boardNext: [Int: Int] = [:]
 
     private static let signalToken: UInt64 = 1 << 62
     private static let inotifyToken: UInt64 = 1 << 62 | 1
@@ -75,6 +82,13 @@ final class Supervisor {
         executable = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         workerCount = config.workers == 0 ? Int(csys_cpu_count()) : config.workers
         signalFD = csys_signalfd_open(1)
+        if workerCount > 1 {
+            boardFD = csys_board_create(Int32(2 * workerCount))
+            if boardFD >= 0, let b = csys_board_map(boardFD, Int32(2 * workerCount)) {
+                board = b
+                for i in 0..<(2 * workerCount) { csys_board_store(b, Int32(i), Int64.max) }
+            }
+        }
         do {
             poller = try Poller()
             try poller.add(signalFD, token: Supervisor.signalToken, interest: .readable)
@@ -144,10 +158,20 @@ final class Supervisor {
             Log.error("cannot create a status pipe: \(SystemError(call: "pipe2", errno: csys_errno()))")
             return
         }
-        let args = [executable] + arguments + ["--worker", "\(listener.fd):\(fds[1])"]
+        var workerArg = "\(listener.fd):\(fds[1])"
+        var keep: [Int32] = [listener.fd, fds[1]]
+        var boardSlot = 0
+        if let board {
+            let bit = boardNext[slot] ?? 0
+            boardNext[slot] = bit ^ 1
+            boardSlot = 2 * slot + bit
+            csys_board_store(board, Int32(boardSlot), Int64.max)
+            workerArg += ":\(boardFD):\(boardSlot):\(2 * workerCount)"
+            keep.append(boardFD)
+        }
+        let args = [executable] + arguments + ["--worker", workerArg]
         var cargs: [UnsafeMutablePointer<CChar>?] = args.map { strdupC($0) } + [nil]
-        let keep: [Int32] = [listener.fd, fds[1]]
-        let pid = csys_spawn(executable, &cargs, keep, 2)
+        let pid = csys_spawn(executable, &cargs, keep, Int32(keep.count))
         for p in cargs { p?.deallocate() }
         _ = csys_close(fds[1])
         guard pid > 0 else {
@@ -157,7 +181,7 @@ final class Supervisor {
         }
         let now = Instant.now()
         workers[pid] = WorkerRecord(pid: pid, statusFD: fds[0], slot: slot, state: .starting, started: now,
-                                    lastBeat: now, replaces: replaces)
+                                    lastBeat: now, replaces: replaces, boardSlot: boardSlot)
         try? poller.add(fds[0], token: UInt64(UInt32(bitPattern: pid)), interest: .readable)
         Log.debug("started worker \(pid) (slot \(slot))")
     }
@@ -226,6 +250,7 @@ final class Supervisor {
             let pid = csys_reap(&status, &signal)
             if pid <= 0 { return nil }
             guard let rec = workers.removeValue(forKey: pid) else { continue }
+            if let board { csys_board_store(board, Int32(rec.boardSlot), Int64.max) }
             if rec.statusFD >= 0 {
                 poller.remove(rec.statusFD)
                 _ = csys_close(rec.statusFD)

@@ -49,6 +49,8 @@ final class Worker {
     private var requestTokens: UInt64 = 0
     var requestsServed = 0
     private var expired: [Int] = []
+    private let board: UnsafeMutablePointer<Int64>?
+    private var deferringSince: Instant?
 
     private static let listenerToken: UInt64 = 1 << 63
     private static let signalToken: UInt64 = 1 << 63 | 1
@@ -65,6 +67,7 @@ final class Worker {
         headerTable = H1HeaderTable(capacity: l.maxHeaderCount)
         fieldSpans = .allocate(capacity: l.maxHeaderCount)
         accessLog = AccessLog(enabled: config.accessLog, format: config.accessLogFormat)
+        board = config.boardFD >= 0 ? csys_board_map(config.boardFD, Int32(config.boardSlots)) : nil
         recycleLimit = config.maxRequests > 0
             ? config.maxRequests + (config.maxRequestsJitter > 0 ? Int(csys_random() % UInt32(config.maxRequestsJitter + 1)) : 0)
             : 0
@@ -88,6 +91,7 @@ final class Worker {
 
     /// The WSGI loop: blocks in epoll (GIL released) until stopped.
     func run() {
+        publishLoad()
         while !finished {
             var timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
             if config.statusFD >= 0 { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
@@ -102,6 +106,7 @@ final class Worker {
     func runAsync(app: PyRef, lifespan: Bool, uvloop: Bool, onStarted: @escaping (String) -> Void) throws(StartupError) {
         EventLoopDriver.attached = { [unowned self] loop, state, name in
             asgi!.attach(loop: loop, state: state)
+            publishLoad()
             onStarted(name)
             scheduleTimer()
         }
@@ -166,6 +171,7 @@ final class Worker {
             }
             var port: Int32 = 0
             var isUnix: Int32 = 0
+            if deferToLessLoadedSibling() { return }
             let fd = csys_accept(listener.fd, &addr, 64, &port, &isUnix)
             if fd < 0 { return }
             let index: Int
@@ -188,6 +194,7 @@ final class Worker {
             let peer = PeerInfo(remoteAddress: remote, remotePort: Int(port), serverName: serverName,
                                 serverPort: listener.isUnix ? 0 : Int(localPort), isUnix: isUnix != 0, scheme: "http")
             openCount += 1
+            publishLoad()
             c.open(fd: fd, peer: peer, generation: generations[index])
             do {
                 try poller.add(fd, token: c.token, interest: .readable)
@@ -206,8 +213,42 @@ final class Worker {
         guard lingeringCount < config.maxConnections else { return false }
         lingeringCount += 1
         openCount -= 1
+        publishLoad()
         resumeAcceptingIfPaused()
         return true
+    }
+
+    /// With several workers on one socket, every one of them is woken for a
+    /// new connection, and the one that runs first would take most of them.
+    /// Each worker publishes its open-connection count on the supervisor's
+    /// load board; a worker holding more than one connection above the
+    /// least loaded sibling lets that sibling take the connection — for at
+    /// most 2 ms, so a sibling stuck in a long WSGI call cannot strand it.
+    private func deferToLessLoadedSibling() -> Bool {
+        guard let board, !stopping else { return false }
+        var least = Int64.max
+        for i in 0..<config.boardSlots where i != config.boardSlot {
+            least = min(least, csys_board_load(board, Int32(i)))
+        }
+        guard least != Int64.max, Int64(openCount) > least + 1 else {
+            deferringSince = nil
+            return false
+        }
+        let t = Instant.now()
+        if let since = deferringSince {
+            if t.milliseconds(since: since) >= 2 {
+                deferringSince = nil
+                return false
+            }
+        } else {
+            deferringSince = t
+        }
+        return true
+    }
+
+    private func publishLoad() {
+        guard let board else { return }
+        csys_board_store(board, Int32(config.boardSlot), stopping ? Int64.max : Int64(openCount))
     }
 
     func connectionClosed(_ c: H1Connection, wasLingering: Bool) {
@@ -215,6 +256,7 @@ final class Worker {
         generations[c.index] &+= 1
         freeSlots.append(c.index)
         if wasLingering { lingeringCount -= 1 } else { openCount -= 1 }
+        publishLoad()
         resumeAcceptingIfPaused()
     }
 
@@ -260,6 +302,7 @@ final class Worker {
 
     private func beginStopping(closeIdle: Bool) {
         stopping = true
+        publishLoad()
         hardStopping = closeIdle
         gracefulDeadline = now.adding(milliseconds: config.gracefulTimeoutMilliseconds)
         if accepting { poller.remove(listener.fd) }

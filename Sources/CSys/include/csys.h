@@ -90,6 +90,15 @@ unsigned csys_random(void);
 int csys_pipe(int fds[2]);
 // CPUs this process may run on.
 int csys_cpu_count(void);
+void csys_yield(void);
+
+// Load board shared by the supervisor and its workers: one 64-bit slot per
+// worker holding its open-connection count (INT64_MAX: not accepting).
+// The supervisor creates it (a memfd, inherited by workers) and maps it.
+int csys_board_create(int slots);
+int64_t *csys_board_map(int fd, int slots);
+void csys_board_store(int64_t *board, int slot, int64_t value);
+int64_t csys_board_load(int64_t *board, int slot);
 // The path of the running executable (/proc/self/exe), into out.
 int csys_self_exe(char *out, size_t len);
 
