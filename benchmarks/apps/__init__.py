@@ -1,0 +1,1 @@
+"""Applications served by every server in the benchmark harness."""

@@ -1,0 +1,161 @@
+"""Resident memory of each server (whole process tree) idle, and with 1,000 idle keep-alive connections.
+
+Usage: python3 benchmarks/memory.py [--connections 1000] [--servers a,b] [--output FILE]
+
+Each server serves the `hello` application. After start-up and a short settle, the RSS and PSS of its process
+tree are read from /proc; then 1,000 connections each make one keep-alive request and stay open, idle, and the
+memory is read again. The difference over the connections still open is the per-connection cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import harness
+from harness import APPS, HOST, SERVERS, App, Environment, log
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: Idle keep-alive timeout asked of servers that have one, so that the connections outlive the measurement.
+KEEP_ALIVE_SECONDS = 300
+SETTLE_SECONDS = 2.0
+OPEN_TIMEOUT_SECONDS = 30.0
+
+
+async def _one(
+    app: App, port: int, gate: asyncio.Semaphore
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    """Open a connection, make one request, read the whole response; keep the connection."""
+    async with gate:
+        try:
+            reader, writer = await asyncio.open_connection(HOST, port)
+            writer.write(harness.request_bytes(app, port))
+            await writer.drain()
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            body = await reader.readexactly(length)
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            return None
+        if body != app.expected:
+            writer.close()
+            return None
+        return reader, writer
+
+
+def _still_open(connection: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> bool:
+    """Whether the server has not closed this connection (the loop has seen no EOF on it)."""
+    reader, writer = connection
+    return not reader.at_eof() and not writer.is_closing()
+
+
+async def hold(
+    app: App, port: int, count: int, measure: Callable[[], tuple[int, int]]
+) -> tuple[int, int, tuple[int, int]]:
+    """Open `count` connections (one request each), measure while they idle; (made, still open, memory)."""
+    gate = asyncio.Semaphore(100)
+    tasks = [asyncio.ensure_future(_one(app, port, gate)) for _ in range(count)]
+    await asyncio.wait(tasks, timeout=OPEN_TIMEOUT_SECONDS)
+    for task in tasks:
+        task.cancel()  # gunicorn's sync worker, for one, serves one connection at a time and can stall here
+    finished = [task.result() for task in tasks if task.done() and not task.cancelled()]
+    connections = [connection for connection in finished if connection is not None]
+    await asyncio.sleep(SETTLE_SECONDS)
+    memory = measure()
+    await asyncio.sleep(0.1)
+    still_open = sum(1 for connection in connections if _still_open(connection))
+    writers = [writer for _, writer in connections]
+    for writer in writers:
+        writer.close()
+    for writer in writers:
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    return len(connections), still_open, memory
+
+
+def measure_server(name: str, env: Environment, connections: int) -> dict[str, object]:
+    """Idle and loaded memory of one server on `hello`."""
+    app = APPS["hello"]
+    with harness.serving(SERVERS[name], app, env, cpu=None) as running:
+        time.sleep(SETTLE_SECONDS)
+        idle_rss, idle_pss = harness.tree_memory_kib(running.pid)
+        processes = len(harness.descendants(running.pid))
+        made, still_open, (loaded_rss, loaded_pss) = asyncio.run(
+            hold(app, running.port, connections, lambda: harness.tree_memory_kib(running.pid))
+        )
+    entry: dict[str, object] = {
+        "idle_rss_kib": idle_rss,
+        "idle_pss_kib": idle_pss,
+        "loaded_rss_kib": loaded_rss,
+        "loaded_pss_kib": loaded_pss,
+        "connections_made": made,
+        "open_connections": still_open,
+        "processes": processes,
+        "per_connection_bytes": (loaded_rss - idle_rss) * 1024 / still_open if still_open else None,
+    }
+    per = entry["per_connection_bytes"]
+    log(
+        f"  {name:15} idle {idle_rss / 1024:6.1f} MiB RSS ({idle_pss / 1024:6.1f} PSS), with {still_open} open "
+        f"{loaded_rss / 1024:6.1f} MiB" + (f", {per:.0f} B per connection" if isinstance(per, float) else "")
+    )
+    return entry
+
+
+def raise_file_limit(needed: int) -> None:
+    """Lift the soft limit on open files to the hard limit (servers inherit it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < needed:
+        sys.exit(f"need {needed} open files; raise the hard limit (ulimit -Hn)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure every (or the chosen) server; write the results JSON and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--connections", type=int, default=1000)
+    parser.add_argument("--servers", help=f"comma-separated subset of {','.join(SERVERS)}")
+    parser.add_argument("--peregrine", help="peregrine console script (default: the one in benchmarks/.venv)")
+    parser.add_argument("--output", type=Path, help="default: benchmarks/results/memory-<time>.json")
+    arguments = parser.parse_args(argv)
+    names = arguments.servers.split(",") if arguments.servers else list(SERVERS)
+    raise_file_limit(arguments.connections * 2 + 256)
+    peregrine = str(Path(arguments.peregrine).absolute()) if arguments.peregrine else None
+    env = Environment(peregrine=peregrine or str(harness.VENV_DIR / "bin" / "peregrine"), keep_alive=KEEP_ALIVE_SECONDS)
+    result: dict[str, object] = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "connections": arguments.connections,
+        "load_average_start": list(os.getloadavg()),
+    }
+    servers: dict[str, object] = {}
+    for name in names:
+        try:
+            servers[name] = measure_server(name, env, arguments.connections)
+        except (OSError, RuntimeError, harness.ValidationError) as error:
+            servers[name] = {"error": str(error)[:300]}
+            log(f"  {name:15} FAILED: {error}")
+    result["servers"] = servers
+    output = arguments.output or harness.RESULTS_DIR / f"memory-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=1) + "\n")
+    log(f"results: {output}")
+    import report  # noqa: PLC0415 - only needed for the final table
+
+    sys.stdout.write(report.render_memory(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
