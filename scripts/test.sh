@@ -7,7 +7,8 @@
 #      by `pip install .` (a release build against that venv's interpreter);
 #   3. lint (ruff) and types (mypy --strict) of the Python package;
 #   4. `swift test`: unit tests of the protocol cores;
-#   5. a short libFuzzer run over the HTTP/1 parsers;
+#   5. a short libFuzzer run over each fuzz target (HTTP/1, HPACK/HTTP/2 frames);
+#   5b. the benchmark harness in smoke mode (one short round, peregrine only);
 #   6. pytest: end-to-end tests against the installed server, and the install
 #      test (fresh venvs of two interpreters).
 #
@@ -22,7 +23,7 @@ venv="$root/.venv-test"
 step() { printf '\n==> %s\n' "$*"; }
 
 step "system packages"
-needed=(libssl-dev python3-dev python3-venv curl)
+needed=(libssl-dev python3-dev python3-venv curl wrk)
 missing=()
 for p in "${needed[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -53,6 +54,9 @@ PYTHON="$venv/bin/python" scripts/swiftpm test -j 2 2>&1 | tail -n 40
 
 step "fuzz (${FUZZ_SECONDS:-20} s per target)"
 fuzz/run.sh "${FUZZ_SECONDS:-20}"
+
+step "benchmark smoke (benchmarks/run.py --quick)"
+"$venv/bin/python" benchmarks/run.py --quick --peregrine "$venv/bin/peregrine"
 
 step "pytest"
 "$venv/bin/python" -m pytest tests -q -p no:cacheprovider
