@@ -40,8 +40,7 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     private var head = HeaderStore()
     private var trailerStore = HeaderStore()
 
-    private var receiveWaiter: PyRef?
-    private var sendWaiter: PyRef?
+    private var waiters = ASGIWaiters()
 
     init(gateway: ASGIGateway, exchange: AsyncExchange, isHead: Bool) {
         self.gateway = gateway
@@ -57,25 +56,13 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
         if disconnected || complete || exchange == nil {
             return ready(disconnectMessage())
         }
-        if let waiter = receiveWaiter {
-            // A receive() the application cancelled (asyncio.wait_for, a
-            // framework polling for disconnect) leaves a finished future:
-            // forget it; nothing was taken for it.
-            guard gateway.isDone(waiter) else {
-                Py.raise(Py.runtimeError, "receive() called again while a previous receive() is still pending")
-                return nil
-            }
-            receiveWaiter = nil
-            Py.decref(waiter)
-        }
+        guard waiters.clearCancelledReceive(gateway) else { return nil }
         if !bodyDelivered, let message = nextBodyMessage() {
             return ready(message)
         }
         if PyErr_Occurred() != nil { return nil }
         // Waiting: for body bytes, or (body done) for the disconnect.
-        guard let future = gateway.newFuture() else { return nil }
-        Py.incref(future)
-        receiveWaiter = future
+        guard let future = waiters.waitForReceive(gateway) else { return nil }
         if !bodyDelivered { exchange?.wantBody() }
         return future
     }
@@ -140,14 +127,7 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     // MARK: - send()
 
     func send(_ message: PyRef) -> PyRef? {
-        guard pshim_dict_check(message) != 0 else {
-            Py.raise(Py.typeError, "send() takes a dict message, not \(Py.typeName(message))")
-            return nil
-        }
-        guard let type = PyDict_GetItemWithError(message, keys.type), pshim_unicode_check(type) != 0 else {
-            if PyErr_Occurred() == nil { Py.raise(Py.typeError, "the message has no 'type' str") }
-            return nil
-        }
+        guard let type = messageType(message, keys) else { return nil }
         let ok: Bool
         if keys.same(type, keys.responseBody) {
             return sendBody(message)
@@ -331,18 +311,8 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     }
 
     private func outcome(_ o: SendOutcome) -> PyRef? {
-        switch o {
-        case .done:
-            return ReadyAwaitable.newNone()
-        case .closed:
-            return clientGone()
-        case .backpressure:
-            guard let future = gateway.newFuture() else { return nil }
-            Py.xdecref(sendWaiter)
-            Py.incref(future)
-            sendWaiter = future
-            return future
-        }
+        if case .closed = o { disconnected = true }
+        return waiters.awaitable(for: o, gateway)
     }
 
     private func clientGone() -> PyRef? {
@@ -375,56 +345,38 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     // MARK: - Transport events
 
     func bodyReady() {
-        guard let waiter = receiveWaiter, !bodyDelivered else { return }
-        if gateway.isDone(waiter) {
-            // Cancelled meanwhile: leave the body for the next receive().
-            receiveWaiter = nil
-            Py.decref(waiter)
-            return
-        }
+        // A receive() cancelled meanwhile leaves the body for the next one.
+        guard !bodyDelivered, let waiter = waiters.takeReceive(gateway) else { return }
         guard let message = nextBodyMessage() else {
             if PyErr_Occurred() != nil {
-                receiveWaiter = nil
                 gateway.fail(waiter)
                 Py.decref(waiter)
             } else {
+                _ = waiters.waitForReceiveKeeping(waiter)
                 exchange?.wantBody()
             }
             return
         }
-        receiveWaiter = nil
         gateway.resolve(waiter, message)
         Py.decref(message)
         Py.decref(waiter)
     }
 
     func outputDrained() {
-        guard let waiter = sendWaiter else { return }
-        sendWaiter = nil
-        gateway.resolve(waiter, Py.none)
-        Py.decref(waiter)
+        waiters.drained(gateway)
     }
 
     func exchangeEnded(disconnected gone: Bool) {
         exchange = nil
         if gone && !complete { disconnected = true }
-        if let waiter = receiveWaiter {
-            receiveWaiter = nil
+        if let waiter = waiters.takeReceive(gateway) {
             if let message = disconnectMessage() {
                 gateway.resolve(waiter, message)
                 Py.decref(message)
             }
             Py.decref(waiter)
         }
-        if let waiter = sendWaiter {
-            sendWaiter = nil
-            if disconnected {
-                gateway.reject(waiter, with: gateway.clientDisconnected, "the client disconnected")
-            } else {
-                gateway.resolve(waiter, Py.none)
-            }
-            Py.decref(waiter)
-        }
+        if disconnected { waiters.failSend(gateway) } else { waiters.drained(gateway) }
     }
 
     /// The application's task finished: log its failure, and make sure the
@@ -451,8 +403,7 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
                 respondWithError(500)
             }
         }
-        Py.xdecref(receiveWaiter); receiveWaiter = nil
-        Py.xdecref(sendWaiter); sendWaiter = nil
+        waiters.releaseAll()
     }
 }
 

@@ -31,8 +31,7 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     private var queue: [PyRef] = []
     private var queuedBytes = 0
     private var paused = false
-    private var receiveWaiter: PyRef?
-    private var sendWaiter: PyRef?
+    private var waiters = ASGIWaiters()
 
 
     init(gateway: ASGIGateway, exchange: WebSocketExchange) {
@@ -43,24 +42,14 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     // MARK: - receive()
 
     func receive() -> PyRef? {
-        if let waiter = receiveWaiter {
-            guard gateway.isDone(waiter) else {
-                Py.raise(Py.runtimeError, "receive() called again while a previous receive() is still pending")
-                return nil
-            }
-            receiveWaiter = nil
-            Py.decref(waiter)
-        }
+        guard waiters.clearCancelledReceive(gateway) else { return nil }
         if !connectDelivered {
             connectDelivered = true
             return ReadyAwaitable.make(stealing: message(keys.wsConnect))
         }
         if let next = dequeue() { return ReadyAwaitable.make(stealing: next) }
         if ended || denied { return disconnectMessage().flatMap { ReadyAwaitable.make(stealing: $0) } }
-        guard let future = gateway.newFuture() else { return nil }
-        Py.incref(future)
-        receiveWaiter = future
-        return future
+        return waiters.waitForReceive(gateway)
     }
 
     private func dequeue() -> PyRef? {
@@ -92,14 +81,7 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     // MARK: - send()
 
     func send(_ message: PyRef) -> PyRef? {
-        guard pshim_dict_check(message) != 0 else {
-            Py.raise(Py.typeError, "send() takes a dict message, not \(Py.typeName(message))")
-            return nil
-        }
-        guard let type = PyDict_GetItemWithError(message, keys.type), pshim_unicode_check(type) != 0 else {
-            if PyErr_Occurred() == nil { Py.raise(Py.typeError, "the message has no 'type' str") }
-            return nil
-        }
+        guard let type = messageType(message, keys) else { return nil }
         if keys.same(type, keys.wsSend) { return sendData(message) }
         if keys.same(type, keys.wsAccept) { return accept(message) }
         if keys.same(type, keys.wsClose) { return close(message) }
@@ -259,18 +241,7 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     }
 
     private func outcome(_ o: SendOutcome) -> PyRef? {
-        switch o {
-        case .done:
-            return ReadyAwaitable.newNone()
-        case .closed:
-            return clientGone()
-        case .backpressure:
-            guard let future = gateway.newFuture() else { return nil }
-            Py.xdecref(sendWaiter)
-            Py.incref(future)
-            sendWaiter = future
-            return future
-        }
+        waiters.awaitable(for: o, gateway)
     }
 
     private func clientGone() -> PyRef? {
@@ -288,8 +259,7 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
         guard let data else { PyErr_Clear(); Py.decref(m); return }
         PyDict_SetItem(m, text ? keys.text : keys.bytes, data)
         Py.decref(data)
-        if let waiter = receiveWaiter, !gateway.isDone(waiter) {
-            receiveWaiter = nil
+        if let waiter = waiters.takeReceive(gateway) {
             gateway.resolve(waiter, m)
             Py.decref(waiter)
             Py.decref(m)
@@ -304,10 +274,7 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     }
 
     func outputDrained() {
-        guard let waiter = sendWaiter else { return }
-        sendWaiter = nil
-        gateway.resolve(waiter, Py.none)
-        Py.decref(waiter)
+        waiters.drained(gateway)
     }
 
     func webSocketEnded(code: Int, reason: UnsafeRawBufferPointer) {
@@ -317,19 +284,14 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
         endCode = code
         endReason = PyUnicode_DecodeUTF8(reason.baseAddress?.assumingMemoryBound(to: CChar.self), reason.count, "replace")
         if endReason == nil { PyErr_Clear() }
-        if let waiter = receiveWaiter {
-            receiveWaiter = nil
+        if let waiter = waiters.takeReceive(gateway) {
             if let m = disconnectMessage() {
                 gateway.resolve(waiter, m)
                 Py.decref(m)
             }
             Py.decref(waiter)
         }
-        if let waiter = sendWaiter {
-            sendWaiter = nil
-            gateway.reject(waiter, with: gateway.clientDisconnected, "the client disconnected")
-            Py.decref(waiter)
-        }
+        waiters.failSend(gateway)
     }
 
     /// The application's task ended. Before an answer to the handshake: an
@@ -350,8 +312,7 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
                 _ = exchange.denyBody(UnsafeRawBufferPointer(start: nil, count: 0), final: true)
             }
         }
-        Py.xdecref(receiveWaiter); receiveWaiter = nil
-        Py.xdecref(sendWaiter); sendWaiter = nil
+        waiters.releaseAll()
         for m in queue { Py.decref(m) }
         queue.removeAll()
     }

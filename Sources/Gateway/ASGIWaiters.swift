@@ -1,0 +1,104 @@
+import CPython
+import CPyShim
+import PyBridge
+
+/// The futures an ASGI conversation hands out when `receive()` or `send()`
+/// must wait, shared by `ASGIRequest` and `ASGIWebSocket`.
+struct ASGIWaiters {
+    private(set) var receive: PyRef?
+    private(set) var send: PyRef?
+
+    /// Before a new `receive()`: a previous one the application cancelled
+    /// (asyncio.wait_for, a framework polling for disconnect) left a
+    /// finished future, which is forgotten; one still pending is an error
+    /// (false, with RuntimeError set).
+    mutating func clearCancelledReceive(_ gateway: ASGIGateway) -> Bool {
+        guard let waiter = receive else { return true }
+        guard gateway.isDone(waiter) else {
+            Py.raise(Py.runtimeError, "receive() called again while a previous receive() is still pending")
+            return false
+        }
+        receive = nil
+        Py.decref(waiter)
+        return true
+    }
+
+    /// A new future for a waiting `receive()` (returned to the caller; the
+    /// waiter keeps its own reference).
+    mutating func waitForReceive(_ gateway: ASGIGateway) -> PyRef? {
+        guard let future = gateway.newFuture() else { return nil }
+        Py.incref(future)
+        receive = future
+        return future
+    }
+
+    /// Puts back a waiter taken with `takeReceive` that must wait longer.
+    mutating func waitForReceiveKeeping(_ waiter: PyRef) -> PyRef {
+        receive = waiter
+        return waiter
+    }
+
+    /// Takes the pending receive waiter if it is still wanted; one that was
+    /// cancelled meanwhile is dropped (nil).
+    mutating func takeReceive(_ gateway: ASGIGateway) -> PyRef? {
+        guard let waiter = receive else { return nil }
+        receive = nil
+        if gateway.isDone(waiter) {
+            Py.decref(waiter)
+            return nil
+        }
+        return waiter
+    }
+
+    /// What `send()` returns for the transport's verdict: at once, a future
+    /// resolved when output drains, or ClientDisconnected raised.
+    mutating func awaitable(for outcome: SendOutcome, _ gateway: ASGIGateway) -> PyRef? {
+        switch outcome {
+        case .done:
+            return ReadyAwaitable.newNone()
+        case .closed:
+            Py.raise(gateway.clientDisconnected, "the client disconnected")
+            return nil
+        case .backpressure:
+            guard let future = gateway.newFuture() else { return nil }
+            Py.xdecref(send)
+            Py.incref(future)
+            send = future
+            return future
+        }
+    }
+
+    /// Output drained: the waiting `send()` completes.
+    mutating func drained(_ gateway: ASGIGateway) {
+        guard let waiter = send else { return }
+        send = nil
+        gateway.resolve(waiter, Py.none)
+        Py.decref(waiter)
+    }
+
+    /// The connection is gone: a waiting `send()` raises ClientDisconnected.
+    mutating func failSend(_ gateway: ASGIGateway) {
+        guard let waiter = send else { return }
+        send = nil
+        gateway.reject(waiter, with: gateway.clientDisconnected, "the client disconnected")
+        Py.decref(waiter)
+    }
+
+    mutating func releaseAll() {
+        Py.xdecref(receive); receive = nil
+        Py.xdecref(send); send = nil
+    }
+}
+
+/// The `type` of an ASGI message dict; nil with TypeError set otherwise.
+func messageType(_ message: PyRef, _ keys: ASGIKeys) -> PyRef? {
+    guard pshim_dict_check(message) != 0 else {
+        Py.raise(Py.typeError, "send() takes a dict message, not \(Py.typeName(message))")
+        return nil
+    }
+    guard let type = PyDict_GetItemWithError(message, keys.type), pshim_unicode_check(type) != 0 else {
+        if PyErr_Occurred() == nil { Py.raise(Py.typeError, "the message has no 'type' str") }
+        return nil
+    }
+    return type
+}
