@@ -238,7 +238,11 @@ final class H1Connection {
             updateInterest()
             asgi.start(request, exchange: self)
         } else {
+            // While the application runs inline this worker cannot accept:
+            // siblings must not leave connections to it meanwhile.
+            worker.publishBusy()
             worker.wsgi!.serve(request, exchange: self, token: worker.nextRequestToken())
+            worker.publishLoad()
             afterResponse()
         }
     }

@@ -246,9 +246,15 @@ final class Worker {
         return true
     }
 
-    private func publishLoad() {
+    func publishLoad() {
         guard let board else { return }
         csys_board_store(board, Int32(config.boardSlot), stopping ? Int64.max : Int64(openCount))
+    }
+
+    /// "Not accepting now" on the board (a WSGI call in progress).
+    func publishBusy() {
+        guard let board else { return }
+        csys_board_store(board, Int32(config.boardSlot), Int64.max)
     }
 
     func connectionClosed(_ c: H1Connection, wasLingering: Bool) {

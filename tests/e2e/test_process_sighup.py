@@ -77,7 +77,10 @@ def test_sighup_under_load_fails_no_request(serve: Callable[..., Server], kind: 
     assert not failures(outcomes), f"{len(failures(outcomes))} of {len(outcomes)} failed:\n" + describe(
         failures(outcomes)
     )
-    assert len(outcomes) > 500, f"only {len(outcomes)} requests"
+    # A floor that only shows the load really ran through both handovers: with
+    # two WSGI workers, three clients keep 300 ms requests in flight, so the
+    # quick requests share what time is left (330-1100 seen on this machine).
+    assert len(outcomes) > 250, f"only {len(outcomes)} requests"
     after = wait_for_workers(server, 2, exclude=first | second)
     assert after == third
     counts = per_worker(outcomes)
