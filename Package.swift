@@ -31,7 +31,7 @@ let package = Package(
         // The gateways are Python adapters by nature, so they see the C API too;
         // the protocol cores and the server do not.
         .target(name: "Gateway", dependencies: ["PyBridge", "CPython", "CPyShim", "Core", "CSys"], swiftSettings: strict),
-        .target(name: "Server", dependencies: ["Gateway", "PyBridge", "HTTP1", "WebSocket", "Core", "CSys"], swiftSettings: strict),
+        .target(name: "Server", dependencies: ["Gateway", "PyBridge", "HTTP1", "HTTP2", "WebSocket", "Core", "CSys"], swiftSettings: strict),
         .executableTarget(name: "peregrine", dependencies: ["Server"], swiftSettings: strict),
 
         // libFuzzer entry point for the HTTP/1 parsers (see fuzz/README.md).
