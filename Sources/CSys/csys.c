@@ -160,6 +160,7 @@ int csys_eagain(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 int csys_eintr(int err) { return err == EINTR; }
 
 long csys_read(int fd, void *buf, size_t len) { return read(fd, buf, len); }
+long csys_pread(int fd, void *buf, size_t len, int64_t offset) { return pread(fd, buf, len, (off_t)offset); }
 long csys_write(int fd, const void *buf, size_t len) { return send(fd, buf, len, MSG_NOSIGNAL); }
 long csys_writev(int fd, const struct iovec *iov, int count) {
     struct msghdr msg;

@@ -30,6 +30,8 @@ int csys_eagain(int err);   // EAGAIN or EWOULDBLOCK
 int csys_eintr(int err);
 
 long csys_read(int fd, void *buf, size_t len);
+/// read(2) at an offset, leaving the file position alone.
+long csys_pread(int fd, void *buf, size_t len, int64_t offset);
 long csys_write(int fd, const void *buf, size_t len);
 long csys_writev(int fd, const struct iovec *iov, int count);
 // writev of two buffers (a response head and a body block): one syscall.
