@@ -30,6 +30,7 @@ struct ASGIKeys {
     let http = Py.intern("http")
     let http11 = Py.intern("1.1")
     let http10 = Py.intern("1.0")
+    let http2 = Py.intern("2")
     let httpRequest = Py.intern("http.request")
     let httpDisconnect = Py.intern("http.disconnect")
     let responseStart = Py.intern("http.response.start")

@@ -42,6 +42,12 @@ struct ASGIScopeBuilder {
         template = t
     }
 
+    /// "HTTP/1.0", "HTTP/1.1", "HTTP/2" as the scope's `http_version`.
+    private func versionKey(_ v: StaticString) -> PyRef {
+        if v.utf8CodeUnitCount < 8 { return keys.http2 }
+        return v.utf8Start[7] == 0x30 ? keys.http10 : keys.http11
+    }
+
     @inline(__always)
     private func set(_ d: PyRef, _ key: PyRef, _ value: PyRef?) {
         guard let value else { PyErr_Clear(); return }
@@ -52,8 +58,7 @@ struct ASGIScopeBuilder {
     /// A new scope dict, or nil with an exception set.
     mutating func build(_ request: GatewayRequest, methodKeys: WSGIKeys, state: PyRef?) -> PyRef? {
         guard let scope = PyDict_Copy(template) else { return nil }
-        PyDict_SetItem(scope, keys.httpVersion,
-                       request.httpVersion.utf8Start[7] == 0x30 ? keys.http10 : keys.http11)
+        PyDict_SetItem(scope, keys.httpVersion, versionKey(request.httpVersion))
         set(scope, keys.method, methodKeys.method(request.bytes(request.method)))
         let rawPath = request.bytes(request.path)
         set(scope, keys.rawPath, Py.bytes(rawPath))

@@ -71,7 +71,7 @@ struct WSGIEnvironBuilder {
         switch request.httpVersion.utf8CodeUnitCount {
         case 8 where request.httpVersion.utf8Start[7] == 0x30: proto = keys.http10
         case 8: proto = keys.http11
-        default: proto = Py.str(request.httpVersion.description); Py.decref(proto)
+        default: proto = keys.http2
         }
         PyDict_SetItem(env, keys.serverProtocol, proto)
         setPeer(env, request.peer)

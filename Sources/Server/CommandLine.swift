@@ -52,6 +52,9 @@ options:
   --reload                 restart workers when source files change
   --reload-dir DIR         directory to watch (repeatable; default: current)
   --reload-include GLOB    file pattern to watch (repeatable; default *.py)
+  --no-http2               serve HTTP/1.1 only (no h2c preface, no ALPN h2)
+  --http2-only             serve HTTP/2 only (HTTP/1.1 requests get 505)
+  --http2-max-streams N    concurrent streams per HTTP/2 connection (default 100)
   --no-websockets          answer WebSocket upgrades with 501
   --ws-max-message BYTES   largest WebSocket message (default 16m; 1009 beyond)
   --ws-max-queue N         messages queued for a slow application (default 32)
@@ -161,6 +164,9 @@ public enum CommandLineParser {
                     config.boardSlot = Int(parts[3])
                     config.boardSlots = Int(parts[4])
                 }
+            case "--no-http2": try flag(); config.http2 = false
+            case "--http2-only": try flag(); config.http2Only = true
+            case "--http2-max-streams": config.http2MaxStreams = try integer(name, try value(), 1...100_000)
             case "--no-websockets": try flag(); config.websockets = false
             case "--ws-max-message": config.wsMaxMessage = try size(name, try value(), 1...(1 << 40))
             case "--ws-max-queue": config.wsMaxQueue = try integer(name, try value(), 1...1_000_000)
@@ -187,6 +193,9 @@ public enum CommandLineParser {
         let app = positional[0]
         guard let colon = app.firstIndex(of: ":"), colon != app.startIndex, app.index(after: colon) != app.endIndex else {
             throw UsageError(message: "application must be given as MODULE:ATTR, got '\(app)'")
+        }
+        if config.http2Only && !config.http2 {
+            throw UsageError(message: "--http2-only and --no-http2 contradict each other")
         }
         config.app = app
         return .run(config)

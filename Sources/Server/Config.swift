@@ -54,6 +54,13 @@ public struct Config: Sendable {
     /// Refuse WebSocket upgrades (501) instead of passing them to an ASGI
     /// application.
     public var websockets = true
+    /// HTTP/2: by prior knowledge on the cleartext port (the client preface
+    /// is recognised) and by ALPN over TLS. `http2Only` refuses HTTP/1.1.
+    public var http2 = true
+    public var http2Only = false
+    /// HTTP/2: streams a client may have open at once (more are refused
+    /// with REFUSED_STREAM).
+    public var http2MaxStreams = 100
     /// ASGI: use uvloop when it can be imported.
     public var uvloop = true
 
