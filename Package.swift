@@ -20,13 +20,15 @@ let package = Package(
         .systemLibrary(name: "CPython", path: "Sources/CPython"),
         // CPython macros and inline functions Swift cannot call directly.
         .target(name: "CPyShim", dependencies: ["CPython"]),
+        // zlib's raw DEFLATE streams behind an opaque handle, for permessage-deflate.
+        .target(name: "CZlib", linkerSettings: [.linkedLibrary("z")]),
 
         .target(name: "Core", dependencies: ["CSys"], swiftSettings: strict),
         .target(name: "HTTP1", dependencies: ["Core"], swiftSettings: strict),
         // Sans-I/O HTTP/2: frames, HPACK (HPACK/), connection and streams.
         .target(name: "HTTP2", dependencies: ["Core"], swiftSettings: strict),
-        // Sans-I/O RFC 6455 framing and handshake helpers.
-        .target(name: "WebSocket", dependencies: ["Core"], swiftSettings: strict),
+        // Sans-I/O RFC 6455 framing and handshake helpers; permessage-deflate (RFC 7692) over CZlib.
+        .target(name: "WebSocket", dependencies: ["Core", "CZlib"], swiftSettings: strict),
         .target(name: "PyBridge", dependencies: ["CPython", "CPyShim", "Core"], swiftSettings: strict),
         // The gateways are Python adapters by nature, so they see the C API too;
         // the protocol cores and the server do not.

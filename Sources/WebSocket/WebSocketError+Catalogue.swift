@@ -55,4 +55,12 @@ extension WebSocketError {
     /// §10.4: implementations "SHOULD impose an implementation-specific limit
     /// on frame sizes and the total message size"; 1009 says why (§7.4.1).
     public static let messageTooBig = WebSocketError(closeCode: .messageTooBig, reason: "message too big")
+
+    // MARK: permessage-deflate (RFC 7692) — 1002
+
+    /// RFC 7692 §6.2 has the receiver inflate the payload; bytes that are
+    /// not DEFLATE data cannot be, and the connection fails. (RFC 7692 names
+    /// no code; 1002 as for any other broken extension framing, like
+    /// Python's websockets.)
+    public static let compressedDataInvalid = WebSocketError(closeCode: .protocolError, reason: "compressed data is not valid DEFLATE")
 }
