@@ -20,6 +20,8 @@ let package = Package(
         .systemLibrary(name: "CPython", path: "Sources/CPython"),
         // CPython macros and inline functions Swift cannot call directly.
         .target(name: "CPyShim", dependencies: ["CPython"]),
+        // The system OpenSSL (libssl, libcrypto) behind small C functions.
+        .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // zlib's raw DEFLATE streams behind an opaque handle, for permessage-deflate.
         .target(name: "CZlib", linkerSettings: [.linkedLibrary("z")]),
 
@@ -29,11 +31,13 @@ let package = Package(
         .target(name: "HTTP2", dependencies: ["Core"], swiftSettings: strict),
         // Sans-I/O RFC 6455 framing and handshake helpers; permessage-deflate (RFC 7692) over CZlib.
         .target(name: "WebSocket", dependencies: ["Core", "CZlib"], swiftSettings: strict),
+        // TLS contexts and sessions for the server (over CTLS).
+        .target(name: "TLS", dependencies: ["CTLS"], swiftSettings: strict),
         .target(name: "PyBridge", dependencies: ["CPython", "CPyShim", "Core"], swiftSettings: strict),
         // The gateways are Python adapters by nature, so they see the C API too;
         // the protocol cores and the server do not.
         .target(name: "Gateway", dependencies: ["PyBridge", "CPython", "CPyShim", "Core", "CSys"], swiftSettings: strict),
-        .target(name: "Server", dependencies: ["Gateway", "PyBridge", "HTTP1", "HTTP2", "WebSocket", "Core", "CSys"], swiftSettings: strict),
+        .target(name: "Server", dependencies: ["Gateway", "PyBridge", "HTTP1", "HTTP2", "WebSocket", "Core", "CSys", "TLS"], swiftSettings: strict),
         .executableTarget(name: "peregrine", dependencies: ["Server"], swiftSettings: strict),
 
         // libFuzzer entry point for the HTTP/1 parsers (see fuzz/README.md).

@@ -73,11 +73,22 @@ struct ASGIScopeBuilder {
             set(scope, keys.client, pair(peer.remoteAddress, peer.remotePort))
             set(scope, keys.server, pair(peer.serverName, peer.serverPort))
         }
+        if let tls = peer.tls { setTLSExtension(scope, tls) }
         if let state {
             // Each request gets a shallow copy of the lifespan state.
             set(scope, keys.state, PyDict_Copy(state))
         }
         return scope
+    }
+
+    /// scope["extensions"] becomes a copy of the shared one with "tls"
+    /// added (ASGI TLS Extension); the "tls" dict is the connection's.
+    func setTLSExtension(_ scope: PyRef, _ tls: TLSInfo) {
+        guard let shared = PyDict_GetItem(scope, keys.extensions), let ext = PyDict_Copy(shared),
+              let value = tls.asgiTLSExtension() else { PyErr_Clear(); return }
+        PyDict_SetItemString(ext, "tls", value)
+        PyDict_SetItem(scope, keys.extensions, ext)
+        Py.decref(ext)
     }
 
     private func pair(_ host: String, _ port: Int) -> PyRef? {

@@ -60,6 +60,8 @@ public final class PeerInfo {
     /// Per-connection cache of the Python objects built from the above.
     public var cachedRemoteAddress: UnsafeMutableRawPointer?
     public var cachedRemotePort: UnsafeMutableRawPointer?
+    /// Set when the connection is TLS, once its handshake completed.
+    public var tls: TLSInfo?
 
     public init(remoteAddress: String, remotePort: Int, serverName: String, serverPort: Int, isUnix: Bool,
                 scheme: StaticString) {

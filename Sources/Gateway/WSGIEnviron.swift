@@ -75,6 +75,7 @@ struct WSGIEnvironBuilder {
         }
         PyDict_SetItem(env, keys.serverProtocol, proto)
         setPeer(env, request.peer)
+        if let tls = request.peer.tls, let variables = tls.wsgiVariables() { PyDict_Update(env, variables) }
         PyDict_SetItem(env, keys.wsgiInput, input)
 
         for i in 0..<request.fieldCount {

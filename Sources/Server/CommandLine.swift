@@ -1,4 +1,5 @@
 import Core
+import TLS
 
 /// The result of reading argv: run, or print something and exit.
 public enum CommandLineAction {
@@ -63,6 +64,18 @@ options:
                            20000; 0 = never)
   --ws-ping-timeout MS     close (1011) when a ping's pong is this late
                            (default 20000)
+  --tls-cert PATH          serve TLS (1.2 and 1.3) with this PEM certificate
+                           chain; repeat with --tls-key for more pairs, chosen
+                           by SNI (the first is the default)
+  --tls-key PATH           the PEM private key of the preceding --tls-cert
+  --tls-ciphers LIST       OpenSSL cipher list for TLS 1.2 (default OpenSSL's;
+                           TLS 1.3 suites stay OpenSSL's defaults)
+  --tls-ca PATH            ask for client certificates verified against these
+                           PEM CA certificates
+  --tls-client-cert MODE   optional (default with --tls-ca) or required
+  --tls-handshake-timeout MS
+                           close a connection whose TLS handshake takes longer
+                           (default 10000)
   --no-lifespan            ASGI: skip the lifespan protocol
   --no-uvloop              ASGI: use asyncio's own loop even if uvloop is installed
   --version                print the version and exit
@@ -75,6 +88,7 @@ public enum CommandLineParser {
     public static func parse(_ arguments: [String]) throws(UsageError) -> CommandLineAction {
         var config = Config()
         var positional: [String] = []
+        var tlsClientCertGiven = false
         var i = 0
         while i < arguments.count {
             let arg = arguments[i]
@@ -173,6 +187,22 @@ public enum CommandLineParser {
             case "--ws-max-queue-bytes": config.wsMaxQueueBytes = try size(name, try value(), 1...(1 << 40))
             case "--ws-ping-interval": config.wsPingIntervalMilliseconds = try integer(name, try value(), 0...86_400_000)
             case "--ws-ping-timeout": config.wsPingTimeoutMilliseconds = try integer(name, try value(), 1...86_400_000)
+            case "--tls-cert": config.tlsCertificates.append(try path(name, try value()))
+            case "--tls-key": config.tlsKeys.append(try path(name, try value()))
+            case "--tls-ciphers":
+                let v = try value()
+                if v.isEmpty { throw UsageError(message: "--tls-ciphers must not be empty") }
+                config.tlsCiphers = v
+            case "--tls-ca": config.tlsCA = try path(name, try value())
+            case "--tls-client-cert":
+                let v = try value()
+                guard let mode = ClientCertificateMode(rawValue: v.lowercased()), mode != .off else {
+                    throw UsageError(message: "--tls-client-cert must be optional or required, got '\(v)'")
+                }
+                tlsClientCertGiven = true
+                config.tlsClientCert = mode
+            case "--tls-handshake-timeout":
+                config.tlsHandshakeTimeoutMilliseconds = try integer(name, try value(), 1...86_400_000)
             case "--no-lifespan": try flag(); config.lifespan = false
             case "--no-uvloop": try flag(); config.uvloop = false
             case "--access-log-format":
@@ -198,7 +228,30 @@ public enum CommandLineParser {
             throw UsageError(message: "--http2-only and --no-http2 contradict each other")
         }
         config.app = app
+        try checkTLS(&config, clientCertGiven: tlsClientCertGiven)
         return .run(config)
+    }
+
+    /// TLS options that only make sense together.
+    static func checkTLS(_ config: inout Config, clientCertGiven: Bool) throws(UsageError) {
+        if config.tlsCertificates.count != config.tlsKeys.count {
+            throw UsageError(message: "--tls-cert and --tls-key come in pairs (got \(config.tlsCertificates.count) certificate(s) and \(config.tlsKeys.count) key(s))")
+        }
+        if !config.tlsEnabled {
+            for (given, option) in [(config.tlsCA != nil, "--tls-ca"), (clientCertGiven, "--tls-client-cert"),
+                                    (config.tlsCiphers != nil, "--tls-ciphers")] where given {
+                throw UsageError(message: "\(option) needs --tls-cert and --tls-key")
+            }
+        }
+        if clientCertGiven && config.tlsCA == nil {
+            throw UsageError(message: "--tls-client-cert needs --tls-ca (the CA certificates to verify against)")
+        }
+        if config.tlsCA != nil && !clientCertGiven { config.tlsClientCert = .optional }
+    }
+
+    static func path(_ name: String, _ text: String) throws(UsageError) -> String {
+        if text.isEmpty { throw UsageError(message: "\(name) needs a path") }
+        return text
     }
 
     static func integer(_ name: String, _ text: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int {

@@ -1,4 +1,5 @@
 import Core
+import TLS
 
 /// Which gateway serves the application.
 public enum AppProtocol: String, Sendable {
@@ -63,6 +64,21 @@ public struct Config: Sendable {
     public var http2MaxStreams = 100
     /// ASGI: use uvloop when it can be imported.
     public var uvloop = true
+    /// TLS (TRANSPORT.md "TLS"): certificate chain and key files, paired in
+    /// order; the first pair is the default, the others are chosen by SNI.
+    /// Empty: plain TCP.
+    public var tlsCertificates: [String] = []
+    public var tlsKeys: [String] = []
+    /// OpenSSL cipher list for TLS 1.2 (nil: OpenSSL's default); TLS 1.3
+    /// suites are always OpenSSL's defaults.
+    public var tlsCiphers: String?
+    /// CA bundle client certificates are verified against, and whether
+    /// one is required.
+    public var tlsCA: String?
+    public var tlsClientCert: ClientCertificateMode = .off
+    /// A TLS handshake not complete in this time closes the connection.
+    public var tlsHandshakeTimeoutMilliseconds = 10_000
+    public var tlsEnabled: Bool { !tlsCertificates.isEmpty }
 
     /// Worker processes (0 on the command line: one per CPU).
     public var workers = 1

@@ -29,7 +29,9 @@ public enum Main {
             if config.isWorker {
                 try serve(config)
             } else {
-                let listener = try Listener.bind(config)
+                try TLSSetup.prepareSupervisor(config)
+                var listener = try Listener.bind(config)
+                listener.secure = config.tlsEnabled
                 let supervisor = try Supervisor(config: config, listener: listener, arguments: args)
                 csys_exit(supervisor.run())
             }
@@ -55,6 +57,9 @@ public enum Main {
         if programName == nil, let venv = environment("VIRTUAL_ENV"), fileExists(venv + "/bin/python") {
             programName = venv + "/bin/python"
         }
+        // Before Python starts: the ticket secret leaves the environment.
+        let tlsContext = try TLSSetup.workerContext(config)
+        let scheme: StaticString = tlsContext == nil ? "http" : "https"
         do {
             try Interpreter.start(programName: programName, argv: ["peregrine"], pythonPaths: config.pythonPaths)
             try Runtime.install()
@@ -90,8 +95,8 @@ public enum Main {
         } else {
             signalFD = csys_signalfd_open(0)
         }
-        let wsgi = proto == .wsgi ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: "http", multiprocess: config.workers != 1) : nil
-        let asgi = proto == .asgi ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: "http") : nil
+        let wsgi = proto == .wsgi ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: scheme, multiprocess: config.workers != 1) : nil
+        let asgi = proto == .asgi ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: scheme.description) : nil
         asgi?.webSocketMaxQueue = config.wsMaxQueue
         asgi?.webSocketMaxQueueBytes = config.wsMaxQueueBytes
         let worker: Worker
@@ -100,6 +105,7 @@ public enum Main {
         } catch {
             throw StartupFailure(error.description)
         }
+        worker.tlsContext = tlsContext
         let banner = "peregrine \(peregrineVersion) serving \(config.app) with Python \(Interpreter.version) (prefix \(Interpreter.prefix))"
         if asgi != nil {
             do {

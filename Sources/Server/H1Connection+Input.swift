@@ -16,17 +16,13 @@ extension H1Connection {
         }
         if input.writableCount == 0 { input.compact() }
         if input.writableCount == 0 { return .data }  // full: let the caller consume first
-        let w = input.writable
-        while true {
-            let n = csys_read(fd, w.baseAddress, w.count)
-            if n > 0 {
-                input.writerIndex += n
-                return .data
-            }
-            if n == 0 { return .eof }
-            let e = csys_errno()
-            if csys_eintr(e) != 0 { continue }
-            return csys_eagain(e) != 0 ? .again : .error
+        switch io.read(into: input.writable) {
+        case .data(let n):
+            input.writerIndex += n
+            return .data
+        case .again: return .again
+        case .eof: return .eof
+        case .error: return .error
         }
     }
 

@@ -36,7 +36,7 @@ extension H1Connection {
         if writeFailed { worker.out.count = 0; return false }
         let staged = worker.out.bytes
         if !hasPendingOutput {
-            let (written, failed) = SocketWriter.writeSome(fd: fd, staged, extra)
+            let (written, failed) = io.writeSome(staged, extra)
             if failed {
                 worker.out.count = 0
                 writeFailed = true
@@ -83,23 +83,24 @@ extension H1Connection {
     /// false if the connection failed.
     func writePending() -> Bool {
         if pending.readableCount > 0 {
-            let (written, failed) = SocketWriter.writeSome(fd: fd, pending.readable, UnsafeRawBufferPointer(start: nil, count: 0))
+            let (written, failed) = io.writeSome(pending.readable, UnsafeRawBufferPointer(start: nil, count: 0))
             if failed { writeFailed = true; return false }
             pending.readerIndex += written
             if pending.isEmpty { pending.detach()?.deallocate() } else { return true }
         }
         guard var file = pendingFile else { return true }
+        let io = self.io
         while file.remaining > 0 {
-            let n = csys_sendfile(fd, file.fd, &file.offset, Int(min(file.remaining, 1 << 30)))
-            if n > 0 {
+            switch io.sendFile(file.fd, offset: &file.offset, count: Int(min(file.remaining, 1 << 30))) {
+            case .sent(let n):
                 file.remaining -= Int64(n)
                 bytesOut += Int64(n)
                 continue
-            }
-            if n < 0 {
-                let e = csys_errno()
-                if csys_eintr(e) != 0 { continue }
-                if csys_eagain(e) != 0 { pendingFile = file; return true }
+            case .again:
+                pendingFile = file
+                return true
+            case .failed:
+                break
             }
             // The file shrank or the socket failed: the body cannot be completed.
             _ = csys_close(file.fd)
@@ -301,7 +302,7 @@ extension H1Connection {
     static let lingerMaxBytes = 1 << 20
 
     func lingerAfterResponse() {
-        _ = csys_shutdown_write(fd)
+        io.shutdownWrite()
         input.readerIndex = input.writerIndex
         releaseInput()
         let d = delegate
@@ -353,6 +354,13 @@ extension H1Connection {
         }
         worker.out.count = 0
         worker.connectionClosed(self, wasLingering: wasLingering)
+        if let session = tls {
+            // close_notify ends a complete exchange; a cut one must look cut.
+            if !aborted && !writeFailed { session.shutdown() }
+            tls = nil
+        }
+        handshaking = false
+        readDeferred = false
         _ = csys_close(fd)
         fd = -1
         peer = nil

@@ -2,6 +2,7 @@ import CSys
 import Core
 import Gateway
 import HTTP1
+import TLS
 
 /// One HTTP/1.1 connection: reads and parses request heads, hands each
 /// request to the gateway, frames the response, and decides whether the
@@ -90,6 +91,11 @@ final class H1Connection {
     var lingerDeadline = Instant(nanoseconds: 0)
     var lingerBytes = 0
 
+    // TLS (nil on a plain connection); see +TLS.
+    var tls: TLSSession?
+    var handshaking = false
+    var readDeferred = false
+
     init(worker: Worker, index: Int, limits: H1Limits) {
         self.worker = worker
         self.index = index
@@ -109,12 +115,14 @@ final class H1Connection {
         requestBytesSeen = false
         aborted = false
         writeFailed = false
+        if tls != nil { beginHandshake(); return }  // HTTP starts after it (+TLS)
         worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
     }
 
     // MARK: - Events
 
     func onEvents(_ events: IOEvents) {
+        if handshaking { continueHandshake(); return }
         if events.contains(.writable) {
             onWritable()
             if phase == .closed { return }
@@ -359,5 +367,6 @@ final class H1Connection {
             interest = want
             worker.setInterest(self, want)
         }
+        if tls != nil { deferReadIfBuffered() }
     }
 }

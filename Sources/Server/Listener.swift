@@ -8,6 +8,8 @@ public struct Listener {
     public let host: String
     public let port: Int
     public let unixPath: String?
+    /// Connections are TLS (the URL says https).
+    public var secure = false
 
     /// Binds per the configuration, or fails with one line for the operator.
     public static func bind(_ config: Config) throws(StartupFailure) -> Listener {
@@ -36,7 +38,7 @@ public struct Listener {
     public var displayURL: String {
         if let unixPath { return "unix:\(unixPath)" }
         let h = host.contains(":") ? "[\(host)]" : host
-        return "http://\(h):\(port)"
+        return "\(secure ? "https" : "http")://\(h):\(port)"
     }
 
     private static func text(_ buf: [CChar]) -> String {

@@ -3,6 +3,7 @@ import Core
 import Gateway
 import HTTP1
 import PyBridge
+import TLS
 
 /// One worker: one thread, one epoll, its own connections, buffers, timers
 /// and gateway. Nothing here is shared with another worker.
@@ -51,6 +52,11 @@ final class Worker {
     private var expired: [Int] = []
     private let board: UnsafeMutablePointer<Int64>?
     private var deferringSince: Instant?
+    /// The TLS configuration (nil: plain connections); set by Main.serve.
+    var tlsContext: TLSContext?
+    /// Connections (tokens) with decrypted input the poller will not
+    /// report: read after the current round (see H1Connection+TLS).
+    private var deferredReads: [UInt64] = []
 
     private static let listenerToken: UInt64 = 1 << 63
     private static let signalToken: UInt64 = 1 << 63 | 1
@@ -96,7 +102,7 @@ final class Worker {
             var timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
             if config.statusFD >= 0 { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
             let wait = stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout
-            let n = GIL.released { poller.wait(timeoutMilliseconds: wait) }
+            let n = GIL.released { poller.wait(timeoutMilliseconds: deferredReads.isEmpty ? wait : 0) }
             handle(n)
         }
     }
@@ -124,6 +130,7 @@ final class Worker {
         var ms = timers.millisecondsUntilNextTick(now: now)
         if config.statusFD >= 0 { ms = min(ms ?? 1000, 1000) }  // heartbeats
         if stopping { ms = min(ms ?? 100, 100) }
+        if !deferredReads.isEmpty { ms = 0 }
         EventLoopDriver.schedule(at: ms.map { now.adding(milliseconds: $0) }, now: now)
     }
 
@@ -141,8 +148,10 @@ final class Worker {
                 let index = Int(token & 0xFFFF_FFFF)
                 guard index < slots.count, UInt64(generations[index]) == token >> 32 else { continue }
                 slots[index].onEvents(events)
+                slots[index].deferReadIfBuffered()
             }
         }
+        runDeferredReads()
         // Collected first: a timeout handler re-arms or cancels timers,
         // which must not happen while the wheel is being walked.
         expired.removeAll(keepingCapacity: true)
@@ -192,15 +201,18 @@ final class Worker {
                 serverName = String(decoding: local.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             }
             let peer = PeerInfo(remoteAddress: remote, remotePort: Int(port), serverName: serverName,
-                                serverPort: listener.isUnix ? 0 : Int(localPort), isUnix: isUnix != 0, scheme: "http")
+                                serverPort: listener.isUnix ? 0 : Int(localPort), isUnix: isUnix != 0,
+                                scheme: tlsContext == nil ? "http" : "https")
             openCount += 1
             publishLoad()
+            c.tls = tlsContext?.makeSession(fd: fd)
             c.open(fd: fd, peer: peer, generation: generations[index])
             do {
                 try poller.add(fd, token: c.token, interest: .readable)
             } catch {
                 c.close()
             }
+            if tlsContext != nil && c.tls == nil { c.close() }
             // Bytes may already be waiting (a client that sends at once):
             // the level-triggered poller reports them on the next round.
         }
@@ -370,6 +382,24 @@ final class Worker {
         now = Instant.now()
         timers.arm(c.index, at: now.adding(milliseconds: milliseconds))
         if asgi != nil { scheduleTimer() }
+    }
+
+    /// `c` has decrypted input waiting: it gets a readable event after
+    /// this round (ASGI: the loop is asked to poll again at once).
+    func deferRead(_ c: H1Connection) {
+        deferredReads.append(c.token)
+        if asgi != nil { scheduleTimer() }
+    }
+
+    private func runDeferredReads() {
+        guard !deferredReads.isEmpty else { return }
+        let due = deferredReads
+        deferredReads.removeAll(keepingCapacity: true)
+        for token in due {
+            let index = Int(token & 0xFFFF_FFFF)
+            guard index < slots.count, UInt64(generations[index]) == token >> 32 else { continue }
+            slots[index].runDeferredRead()
+        }
     }
 
     func disarm(_ c: H1Connection) {

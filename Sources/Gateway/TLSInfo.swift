@@ -1,0 +1,119 @@
+import CPython
+import CPyShim
+import Core
+import PyBridge
+
+/// What a TLS connection tells the application, taken once when its
+/// handshake completes (plain connections have none). The Python objects
+/// built from it — the WSGI `HTTPS`/`SSL_*` keys and the ASGI `tls` scope
+/// extension — are made on the first request and reused by the next ones
+/// on the same connection.
+public final class TLSInfo {
+    /// 0x0303 (TLS 1.2) or 0x0304 (TLS 1.3).
+    public let version: Int
+    /// "TLSv1.2", "TLSv1.3" (mod_ssl's SSL_PROTOCOL).
+    public let versionName: String
+    /// IANA cipher suite number, and OpenSSL's name for it (SSL_CIPHER).
+    public let cipherSuite: Int
+    public let cipherName: String
+    public let serverCertificatePEM: String?
+    /// The client's certificate, when it sent one.
+    public let client: ClientCertificate?
+
+    public struct ClientCertificate {
+        /// PEM, leaf first.
+        public var chainPEM: [String]
+        /// RFC 4514 distinguished names.
+        public var subject: String
+        public var issuer: String
+        public var serial: String
+        public var notBefore: String
+        public var notAfter: String
+        /// nil: verified.
+        public var verifyError: String?
+
+        public init(chainPEM: [String], subject: String, issuer: String, serial: String, notBefore: String,
+                    notAfter: String, verifyError: String?) {
+            self.chainPEM = chainPEM
+            self.subject = subject
+            self.issuer = issuer
+            self.serial = serial
+            self.notBefore = notBefore
+            self.notAfter = notAfter
+            self.verifyError = verifyError
+        }
+    }
+
+    private var wsgiKeys: PyRef?
+    private var asgiExtension: PyRef?
+
+    public init(version: Int, versionName: String, cipherSuite: Int, cipherName: String,
+                serverCertificatePEM: String?, client: ClientCertificate?) {
+        self.version = version
+        self.versionName = versionName
+        self.cipherSuite = cipherSuite
+        self.cipherName = cipherName
+        self.serverCertificatePEM = serverCertificatePEM
+        self.client = client
+    }
+
+    // The connection is closed by the worker's loop, which holds the GIL.
+    deinit {
+        Py.xdecref(wsgiKeys)
+        Py.xdecref(asgiExtension)
+    }
+
+    /// mod_ssl's variables: HTTPS, SSL_PROTOCOL, SSL_CIPHER, SSL_CLIENT_VERIFY
+    /// (SUCCESS, NONE or FAILED:reason) and, with a client certificate,
+    /// SSL_CLIENT_S_DN, _I_DN, _M_SERIAL, _V_START, _V_END and _CERT.
+    /// Borrowed; merged into each environ.
+    func wsgiVariables() -> PyRef? {
+        if let wsgiKeys { return wsgiKeys }
+        guard let d = PyDict_New() else { return nil }
+        func put(_ key: String, _ value: String) {
+            let v = Py.str(value)
+            PyDict_SetItemString(d, key, v)
+            Py.decref(v)
+        }
+        put("HTTPS", "on")
+        put("SSL_PROTOCOL", versionName)
+        put("SSL_CIPHER", cipherName)
+        if let c = client {
+            put("SSL_CLIENT_VERIFY", c.verifyError.map { "FAILED:" + $0 } ?? "SUCCESS")
+            put("SSL_CLIENT_S_DN", c.subject)
+            put("SSL_CLIENT_I_DN", c.issuer)
+            put("SSL_CLIENT_M_SERIAL", c.serial)
+            put("SSL_CLIENT_V_START", c.notBefore)
+            put("SSL_CLIENT_V_END", c.notAfter)
+            if let leaf = c.chainPEM.first { put("SSL_CLIENT_CERT", leaf) }
+        } else {
+            put("SSL_CLIENT_VERIFY", "NONE")
+        }
+        wsgiKeys = d
+        return d
+    }
+
+    /// The ASGI "TLS Extension" dict (scope["extensions"]["tls"]). Borrowed.
+    func asgiTLSExtension() -> PyRef? {
+        if let asgiExtension { return asgiExtension }
+        guard let d = PyDict_New() else { return nil }
+        func put(_ key: StaticString, _ value: PyRef) {
+            PyDict_SetItemString(d, key.description, value)
+            Py.decref(value)
+        }
+        put("server_cert", serverCertificatePEM.map { Py.str($0) } ?? Py.newNone())
+        let chain = PyList_New(0)!
+        for pem in client?.chainPEM ?? [] {
+            let s = Py.str(pem)
+            PyList_Append(chain, s)
+            Py.decref(s)
+        }
+        put("client_cert_chain", chain)
+        put("client_cert_name", client.map { Py.str($0.subject) } ?? Py.newNone())
+        put("client_cert_error", client?.verifyError.map { Py.str($0) } ?? Py.newNone())
+        put("tls_version", Py.int(version))
+        put("cipher_suite", Py.int(cipherSuite))
+        asgiExtension = d
+        return d
+    }
+}

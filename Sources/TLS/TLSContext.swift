@@ -1,0 +1,134 @@
+import CTLS
+
+/// Whether the server asks for client certificates (mTLS).
+public enum ClientCertificateMode: String, Sendable {
+    /// Not asked for.
+    case off
+    /// Asked for; a client without one (or with one that does not verify)
+    /// still connects, and the application sees the verification result.
+    case optional
+    /// Asked for and verified; without a valid one the handshake fails.
+    case required
+}
+
+/// A certificate chain file and its private key file (PEM).
+public struct TLSCertificatePair: Sendable {
+    public var certificate: String
+    public var key: String
+    public init(certificate: String, key: String) {
+        self.certificate = certificate
+        self.key = key
+    }
+}
+
+/// A configuration OpenSSL refused: one line for the operator.
+public struct TLSConfigurationError: Error {
+    public let message: String
+}
+
+/// The server side of TLS shared by every connection of a worker: TLS 1.2
+/// and 1.3 only, no renegotiation, no compression, no 0-RTT; one or more
+/// certificate/key pairs chosen by SNI; ALPN in the server's preference
+/// order; session tickets under keys derived from a secret all workers share.
+///
+///     let context = try TLSContext(pairs: pairs, alpn: ["http/1.1"], ticketSecret: secret)
+///     let session = context.makeSession(fd: acceptedSocket)!
+///     while true {
+///         switch session.handshake() {
+///         case .complete: break                      // then read/write through `session`
+///         case .wantRead, .wantWrite: waitForSocket() // and call handshake() again
+///         case .failed: closeSocket()
+///         }
+///     }
+public final class TLSContext {
+    let raw: OpaquePointer
+
+    /// Builds the context, loading and checking every file now.
+    /// - Parameters:
+    ///   - pairs: certificate chain and key files; the first pair answers
+    ///     clients whose SNI name matches no certificate (or who send none).
+    ///   - ciphers: an OpenSSL cipher list for TLS 1.2 (nil: OpenSSL's
+    ///     default); TLS 1.3 suites are always OpenSSL's defaults.
+    ///   - clientCA: PEM bundle client certificates are verified against.
+    ///   - alpn: protocols in preference order (`h2`, `http/1.1`).
+    ///   - ticketSecret: shared secret session-ticket keys are derived from;
+    ///     nil leaves tickets to OpenSSL's per-process key.
+    ///   - ticketPeriodSeconds: a ticket key is current for this long and
+    ///     accepted for one more period.
+    public init(pairs: [TLSCertificatePair], ciphers: String? = nil, clientCA: String? = nil,
+                clientCertificates: ClientCertificateMode = .off, alpn: [String],
+                ticketSecret: [UInt8]? = nil, ticketPeriodSeconds: Int = 3600) throws(TLSConfigurationError) {
+        precondition(!pairs.isEmpty, "TLSContext needs a certificate")
+        var wire: [UInt8] = []
+        for p in alpn where !p.isEmpty && p.utf8.count < 256 {
+            wire.append(UInt8(p.utf8.count))
+            wire += p.utf8
+        }
+        let mode: Int32
+        switch clientCA == nil ? .off : clientCertificates {
+        case .off: mode = CTLS_CLIENT_CERT_NONE
+        case .optional: mode = CTLS_CLIENT_CERT_OPTIONAL
+        case .required: mode = CTLS_CLIENT_CERT_REQUIRED
+        }
+        var err = [CChar](repeating: 0, count: 512)
+        let server = withOptionalCString(ciphers) { c in
+            withOptionalCString(clientCA) { ca in
+                ctls_server_new(c, ca, mode, wire, wire.count, &err, err.count)
+            }
+        }
+        guard let server else { throw TLSConfigurationError(message: text(err)) }
+        raw = server
+        if let secret = ticketSecret, !secret.isEmpty {
+            _ = ctls_server_set_ticket_secret(raw, secret, secret.count, Int32(ticketPeriodSeconds))
+        }
+        for p in pairs {
+            guard ctls_server_add_pair(raw, p.certificate, p.key, &err, err.count) == 0 else {
+                ctls_server_free(raw)
+                throw TLSConfigurationError(message: text(err))
+            }
+        }
+    }
+
+    deinit { ctls_server_free(raw) }
+
+    /// A server session on the accepted, non-blocking socket `fd` (which
+    /// the caller keeps owning); nil if OpenSSL cannot make one.
+    public func makeSession(fd: Int32) -> TLSSession? {
+        guard let c = ctls_conn_new(raw, fd) else { return nil }
+        return TLSSession(raw: c, context: self)
+    }
+}
+
+/// The secret session-ticket keys derive from: made once by the supervisor,
+/// handed to each worker it spawns through the environment, and taken out
+/// of the worker's environment before Python starts.
+public enum TicketSecret {
+    public static let environmentName = "PEREGRINE_TLS_TICKET_SECRET"
+
+    /// 32 bytes from OpenSSL's CSPRNG.
+    public static func generate() -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: 32)
+        return ctls_random(&bytes, bytes.count) == 0 ? bytes : nil
+    }
+
+    /// Makes `secret` inherited by the processes spawned from now on.
+    public static func export(_ secret: [UInt8]) {
+        _ = ctls_export_secret(environmentName, secret, secret.count)
+    }
+
+    /// The secret the supervisor passed, removed from the environment.
+    public static func take() -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: 64)
+        let n = ctls_import_secret(environmentName, &bytes, bytes.count)
+        return n > 0 ? Array(bytes.prefix(n)) : nil
+    }
+}
+
+func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let s else { return body(nil) }
+    return s.withCString { body($0) }
+}
+
+func text(_ buf: [CChar]) -> String {
+    String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
