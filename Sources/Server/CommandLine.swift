@@ -64,6 +64,8 @@ options:
                            20000; 0 = never)
   --ws-ping-timeout MS     close (1011) when a ping's pong is this late
                            (default 20000)
+  --ws-compress            negotiate permessage-deflate (RFC 7692) when offered;
+                           messages under 64 bytes go uncompressed
   --tls-cert PATH          serve TLS (1.2 and 1.3) with this PEM certificate
                            chain; repeat with --tls-key for more pairs, chosen
                            by SNI (the first is the default)
@@ -187,6 +189,7 @@ public enum CommandLineParser {
             case "--ws-max-queue-bytes": config.wsMaxQueueBytes = try size(name, try value(), 1...(1 << 40))
             case "--ws-ping-interval": config.wsPingIntervalMilliseconds = try integer(name, try value(), 0...86_400_000)
             case "--ws-ping-timeout": config.wsPingTimeoutMilliseconds = try integer(name, try value(), 1...86_400_000)
+            case "--ws-compress": try flag(); config.wsCompress = true
             case "--tls-cert": config.tlsCertificates.append(try path(name, try value()))
             case "--tls-key": config.tlsKeys.append(try path(name, try value()))
             case "--tls-ciphers":

@@ -52,6 +52,8 @@ public struct Config: Sendable {
     /// (1011) when its pong has not come within the timeout.
     public var wsPingIntervalMilliseconds = 20_000
     public var wsPingTimeoutMilliseconds = 20_000
+    /// Negotiate permessage-deflate (RFC 7692) when the client offers it.
+    public var wsCompress = false
     /// Refuse WebSocket upgrades (501) instead of passing them to an ASGI
     /// application.
     public var websockets = true

@@ -17,9 +17,14 @@ struct WebSocketState {
     var denying = false
     /// A keepalive ping is out and its pong not yet back.
     var pingOutstanding = false
-    /// The message being assembled from fragments.
+    /// The message being assembled from fragments (or inflated).
     var message: [UInt8] = []
     var messageIsText = false
+    /// permessage-deflate (RFC 7692, `--ws-compress`): what the handshake
+    /// agreed, then each direction's compression state once accepted.
+    var deflate: PerMessageDeflateParameters?
+    var deflater: MessageDeflater?
+    var inflater: MessageInflater?
 }
 
 /// WebSocket over HTTP/1.1 (RFC 6455) for ASGI applications: the opening
@@ -75,6 +80,13 @@ extension H1Connection: WebSocketExchange {
             phase = .websocket
             ws = WebSocketState()
             ws.key = key
+            if worker.config.wsCompress {
+                var values: [UnsafeRawBufferPointer] = []
+                for i in 0..<request.fieldCount where HandshakeField(name: request.bytes(request.fields[i].name)) == .secWebSocketExtensions {
+                    values.append(request.bytes(request.fields[i].value))
+                }
+                ws.deflate = PerMessageDeflateParameters.negotiate(fieldValues: values)
+            }
             updateInterest()
             worker.asgi!.startWebSocket(request, subprotocols: offers, exchange: self)
         }
@@ -99,10 +111,18 @@ extension H1Connection: WebSocketExchange {
             worker.out.append(subprotocol)
             worker.out.append("\r\n")
         }
+        if let agreed = ws.deflate {
+            worker.out.append("sec-websocket-extensions: ")
+            var value = agreed.responseValue
+            value.withUTF8 { worker.out.append(UnsafeRawBufferPointer($0)) }
+            worker.out.append("\r\n")
+            ws.deflater = MessageDeflater(parameters: agreed)
+            ws.inflater = MessageInflater(parameters: agreed, maxMessageLength: worker.config.wsMaxMessage)
+        }
         stageFields(fields)
         worker.out.append("\r\n")
         ws.accepted = true
-        ws.decoder = FrameDecoder(configuration: .init(maxMessageLength: worker.config.wsMaxMessage))
+        ws.decoder = FrameDecoder(configuration: .init(maxMessageLength: worker.config.wsMaxMessage, allowRSV1: ws.deflate != nil))
         headSent = true
         if let line = accessLine {
             worker.accessLog.record(line, status: 101, bytes: 0, peer: peer,
@@ -136,6 +156,9 @@ extension H1Connection: WebSocketExchange {
 
     func sendMessage(_ bytes: UnsafeRawBufferPointer, text: Bool) -> SendOutcome {
         guard phase == .websocket, ws.accepted, !ws.closeSent, !writeFailed else { return .closed }
+        if let deflater = ws.deflater, deflater.shouldCompress(length: bytes.count) {
+            return sendCompressed(bytes, text: text, deflater)
+        }
         let headerLength = FrameEncoder.headerLength(payloadLength: bytes.count)
         worker.out.reserve(headerLength)
         worker.out.count += FrameEncoder.writeHeader(
@@ -147,6 +170,36 @@ extension H1Connection: WebSocketExchange {
             return webSocketOutcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false))
         }
         return webSocketOutcome(transmit(bytes, blocking: false))
+    }
+
+    /// One compressed frame (RFC 7692 §7.2.1, RSV1 set), deflated straight
+    /// into the output buffer behind room for the header, which is written
+    /// once the payload length is known (the payload moves only if the
+    /// header turns out shorter than guessed from the uncompressed length).
+    private func sendCompressed(_ bytes: UnsafeRawBufferPointer, text: Bool, _ deflater: MessageDeflater) -> SendOutcome {
+        let frameStart = worker.out.count
+        let guess = FrameEncoder.headerLength(payloadLength: bytes.count)
+        worker.out.reserve(guess + MessageDeflater.bound(length: bytes.count))
+        var consumed = 0, written = 0
+        while true {
+            let at = frameStart + guess + written
+            let step = deflater.compress(UnsafeRawBufferPointer(rebasing: bytes[consumed...]),
+                                         into: UnsafeMutableRawBufferPointer(start: worker.out.base + at, count: worker.out.capacity - at))
+            consumed += step.consumed
+            written += step.written
+            if step.isFinished { break }
+            worker.out.reserve(guess + written + max(written, 16 * 1024))
+        }
+        let payloadLength = written - MessageDeflater.tailLength
+        let headerLength = FrameEncoder.headerLength(payloadLength: payloadLength)
+        if headerLength != guess {
+            (worker.out.base + frameStart + headerLength).copyMemory(from: worker.out.base + frameStart + guess, byteCount: payloadLength)
+        }
+        FrameEncoder.writeHeader(opcode: text ? .text : .binary, fin: true, rsv1: true, payloadLength: payloadLength,
+                                 into: UnsafeMutableRawBufferPointer(start: worker.out.base + frameStart, count: headerLength))
+        worker.out.count = frameStart + headerLength + payloadLength
+        bytesOut += Int64(bytes.count)
+        return webSocketOutcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false))
     }
 
     func sendClose(code: Int, reason: UnsafeRawBufferPointer) -> SendOutcome {
@@ -276,6 +329,24 @@ extension H1Connection: WebSocketExchange {
         switch event {
         case .messageData(let piece):
             let data = bytes(piece.span)
+            if piece.isCompressed, let inflater = ws.inflater {
+                if piece.isFirst {
+                    ws.message.removeAll(keepingCapacity: true)
+                    ws.messageIsText = piece.opcode == .text
+                }
+                do {
+                    try inflater.inflate(data, isFirst: piece.isFirst, isLast: piece.isLast, text: ws.messageIsText, into: &ws.message)
+                } catch {
+                    failWebSocket(error)
+                    return
+                }
+                if piece.isLast {
+                    let text = ws.messageIsText
+                    ws.message.withUnsafeBytes { ws.delegate?.messageReceived($0, text: text) }
+                    ws.message.removeAll(keepingCapacity: ws.message.capacity <= 1 << 20)
+                }
+                return
+            }
             if piece.isFirst && piece.isLast {
                 // A whole message in one frame: no copy.
                 ws.delegate?.messageReceived(data, text: piece.opcode == .text)
