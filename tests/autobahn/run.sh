@@ -3,11 +3,14 @@
 #
 #   tests/autobahn/run.sh            cases 1-7 and 10 (about 250 cases, ~30 s)
 #   CASES='1.* 9.*' tests/autobahn/run.sh   other case groups (9 = performance, slow)
+#   CASES='12.* 13.*' tests/autobahn/run.sh permessage-deflate (the server gets --ws-compress)
 #
 # Environment: PEREGRINE_BIN (default: .build/debug/peregrine, then `peregrine`
 # on PATH); PYTHON27 (default: pyenv's 2.7.18); AUTOBAHN_VENV (default:
 # tests/autobahn/.venv27, made on first use from PyPI: virtualenv<20.22 in a
-# Python 3 venv, then pip<21 and autobahntestsuite in a Python 2.7 virtualenv).
+# Python 3 venv, then pip<21 and autobahntestsuite in a Python 2.7 virtualenv);
+# PEREGRINE_ARGS (extra server options; --ws-compress is added when cases 12
+# or 13 are asked for).
 # Prints OK / NON-STRICT / INFORMATIONAL / UNIMPLEMENTED / FAILED counts and
 # every FAILED case; exits 1 if any case FAILED.
 set -euo pipefail
@@ -16,6 +19,8 @@ root=$(cd "$here/../.." && pwd)
 venv=${AUTOBAHN_VENV:-$here/.venv27}
 python27=${PYTHON27:-/root/.pyenv/versions/2.7.18/bin/python2.7}
 cases=${CASES:-1.* 2.* 3.* 4.* 5.* 6.* 7.* 10.*}
+server_args=${PEREGRINE_ARGS:-}
+case " $cases" in *" 12."* | *" 13."*) server_args="$server_args --ws-compress" ;; esac
 bin=${PEREGRINE_BIN:-}
 if [ -z "$bin" ]; then
     if [ -x "$root/.build/debug/peregrine" ]; then bin=$root/.build/debug/peregrine; else bin=$(command -v peregrine); fi
@@ -39,7 +44,7 @@ cleanup() {
 trap cleanup EXIT
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$bin" --python-path "$root/tests/apps" --host 127.0.0.1 --port "$port" --log-level warning ws_apps:app \
+"$bin" --python-path "$root/tests/apps" --host 127.0.0.1 --port "$port" --log-level warning $server_args ws_apps:app \
     >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
 for _ in $(seq 100); do

@@ -91,7 +91,8 @@ class Inflater:
                 assert f.opcode in (TEXT, BINARY), f
                 first = f
             else:
-                assert f.opcode == CONT and f.rsv == 0, f
+                assert f.opcode == CONT, f
+                assert f.rsv == 0, f
             payload += f.payload
             if f.fin:
                 break
@@ -142,7 +143,10 @@ def test_not_negotiated_without_the_option(plain_server: Server) -> None:
         ('permessage-deflate; server_max_window_bits="12"', "permessage-deflate; server_max_window_bits=12"),
         # Invalid offers are declined and the next one taken (RFC 7692 §5.1, §7).
         ("permessage-deflate; foo, permessage-deflate", "permessage-deflate"),
-        ("permessage-deflate; server_no_context_takeover; server_no_context_takeover, permessage-deflate", "permessage-deflate"),
+        (
+            "permessage-deflate; server_no_context_takeover; server_no_context_takeover, permessage-deflate",
+            "permessage-deflate",
+        ),
         ("permessage-deflate; server_max_window_bits=16, permessage-deflate; client_no_context_takeover",
          "permessage-deflate; client_no_context_takeover"),
         ("permessage-deflate; server_max_window_bits", None),
@@ -291,8 +295,7 @@ def test_decompression_bomb_is_1009_and_the_server_goes_on(small_limit_server: S
     # Just under the limit is fine.
     with compressed_handshake(small_limit_server) as ws:
         ws.send(BINARY, deflate(b"\x00" * ((1 << 20) - 1)), rsv=4)
-        first, payload = Inflater().message(ws)
-        assert payload == b"\x00" * ((1 << 20) - 1)
+        assert Inflater().message(ws)[1] == b"\x00" * ((1 << 20) - 1)
     assert_ws_still_serving(small_limit_server)
 
 
