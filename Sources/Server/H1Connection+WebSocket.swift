@@ -17,7 +17,7 @@ struct WebSocketState {
     var denying = false
     /// A keepalive ping is out and its pong not yet back.
     var pingOutstanding = false
-    /// The message being assembled from fragments (or inflated).
+    /// The message being assembled from fragments.
     var message: [UInt8] = []
     var messageIsText = false
     /// permessage-deflate (RFC 7692, `--ws-compress`): what the handshake
@@ -330,20 +330,15 @@ extension H1Connection: WebSocketExchange {
         case .messageData(let piece):
             let data = bytes(piece.span)
             if piece.isCompressed, let inflater = ws.inflater {
-                if piece.isFirst {
-                    ws.message.removeAll(keepingCapacity: true)
-                    ws.messageIsText = piece.opcode == .text
-                }
+                if piece.isFirst { ws.messageIsText = piece.opcode == .text }
                 do {
-                    try inflater.inflate(data, isFirst: piece.isFirst, isLast: piece.isLast, text: ws.messageIsText, into: &ws.message)
+                    if let message = try inflater.inflate(data, isFirst: piece.isFirst, isLast: piece.isLast, text: ws.messageIsText) {
+                        ws.delegate?.messageReceived(message, text: ws.messageIsText)
+                        inflater.release()
+                    }
                 } catch {
+                    inflater.release()
                     failWebSocket(error)
-                    return
-                }
-                if piece.isLast {
-                    let text = ws.messageIsText
-                    ws.message.withUnsafeBytes { ws.delegate?.messageReceived($0, text: text) }
-                    ws.message.removeAll(keepingCapacity: ws.message.capacity <= 1 << 20)
                 }
                 return
             }

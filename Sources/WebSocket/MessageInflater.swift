@@ -12,8 +12,10 @@
 ///
 /// Bounded: zlib never gets more output room than `maxMessageLength −
 /// produced + 1` bytes, so a decompression bomb is caught (1009,
-/// `messageTooBig`) one byte past the limit, before the array grows past
-/// it — not after inflating the whole thing. Text is UTF-8 validated as it
+/// `messageTooBig`) one byte past the limit, before the buffer grows past
+/// it — not after inflating the whole thing. The buffer starts at a few
+/// times the compressed size and doubles; `release()` frees it, so an idle
+/// connection holds no message memory. Text is UTF-8 validated as it
 /// is produced (1007 as soon as a byte is wrong, §8.1). Data that is not
 /// DEFLATE fails with 1002 (`compressedDataInvalid`).
 ///
@@ -28,20 +30,25 @@ public final class MessageInflater {
     public let parameters: PerMessageDeflateParameters
     public let maxMessageLength: Int
     private var stream: ZlibStream?
+    private var storage: UnsafeMutableRawPointer?
+    private var capacity = 0
     private var produced = 0
     private var utf8 = UTF8Validator()
+    private var failure: WebSocketError?
 
     public init(parameters: PerMessageDeflateParameters, maxMessageLength: Int) {
         self.parameters = parameters
         self.maxMessageLength = maxMessageLength
     }
 
+    deinit { storage?.deallocate() }
+
     private static let tail: [UInt8] = [0x00, 0x00, 0xFF, 0xFF]
 
-    /// Inflates one piece of a compressed message, appending to `output`
-    /// (the caller empties it at the message's first piece).
-    public func inflate(_ piece: UnsafeRawBufferPointer, isFirst: Bool, isLast: Bool, text: Bool,
-                        into output: inout [UInt8]) throws(WebSocketError) {
+    /// Inflates one piece of a compressed message; after the last piece,
+    /// returns the message (valid until the next call or `release()`).
+    public func inflate(_ piece: UnsafeRawBufferPointer, isFirst: Bool, isLast: Bool,
+                        text: Bool) throws(WebSocketError) -> UnsafeRawBufferPointer? {
         if isFirst {
             produced = 0
             utf8 = UTF8Validator()
@@ -52,61 +59,84 @@ public final class MessageInflater {
             }
             stream = s
         }
-        run(piece, text: text, into: &output)
+        run(piece, text: text)
         if let failure { throw failure }
-        guard isLast else { return }
-        MessageInflater.tail.withUnsafeBytes { run($0, text: text, into: &output) }
+        guard isLast else { return nil }
+        MessageInflater.tail.withUnsafeBytes { run($0, text: text) }
         if text && !utf8.isComplete { fail(.invalidUTF8) }
         if parameters.clientNoContextTakeover { stream!.reset() }
         if let failure { throw failure }
+        return UnsafeRawBufferPointer(start: storage, count: produced)
     }
 
-    private var failure: WebSocketError?
+    /// Bytes allocated for the message buffer (tests: the bound holds).
+    var bufferCapacity: Int { capacity }
+
+    /// Frees the message buffer (call once the message is delivered).
+    public func release() {
+        storage?.deallocate()
+        storage = nil
+        capacity = 0
+        produced = 0
+    }
 
     private func fail(_ error: WebSocketError) {
         if failure == nil { failure = error }
     }
 
+    /// Room for at least `wanted` more bytes (capacity doubles), never past
+    /// `maxMessageLength + 1` in all.
+    private func grow(_ wanted: Int) {
+        let limit = maxMessageLength + 1
+        let needed = min(produced + wanted, limit)
+        guard needed > capacity else { return }
+        let newCapacity = min(max(needed, capacity * 2, 4096), limit)
+        let block = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
+        if let storage {
+            block.copyMemory(from: storage, byteCount: produced)
+            storage.deallocate()
+        }
+        storage = block
+        capacity = newCapacity
+    }
+
     /// Inflates all of `input`; a failure is left in `failure` (sticky).
-    private func run(_ input: UnsafeRawBufferPointer, text: Bool, into output: inout [UInt8]) {
+    private func run(_ input: UnsafeRawBufferPointer, text: Bool) {
         if failure != nil { return }
         let stream = self.stream!
         var consumed = 0
         while true {
-            let left = maxMessageLength - produced + 1
-            let room = min(left, max(16 * 1024, min((input.count - consumed) * 4, 1 << 20)))
-            let start = output.count
-            output.append(contentsOf: repeatElement(0, count: room))
-            let step = output.withUnsafeMutableBytes { out in
-                stream.run(UnsafeRawBufferPointer(rebasing: input[consumed...]),
-                           UnsafeMutableRawBufferPointer(rebasing: out[start..<start + room]), flush: true)
-            }
-            output.removeLast(room - step.written)
+            if capacity - produced < 1024 { grow(max(4 * (input.count - consumed), 1024)) }
+            let room = min(capacity - produced, maxMessageLength - produced + 1)
+            let out = UnsafeMutableRawBufferPointer(start: storage! + produced, count: room)
+            let step = stream.run(UnsafeRawBufferPointer(rebasing: input[consumed...]), out, flush: true)
             consumed += step.consumed
             produced += step.written
-            if produced > maxMessageLength { fail(.messageTooBig); break }
-            if text && step.written > 0 {
-                let ok = output.withUnsafeBytes { utf8.validate(UnsafeRawBufferPointer(rebasing: $0[start..<start + step.written])) }
-                if !ok { fail(.invalidUTF8); break }
+            if produced > maxMessageLength { fail(.messageTooBig); return }
+            if text && step.written > 0 && !utf8.validate(UnsafeRawBufferPointer(rebasing: out[0..<step.written])) {
+                fail(.invalidUTF8)
+                return
             }
             switch step.status {
             case .ok, .noProgress:
                 break
             case .streamEnd:
-                let restarted = parameters.clientNoContextTakeover ? { stream.reset(); return true }() : stream.restartKeepingWindow()
-                if !restarted { fatalError("zlib could not allocate") }
+                // A BFINAL block: a new stream, keeping the window with context takeover.
+                if parameters.clientNoContextTakeover { stream.reset() } else if !stream.restartKeepingWindow() {
+                    fatalError("zlib could not allocate")
+                }
                 continue
             case .dataError:
                 fail(.compressedDataInvalid)
+                return
             case .outOfMemory:
                 fatalError("zlib could not allocate")
             }
-            if failure != nil { break }
             // Done when all input is in and zlib did not fill the room.
-            if consumed == input.count && step.written < room { break }
-            if step.status == .noProgress && step.written == 0 && consumed < input.count {
-                fail(.compressedDataInvalid)  // cannot happen with room left; never spin
-                break
+            if consumed == input.count && step.written < room { return }
+            if step.written == 0 && step.consumed == 0 && room > 0 {
+                fail(.compressedDataInvalid)  // cannot happen with input and room; never spin
+                return
             }
         }
     }
