@@ -4,7 +4,7 @@
 // a frame of views into it. It checks everything that can be judged from the
 // frame alone — size per type (§4.2), padding (§6.1, §6.2, §6.6), the stream
 // identifier being zero or not, setting values (§6.5.2), a zero window
-// increment (§6.9), self-dependency (§5.3.1) — and nothing that needs
+// increment (§6.9), self-dependency of PRIORITY (§5.3.1) — and nothing that needs
 // connection state (stream states, CONTINUATION sequencing, PUSH_PROMISE sent
 // to a server, SETTINGS ordering), which is the connection's job.
 // Stream-scoped errors come out with `scope == .stream(id)`; the frame is
@@ -28,9 +28,11 @@ extension Frame {
             let (block, pad) = try unpad(h, bytes, p, fixed: hasPriority ? PrioritySpec.size : 0)
             var priority: PrioritySpec?
             if hasPriority {
-                let spec = decodePriority(bytes, at: block.start - PrioritySpec.size)
-                guard spec.dependency != h.streamID else { throw FrameError.selfDependency.onStream(h.streamID) }
-                priority = spec
+                // A self-dependency (§5.3.1) is not thrown here: the field
+                // block must still be decoded to keep HPACK in step, so the
+                // connection checks `priority.dependency` itself once the
+                // block is complete.
+                priority = decodePriority(bytes, at: block.start - PrioritySpec.size)
             }
             return .headers(HeadersFrame(streamID: h.streamID, endStream: h.flags.contains(.endStream),
                                          endHeaders: h.flags.contains(.endHeaders), priority: priority,

@@ -59,8 +59,15 @@ final class FrameErrorTests: XCTestCase {
     // §5.3.1: self-dependency → stream error PROTOCOL_ERROR.
     func testStreamDependingOnItselfIsStreamProtocolError() {
         expectStreamError(FrameError.selfDependency.onStream(3), rawFrame(.priority, stream: 3, [0, 0, 0, 3, 0]))
-        expectStreamError(FrameError.selfDependency.onStream(5),
-                          rawFrame(.headers, flags: [.priority, .endHeaders], stream: 5, [0x80, 0, 0, 5, 0, 0x82]))
+    }
+
+    // A HEADERS frame depending on itself still decodes (its field block must
+    // reach the HPACK decoder); the connection answers the stream error.
+    func testHEADERSDependingOnItselfStillDecodesForTheConnectionToJudge() throws {
+        let wire = rawFrame(.headers, flags: [.priority, .endHeaders], stream: 5, [0x80, 0, 0, 5, 0, 0x82])
+        guard case .headers(let h) = try decodeFrame(wire) else { return XCTFail("not HEADERS") }
+        XCTAssertEqual(h.priority, PrioritySpec(exclusive: true, dependency: 5, weight: 0))
+        XCTAssertEqual(slice(wire, h.fieldBlockFragment), [0x82])
     }
 
     // §6.4: length other than 4 → connection FRAME_SIZE_ERROR.

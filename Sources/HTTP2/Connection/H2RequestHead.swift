@@ -1,0 +1,65 @@
+// A validated request header section (RFC 9113 §8.3.1) or trailer section.
+//
+// The HPACK decoder materialises every name and value into one arena; the
+// head takes a copy of that arena as `storage` (one allocation per request,
+// none per field) and describes the pseudo-header fields and the regular
+// fields as spans into it. Cookie crumbs (§8.2.3) are joined with "; " into
+// one `cookie` field, appended at the end of the storage.
+
+import Core
+
+/// One regular field: spans into `H2RequestHead.storage`. Names are lower
+/// case (upper case makes a request malformed, §8.2.1).
+public struct H2Field: Sendable, Equatable {
+    public var name: ByteSpan
+    public var value: ByteSpan
+
+    public init(name: ByteSpan, value: ByteSpan) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// A request head (or trailers: then every pseudo-header span is empty).
+public struct H2RequestHead: Sendable {
+    /// Decoded names and values back to back.
+    public var storage: [UInt8]
+    /// `:method`.
+    public var method: ByteSpan
+    /// `:scheme`; empty for CONNECT.
+    public var scheme: ByteSpan
+    /// `:authority`, or the Host field when `:authority` is absent; empty if
+    /// neither is present.
+    public var authority: ByteSpan
+    /// `:path`; empty for CONNECT.
+    public var path: ByteSpan
+    /// `:protocol` of an extended CONNECT (RFC 8441); empty otherwise.
+    public var protocolName: ByteSpan
+    /// Regular fields in order (cookie crumbs joined into one).
+    public var fields: [H2Field]
+    /// The validated content-length, if present.
+    public var contentLength: Int64?
+
+    public init(storage: [UInt8] = [], method: ByteSpan = .empty, scheme: ByteSpan = .empty,
+                authority: ByteSpan = .empty, path: ByteSpan = .empty, protocolName: ByteSpan = .empty,
+                fields: [H2Field] = [], contentLength: Int64? = nil) {
+        self.storage = storage
+        self.method = method
+        self.scheme = scheme
+        self.authority = authority
+        self.path = path
+        self.protocolName = protocolName
+        self.fields = fields
+        self.contentLength = contentLength
+    }
+
+    /// The bytes of `span`.
+    public subscript(span: ByteSpan) -> ArraySlice<UInt8> {
+        storage[span.start ..< span.end]
+    }
+
+    /// Calls `body` with the bytes of `span` in place.
+    public func withBytes<R>(of span: ByteSpan, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try storage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[span.start ..< span.end])) }
+    }
+}
