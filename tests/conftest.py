@@ -54,7 +54,7 @@ CRASH_MARKERS = (
     "SIGSEGV",
     "SIGABRT",
 )
-LISTENING = re.compile(r"listening on (?:http://(?:\[[^\]]+\]|[^\s:/]+):(?P<port>\d+)|unix:(?P<unix>\S+))")
+LISTENING = re.compile(r"listening on (?:https?://(?:\[[^\]]+\]|[^\s:/]+):(?P<port>\d+)|unix:(?P<unix>\S+))")
 
 
 class Lines:

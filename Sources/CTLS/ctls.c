@@ -342,7 +342,12 @@ int ctls_server_add_pair(ctls_server *s, const char *cert_file, const char *key_
         return -1;
     }
     if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
-        set_err(err, errlen, "cannot load the private key in %s%s", key_file, NULL);
+        if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
+            ERR_clear_error();
+            set_err(err, errlen, "the private key in %s does not match the certificate in %s", key_file, cert_file);
+        } else {
+            set_err(err, errlen, "cannot load the private key in %s%s", key_file, NULL);
+        }
         SSL_CTX_free(ctx);
         return -1;
     }

@@ -113,6 +113,12 @@ public final class ASGIGateway {
         PyDict_SetItem(scopeDict, keys.subprotocols, offered)
         Py.decref(offered)
         PyDict_SetItem(scopeDict, keys.extensions, webSocketExtensions)
+        if let tls = request.peer.tls {
+            let wss = Py.str("wss")
+            PyDict_SetItem(scopeDict, keys.scheme, wss)
+            Py.decref(wss)
+            scope.setTLSExtension(scopeDict, tls)
+        }
         run(ws, scope: scopeDict, receive: receive, send: send)
     }
 

@@ -83,7 +83,7 @@ public final class TLSContext {
         }
         for p in pairs {
             guard ctls_server_add_pair(raw, p.certificate, p.key, &err, err.count) == 0 else {
-                ctls_server_free(raw)
+                // (deinit frees `raw`: every stored property is set by now)
                 throw TLSConfigurationError(message: text(err))
             }
         }
