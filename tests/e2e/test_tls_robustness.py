@@ -12,7 +12,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from tls_support import TLSFiles, client_context, closed_quickly, info
+from tls_support import TLSFiles, client_context, closed_quickly, info, tls_connect
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -78,3 +78,18 @@ def test_client_that_vanishes_mid_handshake(tls_server: Callable[..., Server], t
         sock.sendall(bytes.fromhex("16030100"))
         sock.close()
     assert info(server, client_context(tls_files))["scheme"] == "https"
+
+
+def test_bad_request_is_answered_then_closed_cleanly(tls_server: Callable[..., Server], tls_files: TLSFiles) -> None:
+    # The error response, our close_notify, then a lingering close that
+    # reads what the client still sends.
+    server = tls_server("tls_apps:wsgi")
+    sock = tls_connect(server, client_context(tls_files))
+    sock.sendall(b"GET /info HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\nGET /info HTTP/1.1\r\n")
+    received = b""
+    while chunk := sock.recv(4096):
+        received += chunk
+    sock.close()
+    assert received.startswith(b"HTTP/1.1 400 ")
+    assert b"connection: close" in received
+    assert info(server, client_context(tls_files))["HTTPS"] == "on"
