@@ -273,12 +273,15 @@ public final class H2Connection {
             return streamError(at: i, H2Error(e))
         case .idle where type != .priority:
             return fail(.frameOnIdleStream)
-        case .idle, .closed(.closed), .closed(nil):
-            // A PRIORITY needs no stream: answer on its id, remember nothing.
-            if type == .priority { return refuse(id, H2Error(e), remember: nil) }
-            return nil
         case .closed(.resetByUs):
             return nil
+        case .idle, .closed:
+            // A PRIORITY needs no stream: answer on its id, remember nothing.
+            if type == .priority { return refuse(id, H2Error(e), remember: nil) }
+            // A zero WINDOW_UPDATE is never valid, even racing our
+            // END_STREAM: with no stream left to reset, the connection
+            // answers it (§5.4.1 lets any stream error be one).
+            return fail(H2Error(e))
         }
     }
 

@@ -129,6 +129,18 @@ final class H2ConnectionFrameRulesTests: XCTestCase {
         XCTAssertEqual(h.feed(h.windowUpdate(0, 0)).connectionError, .protocolError)
     }
 
+    func testWindowUpdateOfZeroOnAClosedStreamIsAConnectionError() {
+        let h = H2Harness()
+        _ = h.feed(h.headers(1, h.get()))
+        h.respond(1, status: 204, endStream: true)
+        XCTAssertEqual(h.feed(h.windowUpdate(1, 0)), [.connectionError(.protocolError, "WINDOW_UPDATE increment of 0")])
+        // ...but ignored after our RST_STREAM, like everything else.
+        let r = H2Harness()
+        _ = r.feed(r.headers(1, r.get()))
+        r.conn.resetStream(streamID: 1, code: .cancel)
+        XCTAssertEqual(r.feed(r.windowUpdate(1, 0)), [])
+    }
+
     func testWindowUpdateOfWrongLengthIsFrameSizeError() {
         let h = H2Harness()
         XCTAssertEqual(h.feed(rawFrame(.windowUpdate, stream: 0, [0, 0, 1])).connectionError, .frameSizeError)

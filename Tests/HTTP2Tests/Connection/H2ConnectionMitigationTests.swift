@@ -165,3 +165,64 @@ final class H2ConnectionMitigationTests: XCTestCase {
         XCTAssertEqual(h.conn.output.readableCount, 0)
     }
 }
+
+final class H2ConnectionOutputTests: XCTestCase {
+    // A partly written output still holds the newest ack: the count stands
+    // until the server's write cursor passes it.
+    func testControlFramesCountUntilWrittenPastTheNewest() {
+        var l = H2Limits()
+        l.maxQueuedControlFrames = 5
+        let h = H2Harness(limits: l)
+        _ = h.drain()
+        var wire: [UInt8] = []
+        for i in 0 ..< 5 { wire += h.ping(UInt64(i)) }
+        XCTAssertEqual(h.feed(wire), [])
+        h.conn.output.readerIndex += 17 * 4  // four of five acks written
+        XCTAssertEqual(h.feed(h.ping(9)).connectionError, .enhanceYourCalm)
+    }
+
+    func testOutputGrowsForLargeWritesAndIsReleasedWhenEmpty() {
+        let h = H2Harness()
+        _ = h.feed(h.settings([Setting(.initialWindowSize, 1 << 20)]) + h.windowUpdate(0, 1 << 20))
+        _ = h.feed(h.headers(1, h.get()))
+        h.respond(1, status: 200)
+        let body = [UInt8](repeating: 0x61, count: 200_000)
+        XCTAssertEqual(h.send(1, body, endStream: true), 200_000)
+        XCTAssertGreaterThanOrEqual(h.conn.output.capacity, 200_000)
+        let out = h.drain()
+        XCTAssertEqual(out.compactMap { if case .data(_, let b, _) = $0 { return b.count } else { return nil } }.reduce(0, +), 200_000)
+        _ = h.feed(h.ping(1))
+        XCTAssertLessThanOrEqual(h.conn.output.capacity, 4096)
+        XCTAssertEqual(h.drain(), [.ping(ack: true, 1)])
+    }
+
+    func testPartialWritesKeepFramesIntact() throws {
+        let h = H2Harness()
+        _ = h.feed(h.headers(1, h.get()))
+        h.respond(1, status: 200)
+        XCTAssertEqual(h.send(1, [UInt8](repeating: 1, count: 5000)), 5000)
+        // The server writes a little at a time while more is queued.
+        var written: [UInt8] = []
+        for round in 0 ..< 50 {
+            let n = min(97, h.conn.output.readableCount)
+            written += Array(h.conn.output.readable[0 ..< n])
+            h.conn.output.readerIndex += n
+            if round % 10 == 0 { _ = h.feed(h.ping(UInt64(round))) }
+        }
+        written += Array(h.conn.output.readable)
+        h.conn.output.readerIndex = h.conn.output.writerIndex
+        var p = FrameParser(maxFrameSize: 1 << 20, expectPreface: false)
+        var at = 0, frames = 0
+        while at < written.count {
+            guard case .frame(_, let n) = try written[at...].withUnsafeBytes({ try p.nextEvent(in: $0) }) else { return XCTFail() }
+            at += n
+            frames += 1
+        }
+        XCTAssertEqual(frames, 1 + 1 + 5)  // HEADERS, DATA, five PING acks
+    }
+
+    func testSizesStaySmall() {
+        XCTAssertEqual(MemoryLayout<H2Field>.size, 16)
+        XCTAssertLessThanOrEqual(MemoryLayout<H2Stream>.size, 96)
+    }
+}

@@ -1,14 +1,24 @@
-// libFuzzer target for the HTTP/2 input path: HPACK decoding and the frame
-// parser (see fuzz/README.md for building and running).
+// libFuzzer target for the HTTP/2 input path: HPACK decoding, the frame
+// parser and the server connection (see fuzz/README.md for building and running).
 //
 // The first input byte picks the mode; the rest is the payload:
+//  * bits 0-1 = 3: the whole server connection (H2Connection). The payload
+//    follows the client preface (and, when bit 2 is set, an empty SETTINGS
+//    frame, so the fuzzer starts past the handshake) and is fed whole, a byte
+//    at a time and in 7-byte chunks; all three must give the same events and
+//    the same output. Bit 3 picks the server's part: passive (never writes,
+//    never consumes: everything in `output` was provoked by the peer, and
+//    must stay within the control-frame budget) or active (answers each
+//    request with a head and a body, consumes all data). Checks: no crash;
+//    every frame written parses; streams never exceed the concurrency limit;
+//    a connection error leaves the connection finished and swallowing input.
 //  * even: HPACK. The payload is split into header blocks at 0xff 0xfe
 //    markers and decoded in order by one decoder (table state carries over),
 //    with a small list limit so the 431 and bomb paths are reachable. Checks:
 //    no crash; every field span lies in the arena; a failed block leaves the
 //    list unchanged; the table never exceeds its maximum size; fields that
 //    decoded are re-encoded and decode back to the same bytes.
-//  * odd: frames. The payload is fed to a FrameParser (preface not expected)
+//  * bits 0-1 = 1: frames. The payload is fed to a FrameParser (preface not expected)
 //    whole and a byte at a time; both must yield the same events and verdict,
 //    and every span must lie inside the consumed frame.
 //
@@ -120,10 +130,168 @@ func checkSpans(_ frame: Frame, within n: Int) {
     for s in spans { check(s.start >= FrameHeader.size && s.end <= n && s.count >= 0, "span outside its frame") }
 }
 
+/// Small limits so short inputs reach every budget.
+func fuzzLimits() -> H2Limits {
+    var l = H2Limits()
+    l.maxConcurrentStreams = 4
+    l.initialStreamWindow = 1024
+    l.connectionWindow = 70_000
+    l.maxHeaderListSize = 512
+    l.headerTableSize = 256
+    l.enableConnectProtocol = true
+    l.maxQueuedControlFrames = 32
+    l.rapidResetBurst = 8
+    l.rapidResetPerSecond = 1
+    l.emptyFrameBurst = 8
+    l.emptyFramesPerSecond = 1
+    l.maxContinuationFrames = 3
+    l.maxHeaderBlockBytes = 16_384
+    l.closedStreamMemory = 4
+    return l
+}
+
+/// One event, copied out of the input so runs can be compared.
+struct EventSummary: Equatable {
+    var kind: UInt8
+    var stream: UInt32 = 0
+    var code: UInt32 = 0
+    var bytes: [UInt8] = []
+    var end = false
+}
+
+func summarize(_ e: H2Event) -> EventSummary {
+    switch e {
+    case .request(let id, let head, let end):
+        return EventSummary(kind: 0, stream: id, bytes: head.storage, end: end)
+    case .data(let id, let b, let fc, let end):
+        check(b.count <= fc, "data longer than its flow-controlled length")
+        return EventSummary(kind: 1, stream: id, code: UInt32(fc), bytes: Array(b), end: end)
+    case .trailers(let id, let head): return EventSummary(kind: 2, stream: id, bytes: head.storage)
+    case .streamReset(let id, let code): return EventSummary(kind: 3, stream: id, code: code.rawValue)
+    case .windowOpened(let id): return EventSummary(kind: 4, stream: id)
+    case .goAway(let last, let code): return EventSummary(kind: 5, stream: last, code: code.rawValue)
+    case .connectionError(let code, _): return EventSummary(kind: 6, code: code.rawValue)
+    }
+}
+
+func checkHead(_ head: H2RequestHead) {
+    for f in head.fields {
+        check(f.name.end <= head.storage.count && f.value.end <= head.storage.count, "field span outside the head")
+        check(head.storage[f.name.start ..< f.name.end].allSatisfy { !($0 >= 0x41 && $0 <= 0x5a) && $0 > 0x20 && $0 != 0x3a },
+              "invalid field name reached the application")
+        check(!head.storage[f.value.start ..< f.value.end].contains { $0 == 0 || $0 == 0x0a || $0 == 0x0d },
+              "NUL, CR or LF in a field value reached the application")
+    }
+    for s in [head.method, head.scheme, head.authority, head.path, head.protocolName] {
+        check(s.end <= head.storage.count, "pseudo-header span outside the head")
+    }
+}
+
+/// Runs the connection over `bytes` fed `chunk` bytes at a time.
+func runConnection(_ bytes: [UInt8], chunk: Int, active: Bool) -> ([EventSummary], [UInt8]) {
+    let limits = fuzzLimits()
+    let conn = H2Connection(limits: limits)
+    var input: [UInt8] = []
+    input.reserveCapacity(bytes.count)
+    var read = 0
+    var events: [EventSummary] = []
+    var written: [UInt8] = []
+    let body = [UInt8](repeating: 0x62, count: 300)
+    var fed = 0
+    while fed < bytes.count || fed == 0 {
+        let n = min(chunk, bytes.count - fed)
+        input += bytes[fed ..< fed + n]
+        fed += n
+        while true {
+            let (event, used) = input[read...].withUnsafeBytes { conn.nextEvent(in: $0, now: 0) }
+            check(used >= 0 && used <= input.count - read, "consumed more than it was given")
+            read += used
+            guard let event else { break }
+            events.append(summarize(event))
+            check(conn.openStreamCount <= limits.maxConcurrentStreams, "more streams than SETTINGS_MAX_CONCURRENT_STREAMS")
+            switch event {
+            case .connectionError:
+                check(conn.isFinished && conn.isClosing, "connection error without finishing")
+                check(read == input.count, "input left after a connection error")
+            case .request(let id, let head, _):
+                checkHead(head)
+                if active {
+                    conn.beginHeaders(streamID: id, status: 200)
+                    [UInt8]("content-type".utf8).withUnsafeBytes { n in
+                        [UInt8]("text/plain".utf8).withUnsafeBytes { v in conn.addField(name: n, value: v) }
+                    }
+                    conn.endHeaders(endStream: false)
+                    _ = body.withUnsafeBytes { conn.sendData(streamID: id, $0, endStream: true) }
+                }
+            case .trailers(_, let head):
+                checkHead(head)
+            case .data(let id, let b, _, _):
+                if active { conn.consumed(streamID: id, b.count) }
+            case .windowOpened(let id):
+                if active && id != 0 { _ = body.withUnsafeBytes { conn.sendData(streamID: id, $0, endStream: true) } }
+            default:
+                break
+            }
+        }
+        if active {
+            written += Array(conn.output.readable)
+            conn.output.readerIndex = conn.output.writerIndex
+        }
+        if fed == bytes.count { break }
+    }
+    if !active { written = Array(conn.output.readable) }
+    checkOutputFrames(written)
+    if !active {
+        // Peer-provoked output: our SETTINGS, acks/RSTs/431s within the
+        // control budget, credit WINDOW_UPDATEs, one GOAWAY.
+        check(written.count <= 4096 + bytes.count / 8, "output grew beyond the control-frame budget: \(written.count)")
+    }
+    if conn.isFinished && conn.connectionFailure != nil {
+        let after = [UInt8](repeating: 0, count: 64)
+        let (event, used) = after.withUnsafeBytes { conn.nextEvent(in: $0, now: 0) }
+        check(event == nil && used == 64, "a failed connection still reads")
+    }
+    return (events, written)
+}
+
+/// Every frame the connection wrote must parse.
+func checkOutputFrames(_ out: [UInt8]) {
+    var parser = FrameParser(maxFrameSize: 16_777_215, expectPreface: false)
+    var at = 0
+    while at < out.count {
+        let event: FrameParser.Event
+        do {
+            event = try out[at...].withUnsafeBytes { try parser.nextEvent(in: $0) }
+        } catch {
+            fatalError("invariant broken: connection wrote a bad frame: \(error)")
+        }
+        switch event {
+        case .frame(_, let n): at += n
+        case .needMoreData: fatalError("invariant broken: connection wrote a partial frame")
+        case .prefaceReceived, .streamError: fatalError("invariant broken: connection wrote a bad frame")
+        }
+    }
+}
+
+func fuzzConnection(_ mode: UInt8, _ payload: UnsafeRawBufferPointer) {
+    var bytes = ConnectionPreface.bytes
+    if mode & 4 != 0 { bytes += [0, 0, 0, 4, 0, 0, 0, 0, 0] }
+    bytes += payload
+    let active = mode & 8 != 0
+    let whole = runConnection(bytes, chunk: bytes.count, active: active)
+    let single = runConnection(bytes, chunk: 1, active: active)
+    check(whole.0 == single.0, "byte-at-a-time feeding changed the events")
+    check(whole.1 == single.1, "byte-at-a-time feeding changed the output")
+    let odd = runConnection(bytes, chunk: 7, active: active)
+    check(whole.0 == odd.0 && whole.1 == odd.1, "7-byte chunks changed the events or output")
+}
+
 func fuzzOne(_ input: UnsafeRawBufferPointer) {
     guard let mode = input.first else { return }
     let bytes = UnsafeRawBufferPointer(rebasing: input[1...])
-    if mode & 1 == 0 {
+    if mode & 3 == 3 {
+        fuzzConnection(mode, bytes)
+    } else if mode & 1 == 0 {
         fuzzHPACK(bytes)
     } else {
         let whole = frameEvents(bytes, chunk: bytes.count)
