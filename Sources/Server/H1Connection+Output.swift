@@ -344,6 +344,10 @@ extension H1Connection {
         guard phase != .closed else { return }
         let wasLingering = phase == .lingering
         phase = .closed
+        if let session = h2 {
+            h2 = nil
+            session.teardown()
+        }
         worker.disarm(self)
         input.readerIndex = input.writerIndex
         releaseInput()

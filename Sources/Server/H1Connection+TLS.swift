@@ -58,6 +58,10 @@ extension H1Connection {
     /// context was given (TLSSetup.alpnProtocols) can come out of it; the
     /// HTTP/2 integration branches off here for "h2".
     func startProtocol() {
+        if tls?.negotiatedProtocol == "h2" {
+            startHTTP2()
+            return
+        }
         phase = .head
         worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
         updateInterest()

@@ -33,7 +33,7 @@ import TLS
 /// +Input (reading and body decoding), +Output (framing, writing, closing),
 /// +WSGI (the blocking `Exchange`), +ASGI (the non-blocking one).
 final class H1Connection {
-    enum Phase { case head, request, websocket, discarding, lingering, closed }
+    enum Phase { case head, request, websocket, http2, discarding, lingering, closed }
 
     // The worker owns every connection and outlives it.
     unowned(unsafe) let worker: Worker
@@ -87,6 +87,11 @@ final class H1Connection {
     // WebSocket (ASGI) after a valid opening handshake; see +WebSocket.
     var ws = WebSocketState()
 
+    // HTTP/2 after the client preface or ALPN h2; see +HTTP2.
+    var h2: H2Session?
+    /// Nothing has been parsed on this connection yet: the preface may come.
+    var firstBytes = true
+
     // Lingering close.
     var lingerDeadline = Instant(nanoseconds: 0)
     var lingerBytes = 0
@@ -115,6 +120,7 @@ final class H1Connection {
         requestBytesSeen = false
         aborted = false
         writeFailed = false
+        firstBytes = true
         if tls != nil { beginHandshake(); return }  // HTTP starts after it (+TLS)
         worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
     }
@@ -123,6 +129,11 @@ final class H1Connection {
 
     func onEvents(_ events: IOEvents) {
         if handshaking { continueHandshake(); return }
+        if phase == .http2, let h2 {
+            if events.contains(.writable) { h2.onWritable() }
+            if phase == .http2 && !events.intersection([.readable, .error, .peerClosed]).isEmpty { h2.onReadable() }
+            return
+        }
         if events.contains(.writable) {
             onWritable()
             if phase == .closed { return }
@@ -147,6 +158,8 @@ final class H1Connection {
             }
         case .websocket:
             webSocketReadable(events)
+        case .http2:
+            h2?.onReadable()
         case .head, .discarding:
             switch fill() {
             case .data:
@@ -172,6 +185,8 @@ final class H1Connection {
             delegate?.bodyReady()
         case .websocket:
             webSocketTimeout()
+        case .http2:
+            h2?.onTimeout()
         case .request:
             // Output has not drained within the write-stall timeout.
             clientGone()
@@ -192,6 +207,7 @@ final class H1Connection {
                 continue
             }
             if input.isEmpty { becomeIdle(); return }
+            if firstBytes && phase == .head && worker.config.http2 && detectHTTP2Preface() { return }
             if !requestBytesSeen {
                 requestBytesSeen = true
                 requestStart = worker.now
@@ -216,6 +232,12 @@ final class H1Connection {
     }
 
     private func serve(_ head: H1RequestHead) {
+        firstBytes = false
+        if worker.config.http2Only {
+            // HTTP/1.1 is refused on this server (RFC 9110 §15.6.6).
+            sendErrorAndLinger(505)
+            return
+        }
         worker.disarm(self)
         let base = UnsafeRawPointer(input.readable.baseAddress!)
         input.readerIndex += head.headLength
@@ -357,6 +379,9 @@ final class H1Connection {
             want = .peerClosed
             if ws.accepted && !ws.paused && !ws.closeReceived { want.insert(.readable) }
             if hasPendingOutput { want.insert(.writable) }
+        case .http2:
+            want = .readable
+            if h2?.wantsWrite == true { want.insert(.writable) }
         case .head, .discarding, .lingering:
             want = .readable
             if hasPendingOutput { want.insert(.writable) }

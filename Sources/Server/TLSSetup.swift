@@ -20,7 +20,8 @@ enum TLSSetup {
     /// puts "h2" first here when HTTP/2 is enabled; see
     /// H1Connection.startProtocol for where the result is read.
     static func alpnProtocols(_ config: Config) -> [String] {
-        ["http/1.1"]
+        if config.http2Only { return ["h2"] }
+        return config.http2 ? ["h2", "http/1.1"] : ["http/1.1"]
     }
 
     static func makeContext(_ config: Config, ticketSecret: [UInt8]?) throws(StartupFailure) -> TLSContext {

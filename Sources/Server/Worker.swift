@@ -88,6 +88,12 @@ final class Worker {
 
     func clockNow() -> Instant { Instant.now() }
 
+    /// After waiting inside a request (WSGI), the loop's clock is stale.
+    func refreshClock() { now = Instant.now() }
+
+    /// Reading a file for a transport that cannot sendfile (HTTP/2, TLS).
+    lazy var fileScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+
     func nextRequestToken() -> UInt64 {
         requestTokens &+= 1
         return requestTokens
@@ -333,6 +339,7 @@ final class Worker {
         for c in slots {
             switch c.phase {
             case .websocket: c.closeWebSocketGoingAway()
+            case .http2: c.h2?.beginShutdown()
             case .lingering: c.close()
             case .head where closeIdle: c.close()
             default: break

@@ -1,0 +1,45 @@
+import CSys
+import Core
+import HTTP2
+
+/// Where a connection turns to HTTP/2: the client preface at the start of a
+/// cleartext connection (prior knowledge, RFC 9113 §3.3), or ALPN `h2`
+/// after a TLS handshake.
+extension H1Connection {
+    /// Looks for the client preface in the first bytes of the connection.
+    /// Returns true if the connection is now HTTP/2, or if more bytes are
+    /// needed to tell (nothing else may be parsed meanwhile).
+    func detectHTTP2Preface() -> Bool {
+        switch ConnectionPreface.match(input.readable) {
+        case .complete:
+            startHTTP2()
+            return true
+        case .needMoreData:
+            return true
+        case .mismatch:
+            return false
+        }
+    }
+
+    func startHTTP2() {
+        firstBytes = false
+        phase = .http2
+        let session = H2Session(connection: self)
+        h2 = session
+        session.start()
+    }
+
+    /// One write of `bytes` (the HTTP/2 output); how many the socket took,
+    /// and whether the connection failed.
+    func writeOut(_ bytes: UnsafeRawBufferPointer) -> (Int, Bool) {
+        io.writeSome(bytes, UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    /// After our last HTTP/2 frames (a GOAWAY): close gracefully, reading
+    /// and dropping what the client still sends for a moment.
+    func lingerAfterHTTP2() {
+        h2 = nil
+        phase = .head
+        lingerAfterResponse()
+    }
+}

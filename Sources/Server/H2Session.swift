@@ -1,0 +1,420 @@
+import CSys
+import Core
+import Gateway
+import HTTP2
+import PyBridge
+
+/// HTTP/2 on one connection (RFC 9113). The sans-I/O `H2Connection` does the
+/// protocol; this class moves bytes between it and the socket, and between
+/// its streams and the gateway.
+///
+/// ASGI: every request is a task of its own, served concurrently.
+/// WSGI: the application runs inline, one stream at a time; requests that
+/// arrive meanwhile (the socket is still read while a call waits for body
+/// or window) queue in arrival order, bounded by the streams limit.
+///
+/// Output: frames accumulate in the core's `output` and are written as the
+/// socket takes them. Response data enters the core only while that output
+/// is under `highWater`; the rest waits in its stream (`pendingOut`) and
+/// makes ASGI `send()` wait, so memory follows the limits, not the peer.
+final class H2Session {
+    unowned(unsafe) let connection: H1Connection
+    var core: H2Connection
+    var streams: [UInt32: H2Stream] = [:]
+    /// Streams holding response bytes the core has not taken yet.
+    private var sendQueue: [H2Stream] = []
+    /// WSGI requests waiting for the application, in arrival order.
+    private var waiting: [H2Stream] = []
+    private var waitingHead = 0
+    private var inApplication = false
+    /// The peer sent GOAWAY, or we did: finish what is open, then close.
+    private var goingAway = false
+    private(set) var closed = false
+
+    static let highWater = 64 * 1024
+    static let lowWater = 16 * 1024
+
+    var worker: Worker { connection.worker }
+    /// Bytes of response data the output may still take now.
+    var outputRoom: Int { max(0, H2Session.highWater - core.output.readableCount) }
+    private var nowMilliseconds: UInt64 { UInt64(max(0, worker.now.nanoseconds / 1_000_000)) }
+
+    init(connection: H1Connection) {
+        self.connection = connection
+        let config = connection.worker.config
+        var limits = H2Limits()
+        limits.maxConcurrentStreams = config.http2MaxStreams
+        limits.maxHeaderListSize = max(config.maxHeaderSize, 4096)
+        core = H2Connection(limits: limits)
+    }
+
+    /// The preface is in the input (h2c) or ALPN chose h2: our SETTINGS go
+    /// out and whatever the client already sent is processed.
+    func start() {
+        worker.disarm(connection)
+        pump()
+        afterIO()
+    }
+
+    // MARK: - Input
+
+    func onReadable() {
+        guard readSome() else { afterIO(); return }
+        pump()
+        afterIO()
+    }
+
+    /// One read into the connection's input; false if nothing came (or the
+    /// connection is gone).
+    private func readSome() -> Bool {
+        let input = connection.input
+        if input.hasStorage && input.writableCount == 0 {
+            connection.input.compact()
+            // A frame larger than the pool block: a bigger buffer (the core
+            // bounds frames at SETTINGS_MAX_FRAME_SIZE, so this ends).
+            if connection.input.writableCount == 0 { connection.growInput() }
+        }
+        switch connection.fill() {
+        case .data:
+            return true
+        case .again:
+            return false
+        case .eof, .error:
+            lost()
+            return false
+        }
+    }
+
+    /// Hands the core what is buffered and acts on its events.
+    private func pump() {
+        while !closed {
+            let (event, used) = core.nextEvent(in: connection.input.readable, now: nowMilliseconds)
+            connection.input.readerIndex += used
+            guard let event else { break }
+            handle(event)
+        }
+        if !closed && connection.input.isEmpty { connection.releaseInput() }
+    }
+
+    private func handle(_ event: H2Event) {
+        switch event {
+        case .request(let id, let head, let endStream):
+            open(id, head, endStream: endStream)
+        case .data(let id, let bytes, let flowControlled, let end):
+            guard let s = streams[id], !s.reset, !s.responseEnded || !s.bodyEnded else {
+                core.consumed(streamID: id, flowControlled)
+                return
+            }
+            // Padding counts against the window but never reaches the
+            // application: its share goes back at once.
+            if flowControlled > bytes.count { core.consumed(streamID: id, flowControlled - bytes.count) }
+            s.bodyReceived += Int64(bytes.count)
+            if s.bodyReceived > worker.config.maxBody {
+                s.tooLarge = true
+                core.consumed(streamID: id, bytes.count)
+            } else if s.responseEnded {
+                // The response is complete: the rest of the body is not wanted.
+                core.consumed(streamID: id, bytes.count)
+            } else {
+                s.receive(bytes, end: end)
+            }
+            if end { s.bodyEnded = true }
+            wakeReader(s)
+            if end { checkDone(s) }
+        case .trailers(let id, _):
+            guard let s = streams[id] else { return }
+            s.bodyEnded = true
+            wakeReader(s)
+            checkDone(s)
+        case .streamReset(let id, _):
+            guard let s = streams[id] else { return }
+            dropStream(s, disconnected: true)
+        case .windowOpened:
+            break  // flush() offers every waiting stream the new window
+        case .goAway:
+            goingAway = true
+        case .connectionError(let code, let reason):
+            Log.debug("HTTP/2 connection error from \(connection.peer.remoteAddress): \(code) \(reason)")
+            goingAway = true
+            for s in Array(streams.values) { dropStream(s, disconnected: true) }
+            for s in waiting[waitingHead...] { s.reset = true }
+            flush()
+            finishConnection()
+        }
+    }
+
+    private func wakeReader(_ s: H2Stream) {
+        guard s.bodyWanted else { return }
+        s.bodyWanted = false
+        s.delegate?.bodyReady()
+    }
+
+    /// A new request.
+    private func open(_ id: UInt32, _ head: H2RequestHead, endStream: Bool) {
+        let s = H2Stream(session: self, id: id, head: head)
+        s.bodyEnded = endStream
+        guard s.prepareRequest(head, peer: connection.peer) else {
+            // CONNECT without an extended protocol: nothing here serves it.
+            streams[id] = s
+            respondDirectly(s, status: 501)
+            return
+        }
+        if let length = head.contentLength, length > worker.config.maxBody {
+            streams[id] = s
+            respondDirectly(s, status: 413)
+            return
+        }
+        streams[id] = s
+        s.start = worker.now
+        s.accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(s.request) : nil
+        worker.requestsServed += 1
+        if let asgi = worker.asgi {
+            asgi.start(s.request, exchange: s)
+        } else {
+            waiting.append(s)
+        }
+    }
+
+    /// A response the server makes itself (the application never sees the
+    /// request).
+    private func respondDirectly(_ s: H2Stream, status: Int) {
+        let reason = StatusText.reason(status)
+        let body = UnsafeRawBufferPointer(start: reason.utf8Start, count: reason.utf8CodeUnitCount)
+        let none = UnsafeBufferPointer<ResponseField>(start: nil, count: 0)
+        s.encodeHead(ResponseHead(status: status, reason: body, fields: none, contentLength: Int64(body.count), close: false),
+                     endStream: false)
+        _ = s.frame(body, end: true)
+        checkDone(s)
+    }
+
+    // MARK: - WSGI
+
+    /// Runs queued WSGI requests one after another (never nested: a request
+    /// that arrives while an application runs waits its turn).
+    private func serveWaiting() {
+        guard !inApplication, let wsgi = worker.wsgi else { return }
+        while waitingHead < waiting.count && !closed {
+            let s = waiting[waitingHead]
+            waitingHead += 1
+            if s.reset { continue }
+            inApplication = true
+            worker.publishBusy()
+            wsgi.serve(s.request, exchange: s, token: worker.nextRequestToken())
+            worker.publishLoad()
+            inApplication = false
+            if !s.reset && !s.responseEnded { resetStream(s, code: .internalError) }
+            checkDone(s)
+            flush()
+        }
+        waiting.removeAll(keepingCapacity: true)
+        waitingHead = 0
+    }
+
+    /// WSGI: waits (GIL released) until the socket can take output or has
+    /// input, and does that I/O. False when `milliseconds` pass first or the
+    /// connection is gone.
+    func waitForIO(milliseconds: Int) -> Bool {
+        guard !closed else { return false }
+        let wantWrite = core.output.readableCount > 0
+        let fd = connection.fd
+        // Decrypted bytes OpenSSL holds are input the socket will not signal.
+        if !connection.io.hasBufferedInput {
+            let ready = GIL.released { csys_poll_one(fd, wantWrite ? 3 : 1, Int32(milliseconds)) }
+            guard ready == 1 else { return false }
+        }
+        worker.refreshClock()
+        if wantWrite && !flush() { return false }
+        if readSome() { pump() }
+        return !closed
+    }
+
+    // MARK: - Output
+
+    /// Writes what the socket takes of the core's output, refilling it from
+    /// streams with pending response bytes as it empties. False if the
+    /// connection failed.
+    @discardableResult
+    func flush() -> Bool {
+        guard !closed else { return false }
+        while true {
+            if !sendQueue.isEmpty && core.output.readableCount < H2Session.highWater { offerPending() }
+            guard core.output.readableCount > 0 else { break }
+            let out = core.output.readable
+            let (written, failed) = connection.writeOut(out)
+            if failed {
+                lost()
+                return false
+            }
+            core.output.readerIndex += written
+            if core.output.isEmpty {
+                core.output.readerIndex = 0
+                core.output.writerIndex = 0
+            }
+            if written < out.count { break }  // the socket is full
+        }
+        notifyDrained()
+        return !closed
+    }
+
+    /// Gives each stream with pending response bytes its turn at the
+    /// windows and the output room.
+    private func offerPending() {
+        var i = 0
+        while i < sendQueue.count && core.output.readableCount < H2Session.highWater {
+            let s = sendQueue[i]
+            if s.reset {
+                sendQueue.remove(at: i)
+                continue
+            }
+            s.pushPending()
+            if !s.hasPendingOutput && (s.responseEnded || !s.endAfterPending) {
+                sendQueue.remove(at: i)
+                checkDone(s)
+                continue
+            }
+            i += 1
+        }
+    }
+
+    func enqueueForSending(_ s: H2Stream) {
+        if !sendQueue.contains(where: { $0 === s }) { sendQueue.append(s) }
+    }
+
+    private func notifyDrained() {
+        guard core.output.readableCount < H2Session.lowWater else { return }
+        for s in sendQueue where s.drainWanted && s.pendingOutputBytes < H2Session.lowWater {
+            s.drainWanted = false
+            s.delegate?.outputDrained()
+        }
+        // Streams that left the queue with everything framed.
+        for s in streams.values where s.drainWanted && !s.hasPendingOutput {
+            s.drainWanted = false
+            s.delegate?.outputDrained()
+        }
+    }
+
+    // MARK: - Stream endings
+
+    /// Ends the stream once its response is framed completely.
+    func checkDone(_ s: H2Stream) {
+        guard s.responseEnded, !s.hasPendingOutput, streams[s.id] === s else { return }
+        streams[s.id] = nil
+        // RFC 9113 §8.1: a complete response before the whole request may
+        // be followed by RST_STREAM(NO_ERROR) so the client stops sending.
+        if !s.bodyEnded { core.resetStream(streamID: s.id, code: .noError) }
+        s.releaseBody()
+        record(s)
+        let d = s.delegate
+        s.delegate = nil
+        d?.exchangeEnded(disconnected: false)
+    }
+
+    /// Resets a stream from our side (an application error, a file that
+    /// shrank) and tells its application.
+    func resetStream(_ s: H2Stream, code: HTTP2ErrorCode) {
+        guard !s.reset else { return }
+        core.resetStream(streamID: s.id, code: code)
+        dropStream(s, disconnected: true)
+    }
+
+    /// The stream is gone (reset either way, or the connection failed).
+    private func dropStream(_ s: H2Stream, disconnected: Bool) {
+        s.reset = true
+        if streams[s.id] === s { streams[s.id] = nil }
+        s.releaseBody()
+        if let file = s.pendingFile {
+            _ = csys_close(file.fd)
+            s.pendingFile = nil
+        }
+        if s.status != 0 || s.accessLine != nil { record(s) }
+        s.bodyWanted = false
+        let d = s.delegate
+        s.delegate = nil
+        d?.exchangeEnded(disconnected: disconnected)
+    }
+
+    private func record(_ s: H2Stream) {
+        guard let line = s.accessLine else { return }
+        s.accessLine = nil
+        worker.accessLog.record(line, status: s.status, bytes: s.bytesOut, peer: connection.peer,
+                                milliseconds: Double(Instant.now().nanoseconds - s.start.nanoseconds) / 1e6)
+    }
+
+    // MARK: - Connection
+
+    /// After reading or writing: serve queued WSGI requests, write, and
+    /// decide on timers, interest, and whether the connection ends.
+    func afterIO() {
+        guard !closed else { return }
+        serveWaiting()
+        guard flush() else { return }
+        if core.isClosing || worker.stopping { goingAway = true }
+        if goingAway && streams.isEmpty && waitingHead >= waiting.count && !inApplication {
+            finishConnection()
+            return
+        }
+        if core.output.readableCount > 0 {
+            worker.arm(connection, milliseconds: worker.config.requestTimeoutMilliseconds)
+        } else if streams.isEmpty {
+            worker.arm(connection, milliseconds: worker.config.keepAliveMilliseconds)
+        } else {
+            worker.disarm(connection)
+        }
+        connection.updateInterest()
+    }
+
+    var wantsWrite: Bool { core.output.readableCount > 0 }
+
+    func onWritable() {
+        guard flush() else { return }
+        afterIO()
+    }
+
+    /// The connection's timer: output stalled, or idle past keep-alive.
+    func onTimeout() {
+        if core.output.readableCount > 0 {
+            lost()
+        } else if streams.isEmpty {
+            core.goAway(code: .noError)
+            flush()
+            finishConnection()
+        }
+    }
+
+    /// Stopping (SIGTERM) or draining (replaced): GOAWAY with the last
+    /// stream we took; streams in flight finish.
+    func beginShutdown() {
+        guard !closed, !goingAway else { return }
+        goingAway = true
+        core.goAway(code: .noError)
+        afterIO()
+    }
+
+    /// Closes once our last frames (a GOAWAY) are written; what the client
+    /// still sends is drained briefly so it reads them (see lingering).
+    private func finishConnection() {
+        guard !closed else { return }
+        closed = true
+        let flushed = core.output.readableCount == 0
+        for s in Array(streams.values) { dropStream(s, disconnected: true) }
+        if flushed { connection.lingerAfterHTTP2() } else { connection.close() }
+    }
+
+    /// The socket failed or the peer closed it.
+    private func lost() {
+        guard !closed else { return }
+        closed = true
+        connection.aborted = true
+        connection.close()
+    }
+
+    /// The connection is closing under us: every stream's application
+    /// learns it is disconnected.
+    func teardown() {
+        closed = true
+        for s in Array(streams.values) { dropStream(s, disconnected: true) }
+        for s in waiting[waitingHead...] { s.reset = true }
+        for s in sendQueue { s.reset = true }
+        sendQueue.removeAll()
+    }
+}

@@ -1,0 +1,190 @@
+import CSys
+import Core
+import Gateway
+import HTTP2
+
+/// WSGI over an HTTP/2 stream: the application runs inline, so a read
+/// waits for DATA and a write waits for window or socket room — both by
+/// doing the connection's I/O meanwhile (`H2Session.waitForIO`), bounded by
+/// the request timeout counted from the last progress.
+extension H2Stream: Exchange {
+    func readBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyRead {
+        var lastProgress = Instant.now()
+        while true {
+            if reset { return .failed("the stream was reset", status: 0) }
+            if tooLarge { return .tooLarge }
+            let n = takeBody(into: buffer)
+            if n > 0 {
+                session.flush()
+                return .data(n)
+            }
+            if bodyEnded { return .end }
+            let timeout = session.worker.config.requestTimeoutMilliseconds
+            let waited = Instant.now().milliseconds(since: lastProgress)
+            if waited >= timeout || !session.waitForIO(milliseconds: timeout - waited) {
+                if reset || session.closed { return .failed("the connection failed", status: 0) }
+                if Instant.now().milliseconds(since: lastProgress) >= timeout {
+                    return .failed("timed out waiting for the request body", status: 408)
+                }
+            }
+            if body.readableCount > 0 { lastProgress = Instant.now() }
+        }
+    }
+
+    func sendHead(_ head: ResponseHead) -> Bool {
+        guard !reset, !session.closed else { return false }
+        encodeHead(head, endStream: false)
+        return true
+    }
+
+    func sendBody(_ bytes: UnsafeRawBufferPointer, flush: Bool) -> Bool {
+        guard !reset, !session.closed else { return false }
+        if bodyless || bytes.isEmpty { return flush ? session.flush() : true }
+        var offset = 0
+        var lastProgress = Instant.now()
+        let timeout = session.worker.config.requestTimeoutMilliseconds
+        while offset < bytes.count {
+            let n = frame(UnsafeRawBufferPointer(rebasing: bytes[offset...]), end: false)
+            offset += n
+            bytesOut += Int64(n)
+            if offset == bytes.count { break }
+            if n > 0 { lastProgress = Instant.now() }
+            // Window or socket room is short: write what is framed, then
+            // wait for either to open.
+            guard session.flush() else { return false }
+            if outputRoomOrWindowOpen { continue }
+            let waited = Instant.now().milliseconds(since: lastProgress)
+            if waited >= timeout { session.resetStream(self, code: .cancel); return false }
+            _ = session.waitForIO(milliseconds: timeout - waited)
+            if reset || session.closed { return false }
+        }
+        return flush ? session.flush() : true
+    }
+
+    /// The core could take more of this stream's data now.
+    private var outputRoomOrWindowOpen: Bool {
+        session.outputRoom > 0 && session.core.sendWindow(streamID: id) > 0
+    }
+
+    func sendFile(fd: Int32, offset: Int64, count: Int64) -> Int64? {
+        nil  // the gateway reads the file and sends it as body blocks
+    }
+
+    func finish() -> Bool {
+        guard !reset, !session.closed else { return false }
+        if !responseEnded { _ = frame(UnsafeRawBufferPointer(start: nil, count: 0), end: true) }
+        return session.flush()
+    }
+
+    func abort() {
+        guard !reset, !session.closed else { return }
+        session.resetStream(self, code: .internalError)
+        session.afterIO()
+    }
+}
+
+/// ASGI over an HTTP/2 stream: nothing blocks. Body reads give back window
+/// as they take bytes; writes queue what the windows do not take now and
+/// report backpressure above the high-water mark.
+extension H2Stream: AsyncExchange {
+    func attach(_ delegate: AsyncExchangeDelegate) {
+        self.delegate = delegate
+    }
+
+    var bufferedBodyBytes: Int { body.readableCount }
+    var bodyComplete: Bool { bodyEnded && body.readableCount == 0 }
+
+    func pollBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyPoll {
+        if reset { return .failed(status: 0) }
+        if tooLarge { return .failed(status: 413) }
+        let n = takeBody(into: buffer)
+        if n > 0 {
+            // The WINDOW_UPDATE goes out now, so the client keeps sending.
+            session.flush()
+            session.connection.updateInterest()
+            return .data(n)
+        }
+        return bodyEnded ? .end : .wait
+    }
+
+    func wantBody() {
+        guard !reset else { return }
+        if body.readableCount > 0 || bodyEnded || tooLarge {
+            delegate?.bodyReady()
+            return
+        }
+        bodyWanted = true
+    }
+
+    func sendInformational(status: Int, fields: UnsafeBufferPointer<ResponseField>) -> SendOutcome {
+        guard !reset, !session.closed else { return .closed }
+        guard !headSent else { return .done }
+        encodeInformational(status: status, fields: fields)
+        return outcome()
+    }
+
+    func sendHead(_ head: ResponseHead, trailers: Bool) -> SendOutcome {
+        guard !reset, !session.closed else { return .closed }
+        trailersAnnounced = trailers
+        encodeHead(head, endStream: false)
+        return .done
+    }
+
+    func sendBody(_ bytes: UnsafeRawBufferPointer, final: Bool) -> SendOutcome {
+        guard !reset, !session.closed else { return .closed }
+        let data = bodyless ? UnsafeRawBufferPointer(start: nil, count: 0) : bytes
+        let end = final && !trailersAnnounced
+        if end { endAfterPending = true }
+        if !hasPendingOutput {
+            let n = data.isEmpty && !end ? 0 : frame(data, end: end)
+            bytesOut += Int64(n)
+            if n < data.count {
+                H2Stream.append(UnsafeRawBufferPointer(rebasing: data[n...]), to: &pendingOut)
+                bytesOut += Int64(data.count - n)
+                session.enqueueForSending(self)
+            } else if end && !responseEnded {
+                session.enqueueForSending(self)
+            }
+        } else {
+            if !data.isEmpty { H2Stream.append(data, to: &pendingOut) }
+            bytesOut += Int64(data.count)
+        }
+        return outcome()
+    }
+
+    func sendFile(fd file: Int32, offset: Int64, count: Int64) -> SendOutcome {
+        guard !reset, !session.closed else { _ = csys_close(file); return .closed }
+        if bodyless || count == 0 {
+            _ = csys_close(file)
+        } else {
+            pendingFile = PendingFile(fd: file, offset: offset, remaining: count)
+        }
+        if !trailersAnnounced { endAfterPending = true }
+        pushPending()
+        if hasPendingOutput || (endAfterPending && !responseEnded) { session.enqueueForSending(self) }
+        return outcome()
+    }
+
+    func sendTrailers(_ fields: UnsafeBufferPointer<ResponseField>) -> SendOutcome {
+        guard !reset, !session.closed else { return .closed }
+        pendingTrailers = fields.map { f in (name: Array(f.name), value: Array(f.value)) }
+        endAfterPending = true
+        pushPending()
+        if !responseEnded { session.enqueueForSending(self) }
+        return outcome()
+    }
+
+    /// After queueing output: write, end the stream if its response is
+    /// complete, and say whether the sender should wait.
+    private func outcome() -> SendOutcome {
+        guard session.flush() else { return .closed }
+        session.checkDone(self)
+        if reset { return .closed }
+        session.afterIO()
+        if pendingOutputBytes > H2Session.highWater || session.core.output.readableCount > H2Session.highWater {
+            drainWanted = true
+            return .backpressure
+        }
+        return .done
+    }
+}

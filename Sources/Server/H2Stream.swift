@@ -1,0 +1,309 @@
+import CSys
+import Core
+import Gateway
+import HTTP2
+
+/// One HTTP/2 request/response exchange on an `H2Session`: the request as
+/// the gateway sees it (its decoded fields are owned here for the whole
+/// exchange), the request body received so far, and the part of the
+/// response the peer's flow-control windows have not taken yet.
+///
+/// The body buffer is bounded by the stream window we advertise: window is
+/// only given back (`H2Connection.consumed`) as the application reads, so a
+/// client cannot make it grow. Response bytes beyond what the windows and
+/// the session's output high-water mark allow stay in `pendingOut` (ASGI)
+/// and make `send()` wait; a WSGI application simply waits in the call.
+final class H2Stream {
+    unowned(unsafe) let session: H2Session
+    let id: UInt32
+    /// The decoded request: names and values back to back (spans point here).
+    let storage: UnsafeMutableRawBufferPointer
+    var fields: UnsafeMutablePointer<FieldSpans>
+    var fieldCount: Int
+    var request: GatewayRequest!
+    var isHead = false
+    var accessLine: AccessLog.RequestLine?
+    var start = Instant(nanoseconds: 0)
+
+    // Request body.
+    var body = ByteBuffer()
+    /// END_STREAM (or trailers) arrived.
+    var bodyEnded = false
+    var declaredLength: Int64?
+    var bodyReceived: Int64 = 0
+    /// The body grew past --max-body: reads fail with 413.
+    var tooLarge = false
+    /// The peer reset the stream, or it was reset for an error: the
+    /// application's reads and writes fail from now on.
+    var reset = false
+
+    // Response.
+    var headSent = false
+    var bodyless = false
+    var status = 0
+    var bytesOut: Int64 = 0
+    /// Response bytes the windows have not taken yet (ASGI).
+    var pendingOut = ByteBuffer()
+    var pendingFile: PendingFile?
+    /// END_STREAM goes out once `pendingOut`/`pendingFile` are framed.
+    var endAfterPending = false
+    /// Trailer fields waiting for the pending body, as encoded name/value pairs.
+    var pendingTrailers: [(name: [UInt8], value: [UInt8])]?
+    /// The response is complete: END_STREAM is in the session's output.
+    var responseEnded = false
+    var drainWanted = false
+    /// ASGI announced trailers: END_STREAM comes with them.
+    var trailersAnnounced = false
+
+    // ASGI.
+    var delegate: AsyncExchangeDelegate?
+    var bodyWanted = false
+
+    init(session: H2Session, id: UInt32, head: H2RequestHead) {
+        self.session = session
+        self.id = id
+        declaredLength = head.contentLength
+        // One allocation for the request's bytes; the spans keep their offsets.
+        // The name `host` goes after the decoded bytes (see prepareRequest).
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: head.storage.count + 4, alignment: 1)
+        head.storage.withUnsafeBytes { src in
+            if src.count > 0 { bytes.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) }
+        }
+        let host: StaticString = "host"
+        (bytes.baseAddress! + head.storage.count).copyMemory(from: host.utf8Start, byteCount: 4)
+        storage = bytes
+        // Room for `host` (from :authority) ahead of the regular fields.
+        fields = .allocate(capacity: head.fields.count + 1)
+        fieldCount = 0
+    }
+
+    deinit {
+        storage.deallocate()
+        fields.deallocate()
+        body.detach()?.deallocate()
+        pendingOut.detach()?.deallocate()
+        if let file = pendingFile { _ = csys_close(file.fd) }
+    }
+
+    var hasPendingOutput: Bool { pendingOut.readableCount > 0 || pendingFile != nil }
+    var pendingOutputBytes: Int { pendingOut.readableCount + Int(pendingFile?.remaining ?? 0) }
+
+    /// Builds the gateway's view of the request: `:authority` becomes the
+    /// first field as `host` (replacing any `host` field, as the ASGI spec
+    /// asks), `:path` splits into path and query. False for a CONNECT
+    /// request, which no application here can serve.
+    func prepareRequest(_ head: H2RequestHead, peer: PeerInfo) -> Bool {
+        let base = UnsafeRawPointer(storage.baseAddress!)
+        let hostName = ByteSpan(offset: head.storage.count, length: 4)
+        var n = 0
+        if head.authority.count > 0 {
+            fields[n] = FieldSpans(name: hostName, value: head.authority)
+            n += 1
+        }
+        for f in head.fields {
+            if head.authority.count > 0 && f.name.count == 4 && isHost(UnsafeRawBufferPointer(start: base + f.name.start, count: 4)) {
+                continue
+            }
+            fields[n] = FieldSpans(name: f.name, value: f.value)
+            n += 1
+        }
+        fieldCount = n
+        let method = UnsafeRawBufferPointer(start: base + head.method.start, count: head.method.count)
+        isHead = method.count == 4 && method[0] == 0x48 && method[1] == 0x45 && method[2] == 0x41 && method[3] == 0x44
+        if method.count == 7 && method[0] == 0x43 && method[1] == 0x4F && head.path.count == 0 { return false }
+        var path = head.path
+        var query = ByteSpan(offset: head.path.start + head.path.count, length: 0)
+        let target = UnsafeRawBufferPointer(start: base + head.path.start, count: head.path.count)
+        if let q = target.firstIndex(of: 0x3F) {
+            path = ByteSpan(offset: head.path.start, length: q)
+            query = ByteSpan(offset: head.path.start + q + 1, length: head.path.count - q - 1)
+        }
+        request = GatewayRequest(base: base, method: head.method, target: head.path, path: path, query: query,
+                                 httpVersion: "HTTP/2", isHead: isHead, fieldCount: n,
+                                 fields: UnsafePointer(fields), peer: peer)
+        return true
+    }
+
+    // MARK: - Request body
+
+    /// DATA for this stream: kept until the application reads it.
+    func receive(_ bytes: UnsafeRawBufferPointer, end: Bool) {
+        if !bytes.isEmpty { H2Stream.append(bytes, to: &body) }
+        if end { bodyEnded = true }
+    }
+
+    /// Copies buffered body bytes out and gives their window back.
+    func takeBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let n = min(buffer.count, body.readableCount)
+        guard n > 0 else { return 0 }
+        buffer.baseAddress!.copyMemory(from: body.readable.baseAddress!, byteCount: n)
+        body.readerIndex += n
+        if body.isEmpty { body.readerIndex = 0; body.writerIndex = 0 }
+        session.core.consumed(streamID: id, n)
+        return n
+    }
+
+    /// Body bytes the application never read: their window goes back so the
+    /// connection window is not lost with the stream.
+    func releaseBody() {
+        let left = body.readableCount
+        if left > 0 { session.core.consumed(streamID: id, left) }
+        body.detach()?.deallocate()
+    }
+
+    static func append(_ bytes: UnsafeRawBufferPointer, to buffer: inout ByteBuffer) {
+        if buffer.writableCount < bytes.count {
+            buffer.compact()
+            if buffer.writableCount < bytes.count {
+                var capacity = max(buffer.capacity, 16 * 1024)
+                while capacity - buffer.readableCount < bytes.count { capacity *= 2 }
+                let block = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+                if buffer.hasStorage {
+                    buffer.move(toNewStorage: block, capacity: capacity)?.deallocate()
+                } else {
+                    buffer.attach(block, capacity: capacity)
+                }
+            }
+        }
+        buffer.append(bytes)
+    }
+
+    // MARK: - Response
+
+    /// Encodes the response head: the application's fields, then `date`
+    /// and `content-length` as HTTP/1.1 adds them.
+    func encodeHead(_ head: ResponseHead, endStream: Bool) {
+        status = head.status
+        let s = head.status
+        bodyless = isHead || s == 204 || s == 304
+        session.core.beginHeaders(streamID: id, status: s)
+        var sawDate = false
+        for f in head.fields {
+            if f.name.count == 4 && isDate(f.name) { sawDate = true }
+            session.core.addField(name: f.name, value: f.value)
+        }
+        if !sawDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
+        if let length = head.contentLength, s != 204, s != 304 {
+            var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+            withUnsafeMutableBytes(of: &digits) { d in
+                let n = H2Stream.decimal(length, into: d)
+                session.core.addField(name: H2Stream.contentLengthName, value: UnsafeRawBufferPointer(rebasing: d[0..<n]))
+            }
+        }
+        session.core.endHeaders(endStream: endStream)
+        headSent = true
+        if endStream { responseEnded = true }
+    }
+
+    func encodeInformational(status: Int, fields: UnsafeBufferPointer<ResponseField>) {
+        session.core.beginHeaders(streamID: id, status: status)
+        for f in fields { session.core.addField(name: f.name, value: f.value) }
+        session.core.endHeaders(endStream: false)
+    }
+
+    /// Frames as much of `bytes` as the windows and the output high-water
+    /// mark allow; returns how many were taken.
+    func frame(_ bytes: UnsafeRawBufferPointer, end: Bool) -> Int {
+        let room = session.outputRoom
+        let n = min(bytes.count, room)
+        if n == 0 && !(bytes.isEmpty && end) { return 0 }
+        let taken = session.core.sendData(streamID: id, UnsafeRawBufferPointer(rebasing: bytes[0..<n]),
+                                          endStream: end && n == bytes.count)
+        if end && taken == bytes.count { responseEnded = true }
+        return taken
+    }
+
+    /// Moves pending response bytes into the session's output as the
+    /// windows allow; then the trailers or END_STREAM that wait for them.
+    /// Returns true if anything was framed.
+    @discardableResult
+    func pushPending() -> Bool {
+        var progressed = false
+        while pendingOut.readableCount > 0 {
+            let end = endAfterPending && pendingFile == nil && pendingTrailers == nil
+            let n = frame(pendingOut.readable, end: end)
+            if n == 0 { break }
+            progressed = true
+            pendingOut.readerIndex += n
+            if pendingOut.isEmpty { pendingOut.detach()?.deallocate() }
+        }
+        if pendingOut.readableCount == 0, var file = pendingFile {
+            let scratch = session.worker.fileScratch
+            while file.remaining > 0 {
+                let want = min(Int(file.remaining), scratch.count, session.outputRoom, session.core.sendWindow(streamID: id))
+                if want <= 0 { break }
+                let got = csys_pread(file.fd, scratch.baseAddress, want, file.offset)
+                if got <= 0 {
+                    if got < 0 && csys_eintr(csys_errno()) != 0 { continue }
+                    // The file shrank: the body cannot be completed.
+                    _ = csys_close(file.fd)
+                    pendingFile = nil
+                    session.resetStream(self, code: .internalError)
+                    return true
+                }
+                let last = Int64(got) == file.remaining && endAfterPending && pendingTrailers == nil
+                let n = frame(UnsafeRawBufferPointer(rebasing: scratch[0..<got]), end: last)
+                file.offset += Int64(n)
+                file.remaining -= Int64(n)
+                bytesOut += Int64(n)
+                progressed = true
+                if n < got { break }
+            }
+            if file.remaining == 0 {
+                _ = csys_close(file.fd)
+                pendingFile = nil
+            } else {
+                pendingFile = file
+            }
+        }
+        if !hasPendingOutput && endAfterPending && !responseEnded {
+            if let trailers = pendingTrailers {
+                session.core.beginTrailers(streamID: id)
+                for t in trailers {
+                    t.name.withUnsafeBytes { n in t.value.withUnsafeBytes { v in session.core.addField(name: n, value: v) } }
+                }
+                session.core.endHeaders(endStream: true)
+                pendingTrailers = nil
+                responseEnded = true
+            } else {
+                _ = frame(UnsafeRawBufferPointer(start: nil, count: 0), end: true)
+            }
+            progressed = true
+        }
+        return progressed
+    }
+
+    static var dateName: UnsafeRawBufferPointer { bytes("date") }
+    static var contentLengthName: UnsafeRawBufferPointer { bytes("content-length") }
+
+    @inline(__always)
+    static func bytes(_ s: StaticString) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount)
+    }
+
+    /// Writes `value` in decimal; returns the digit count.
+    static func decimal(_ value: Int64, into d: UnsafeMutableRawBufferPointer) -> Int {
+        var v = UInt64(max(value, 0))
+        var tmp: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        return withUnsafeMutableBytes(of: &tmp) { t in
+            var i = 0
+            repeat {
+                t[i] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+                i += 1
+            } while v > 0
+            for j in 0..<i { d[j] = t[i - 1 - j] }
+            return i
+        }
+    }
+}
+
+@inline(__always)
+private func isHost(_ b: UnsafeRawBufferPointer) -> Bool {
+    (b[0] | 0x20) == 0x68 && (b[1] | 0x20) == 0x6F && (b[2] | 0x20) == 0x73 && (b[3] | 0x20) == 0x74
+}
+
+@inline(__always)
+private func isDate(_ b: UnsafeRawBufferPointer) -> Bool {
+    (b[0] | 0x20) == 0x64 && (b[1] | 0x20) == 0x61 && (b[2] | 0x20) == 0x74 && (b[3] | 0x20) == 0x65
+}

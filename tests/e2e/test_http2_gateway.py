@@ -1,0 +1,159 @@
+"""WSGI and ASGI applications over HTTP/2 (h2c by prior knowledge on the HTTP/1.1 port), driven by the `h2` client.
+
+The same request path as HTTP/1.1: these tests check what the applications
+see (http_version / SERVER_PROTOCOL, `host` from :authority, joined cookie
+crumbs), bodies both ways through flow control (bodies larger than every
+window), concurrent streams, trailers, and the --no-http2 / --http2-only
+switches. The protocol rules themselves are the conformance suite's
+(tests/h2spec).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+from typing import TYPE_CHECKING
+
+import pytest
+from h2client import INITIAL_WINDOW, H2Client
+
+if TYPE_CHECKING:
+    from conftest import Server, ServerPool
+
+WSGI = "wsgi_apps:app"
+ASGI = "asgi_raw:app"
+
+
+@pytest.fixture
+def asgi(server_pool: ServerPool) -> Server:
+    return server_pool.get(ASGI)
+
+
+@pytest.fixture
+def wsgi(server_pool: ServerPool) -> Server:
+    return server_pool.get(WSGI)
+
+
+def test_asgi_hello(asgi: Server) -> None:
+    with H2Client(asgi.port) as c:
+        r = c.request("GET", "/hello")
+    assert r.status == 200
+    assert bytes(r.body) == b"hello"
+    assert r.header(b"content-length") == b"5"
+    assert r.header(b"date") is not None
+
+
+def test_asgi_scope(asgi: Server) -> None:
+    headers = [("cookie", "a=1"), ("x-one", "1"), ("cookie", "b=2"), ("cookie", "c=3")]
+    with H2Client(asgi.port) as c:
+        r = c.request("GET", "/scope?x=1&y=%20", headers=headers, authority="example.test:8443")
+    scope = json.loads(bytes(r.body))
+    assert scope["http_version"] == "2"
+    assert scope["type"] == "http"
+    assert scope["method"] == "GET"
+    assert scope["path"] == "/scope"
+    assert scope["query_string"] == {"bytes": "x=1&y=%20"}
+    pairs = [(p["tuple"][0]["bytes"], p["tuple"][1]["bytes"]) for p in scope["headers"]]
+    # :authority arrives as the first header, `host`; no pseudo-header leaks.
+    assert pairs[0] == ("host", "example.test:8443")
+    assert not any(name.startswith(":") for name, _ in pairs)
+    # RFC 9113 §8.2.3: cookie crumbs are joined for the application.
+    assert [v for n, v in pairs if n == "cookie"] == ["a=1; b=2; c=3"]
+    assert ("x-one", "1") in pairs
+
+
+def test_asgi_echo_body_larger_than_windows(asgi: Server) -> None:
+    body = bytes(range(256)) * 8192  # 2 MiB: several times the stream and connection windows
+    with H2Client(asgi.port) as c:
+        r = c.request("POST", "/echo", body=body)
+    result = json.loads(bytes(r.body))
+    assert result["size"] == len(body)
+    assert result["sha256"] == hashlib.sha256(body).hexdigest()
+
+
+def test_asgi_concurrent_streams(asgi: Server) -> None:
+    with H2Client(asgi.port) as c:
+        sids = [c.send("GET", "/hello") for _ in range(50)]
+        responses = c.collect(*sids)
+    assert all(r.status == 200 and bytes(r.body) == b"hello" for r in responses)
+
+
+def test_asgi_trailers(asgi: Server) -> None:
+    with H2Client(asgi.port) as c:
+        r = c.request("GET", "/trailers", headers=[("te", "trailers")])
+    assert bytes(r.body) == b"part one,part two"
+    assert dict(r.trailers) == {b"x-checksum": b"abc123", b"x-count": b"2"}
+
+
+def test_asgi_head(asgi: Server) -> None:
+    with H2Client(asgi.port) as c:
+        r = c.request("HEAD", "/hello")
+    assert r.status == 200
+    assert bytes(r.body) == b""
+    assert r.header(b"content-length") == b"5"
+
+
+def test_wsgi_hello_and_environ(wsgi: Server) -> None:
+    with H2Client(wsgi.port) as c:
+        r = c.request("GET", "/hello")
+        assert (r.status, bytes(r.body)) == (200, b"hello")
+        env = json.loads(bytes(c.request("GET", "/environ?q=1", authority="example.test").body))
+    assert env["SERVER_PROTOCOL"] == ["str", "HTTP/2"]
+    assert env["HTTP_HOST"] == ["str", "example.test"]
+    assert env["QUERY_STRING"] == ["str", "q=1"]
+    assert env["wsgi.url_scheme"] == ["str", "http"]
+
+
+def test_wsgi_echo_body_larger_than_windows(wsgi: Server) -> None:
+    body = hashlib.sha256(b"seed").digest() * 40000  # 1.25 MiB
+    with H2Client(wsgi.port) as c:
+        r = c.request("POST", "/echo", body=body)
+    assert r.status == 200
+    assert r.header(b"x-body-length") == str(len(body)).encode()
+    assert bytes(r.body) == body
+
+
+def test_wsgi_streams_are_served_in_turn(wsgi: Server) -> None:
+    with H2Client(wsgi.port) as c:
+        sids = [c.send("GET", f"/sleep?ms={10 * (i % 3)}") for i in range(10)]
+        sids += [c.send("POST", "/echo", body=b"x" * 70000) for _ in range(3)]
+        responses = c.collect(*sids, timeout=20)
+    assert all(r.status == 200 for r in responses)
+    assert all(len(r.body) == 70000 for r in responses[-3:])
+
+
+@pytest.mark.parametrize(("target", "path"), [(WSGI, "/echo"), (ASGI, "/echo-stream")])
+def test_response_waits_for_a_small_client_window(server_pool: ServerPool, target: str, path: str) -> None:
+    """The client allows 1 KiB per stream: the whole echoed body still arrives, in order."""
+    server = server_pool.get(target)
+    body = bytes(range(251)) * 2000  # 502,000 bytes, not a multiple of anything
+    with H2Client(server.port, settings={INITIAL_WINDOW: 1024}) as c:
+        r = c.request("POST", path, body=body)
+    assert r.status == 200
+    assert bytes(r.body) == body
+
+
+def test_no_http2_treats_the_preface_as_http1(start_server: object) -> None:
+    server = start_server(WSGI, "--no-http2")  # type: ignore[operator]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        reply = s.recv(4096)
+    assert reply.startswith(b"HTTP/1.1 ")
+
+
+def test_http2_only_refuses_http1(start_server: object) -> None:
+    server = start_server(ASGI, "--http2-only")  # type: ignore[operator]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        reply = s.recv(4096)
+    assert reply.startswith(b"HTTP/1.1 505 ")
+    with H2Client(server.port) as c:
+        assert bytes(c.request("GET", "/hello").body) == b"hello"
+
+
+def test_http1_still_served_beside_h2c(asgi: Server) -> None:
+    with socket.create_connection(("127.0.0.1", asgi.port), timeout=5) as s:
+        s.sendall(b"PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+        reply = s.recv(4096)
+    assert reply.startswith(b"HTTP/1.1 200 ")
