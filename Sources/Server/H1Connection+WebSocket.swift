@@ -180,19 +180,22 @@ extension H1Connection: WebSocketExchange {
         let frameStart = worker.out.count
         let guess = FrameEncoder.headerLength(payloadLength: bytes.count)
         worker.out.reserve(guess + MessageDeflater.bound(length: bytes.count))
-        var consumed = 0, written = 0
+        worker.out.count += guess
+        var consumed = 0
         while true {
-            let at = frameStart + guess + written
+            // `count` covers what is written, so a reserve keeps it.
             let step = deflater.compress(UnsafeRawBufferPointer(rebasing: bytes[consumed...]),
-                                         into: UnsafeMutableRawBufferPointer(start: worker.out.base + at, count: worker.out.capacity - at))
+                                         into: UnsafeMutableRawBufferPointer(start: worker.out.base + worker.out.count, count: worker.out.free))
             consumed += step.consumed
-            written += step.written
+            worker.out.count += step.written
             if step.isFinished { break }
-            worker.out.reserve(guess + written + max(written, 16 * 1024))
+            worker.out.reserve(max(worker.out.count - frameStart, 16 * 1024))
         }
-        let payloadLength = written - MessageDeflater.tailLength
+        let payloadLength = worker.out.count - frameStart - guess - MessageDeflater.tailLength
         let headerLength = FrameEncoder.headerLength(payloadLength: payloadLength)
         if headerLength != guess {
+            // Incompressible data can come out longer than it went in.
+            if headerLength > guess { worker.out.reserve(headerLength - guess) }
             (worker.out.base + frameStart + headerLength).copyMemory(from: worker.out.base + frameStart + guess, byteCount: payloadLength)
         }
         FrameEncoder.writeHeader(opcode: text ? .text : .binary, fin: true, rsv1: true, payloadLength: payloadLength,
