@@ -40,7 +40,8 @@ extension H2Connection {
         blockBuffer.append(contentsOf: fragment)
         guard f.endHeaders else { return nil }
         readMode = .frames
-        defer { blockBuffer.removeAll(keepingCapacity: true) }
+        // An idle connection should not keep a large block's buffer.
+        defer { if blockBuffer.capacity > Self.scratchKeepCapacity { blockBuffer = [] } else { blockBuffer.removeAll(keepingCapacity: true) } }
         return blockBuffer.withUnsafeBytes {
             receiveFieldBlock($0, streamID: pendingBlock.streamID, endStream: pendingBlock.endStream,
                               selfDependent: pendingBlock.selfDependent)

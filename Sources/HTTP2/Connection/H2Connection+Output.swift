@@ -16,6 +16,8 @@ import Core
 extension H2Connection {
     /// An empty output above this capacity is released.
     static let outputKeepCapacity = 64 * 1024
+    /// Field-block scratch buffers above this capacity are released after use.
+    static let scratchKeepCapacity = 16 * 1024
 
     var flushedOffset: Int { outputBase + output.readerIndex }
     var writtenOffset: Int { outputBase + output.writerIndex }

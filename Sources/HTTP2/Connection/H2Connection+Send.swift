@@ -64,6 +64,7 @@ extension H2Connection {
         guard !block.discard, let i = writableStream(block.streamID) else { return }
         let ends = block.trailers || (endStream && !block.informational)
         writeFieldBlock(streamID: block.streamID, endStream: ends)
+        if sendBlock.capacity > Self.scratchKeepCapacity { sendBlock = [] }
         if !block.informational { streams[i].response = .headersSent }
         if ends { sendEndStream(at: i) }
     }

@@ -226,3 +226,17 @@ final class H2ConnectionOutputTests: XCTestCase {
         XCTAssertLessThanOrEqual(MemoryLayout<H2Stream>.size, 96)
     }
 }
+
+extension H2ConnectionOutputTests {
+    func testLargeFieldBlockBuffersAreNotKept() {
+        let h = H2Harness()
+        let block = h.block(h.get("/", extra: [("x-big", String(repeating: "q", count: 12_000))]))
+        _ = h.feed(h.settings([]))
+        let wire = h.headers(1, block: Array(block[..<10_000]), endStream: true, endHeaders: false)
+            + h.continuation(1, block: Array(block[10_000...]), endHeaders: true)
+        XCTAssertEqual(h.feed(wire).count, 1)
+        h.respond(1, status: 200, [("x-big", String(repeating: "r", count: 20_000))], endStream: true)
+        XCTAssertLessThanOrEqual(h.conn.blockBuffer.capacity, 16 * 1024)
+        XCTAssertLessThanOrEqual(h.conn.sendBlock.capacity, 16 * 1024)
+    }
+}
