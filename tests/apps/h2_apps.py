@@ -169,7 +169,8 @@ async def asgi_http(scope: Scope, receive: Receive, send: Send) -> None:  # noqa
         if offered:
             opening["trailers"] = True
         await send(opening)
-        await send({"type": "http.response.body", "body": b"trailers", "more_body": offered})
+        # ASGI trailers extension: the body ends (more_body False), then the server waits for the trailers.
+        await send({"type": "http.response.body", "body": b"trailers"})
         if offered:
             await send({"type": "http.response.trailers", "headers": [TRAILER], "more_trailers": False})
     else:

@@ -54,6 +54,10 @@ if TYPE_CHECKING:
 
     import trustme
 
+# The suite imports tests/apps/h2_apps.py itself (the body pattern, the trailer it sends).
+if str(APPS) not in sys.path:
+    sys.path.append(str(APPS))
+
 SERVER_KIND = os.environ.get("H2SPEC_SERVER", "peregrine").strip() or "peregrine"
 #: How long a case waits for a frame it expects (GOAWAY, RST_STREAM, a response).
 TIMEOUT = float(os.environ.get("H2SPEC_TIMEOUT", "3"))

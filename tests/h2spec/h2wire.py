@@ -384,6 +384,8 @@ class FrameConn:
         self.next_stream_id = 1
         self.auto_window = True
         self.auto_answer = True
+        #: How long one send may block before the connection counts as stalled by the server.
+        self.send_timeout = 10.0
         self.goaway: GoAwayFrame | None = None
         #: The largest frame payload the server sent, by frame type.
         self.largest: dict[int, int] = {}
@@ -433,6 +435,7 @@ class FrameConn:
     def send(self, data: bytes) -> None:
         """Send bytes; a server that already closed is noted, not raised (the reading side reports it)."""
         try:
+            self.sock.settimeout(self.send_timeout)
             self.sock.sendall(data)
         except OSError as error:
             self.send_failed = True
@@ -591,7 +594,8 @@ class FrameConn:
         more = f"... {len(self.seen) - 12} earlier, " if len(self.seen) > 12 else ""
         return f"received: [{more}{', '.join(shown)}]"
 
-    def _stream(self, stream_id: int) -> StreamState:
+    def stream_state(self, stream_id: int) -> StreamState:
+        """What the server sent on a stream (created empty on first use)."""
         return self.streams.setdefault(stream_id, StreamState())
 
     def _decode(self, received: Received, stream_id: int, block: bytes, *, end_stream: bool) -> None:
@@ -601,7 +605,7 @@ class FrameConn:
             raise AssertionError(f"the server sent a header block we cannot decode: {error!r}") from error
         received.headers = decoded
         received.block = block
-        state = self._stream(stream_id)
+        state = self.stream_state(stream_id)
         state.blocks.append(decoded)
         if end_stream:
             state.ended = True
@@ -616,7 +620,7 @@ class FrameConn:
             else:
                 self.pending_block = (frame_.stream_id, bytearray(frame_.data))
                 if end_stream:
-                    self._stream(frame_.stream_id).ended = True
+                    self.stream_state(frame_.stream_id).ended = True
         elif isinstance(frame_, ContinuationFrame):
             assert self.pending_block is not None, "the server sent CONTINUATION outside a header block"
             stream_id, block = self.pending_block
@@ -624,10 +628,10 @@ class FrameConn:
             block += frame_.data
             if "END_HEADERS" in frame_.flags:
                 self.pending_block = None
-                ended = self._stream(stream_id).ended
+                ended = self.stream_state(stream_id).ended
                 self._decode(received, stream_id, bytes(block), end_stream=ended)
         elif isinstance(frame_, DataFrame):
-            state = self._stream(frame_.stream_id)
+            state = self.stream_state(frame_.stream_id)
             state.data += frame_.data
             state.data_frames.append(len(frame_.data))
             if "END_STREAM" in frame_.flags:
@@ -637,7 +641,7 @@ class FrameConn:
                 if not state.ended:
                     self.window_update(frame_.stream_id, frame_.flow_controlled_length)
         elif isinstance(frame_, RstStreamFrame):
-            self._stream(frame_.stream_id).reset = frame_.error_code
+            self.stream_state(frame_.stream_id).reset = frame_.error_code
         elif isinstance(frame_, SettingsFrame):
             if "ACK" not in frame_.flags:
                 self.server_settings.update(frame_.settings)
@@ -661,7 +665,7 @@ class FrameConn:
     def response(self, stream_id: int, timeout: float = TIMEOUT) -> Response:
         """Read until the stream ends; fail if it is reset or the connection goes away."""
         deadline = time.monotonic() + timeout
-        state = self._stream(stream_id)
+        state = self.stream_state(stream_id)
         while not state.ended:
             if state.reset is not None:
                 raise AssertionError(f"stream {stream_id} was reset with {code_name(state.reset)}; {self.log()}")
@@ -674,7 +678,7 @@ class FrameConn:
 
     def response_of(self, stream_id: int) -> Response:
         """The response received so far on a stream."""
-        state = self._stream(stream_id)
+        state = self.stream_state(stream_id)
         final = state.final_index
         assert final is not None, f"no final response head on stream {stream_id}; {self.log()}"
         head = text_pairs(state.blocks[final])
@@ -751,7 +755,7 @@ def expect_connection_error(conn: FrameConn, *codes: int, timeout: float = TIMEO
 
 def _stream_outcome(conn: FrameConn, stream_id: int, codes: Sequence[int], timeout: float) -> GoAwayFrame | None:
     """Read until RST_STREAM on `stream_id` (None returned) or GOAWAY (returned); check the code."""
-    state = conn._stream(stream_id)
+    state = conn.stream_state(stream_id)
     deadline = time.monotonic() + timeout
     while state.reset is None and conn.goaway is None:
         try:
@@ -799,7 +803,7 @@ def expect_malformed(conn: FrameConn, stream_id: int, path: str | None = None, t
     served. When `path` is given, the application must not have been called
     for it (an intermediary "MUST NOT forward a malformed request").
     """
-    state = conn._stream(stream_id)
+    state = conn.stream_state(stream_id)
     try:
         _stream_outcome(conn, stream_id, [E.PROTOCOL_ERROR], timeout)
     finally:
