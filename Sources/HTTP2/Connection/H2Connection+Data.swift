@@ -2,11 +2,13 @@
 // (§6.9).
 //
 // Every DATA frame costs its whole payload in the connection window, whatever
-// becomes of it (§6.9: frames on closed streams still count); a frame that is
-// dropped gives its credit straight back, and so does padding. Credit for the
-// bytes the application gets returns only through `consumed`, once half a
-// window is pending (`ReceiveWindow`) — so the body a connection can hold is
-// bounded by the windows we advertise.
+// becomes of it (§6.9: frames on closed streams still count); a frame that
+// makes no event gives its credit straight back. Credit for a DATA event —
+// padding included, as in python-hyper/h2's `acknowledge_received_data` —
+// returns only through `consumed`, once half a window is pending
+// (`ReceiveWindow`), so the body a connection can hold is bounded by the
+// windows we advertise. When a stream goes away, whatever of its delivered
+// bytes was not yet reported goes back to the connection window.
 
 import Core
 
@@ -41,22 +43,23 @@ extension H2Connection {
             return streamError(at: stream, .receiveWindowExceeded)
         }
         let length = f.data.count
-        if cost > length { releaseCredit(at: stream, cost - length, endStream: f.endStream) }
 
         // §8.1.1: the DATA lengths must add up to content-length.
         streams[stream].receivedLength += Int64(length)
         if let expected = streams[stream].expectedLength {
             let received = streams[stream].receivedLength
             if received > expected || (f.endStream && received != expected) {
-                returnConnectionCredit(length)
+                returnConnectionCredit(cost)
                 return streamError(at: stream, .contentLengthMismatch)
             }
         }
         if length == 0 && !f.endStream {
-            // Legal, useless, and free for the peer to repeat.
+            // Legal, useless, and free for the peer to repeat. No event, so
+            // any padding's credit goes back here.
+            if cost > 0 { releaseCredit(at: stream, cost) }
             return spendEmptyFrame()
         }
-        streams[stream].unconsumed += length
+        streams[stream].unconsumed += cost
         if f.endStream {
             if let next = streams[stream].state.receiveEndStream() {
                 streams[stream].state = next
@@ -68,19 +71,21 @@ extension H2Connection {
                      flowControlledLength: cost, endStream: f.endStream)
     }
 
-    /// Returns credit for bytes of a live stream the application will not
-    /// see (padding): both windows.
-    private func releaseCredit(at i: Int, _ n: Int, endStream: Bool) {
-        if let increment = streams[i].receiveWindow.release(n), !endStream {
+    /// Returns credit for flow-controlled bytes of a live stream that no
+    /// event carried: both windows.
+    private func releaseCredit(at i: Int, _ n: Int) {
+        if let increment = streams[i].receiveWindow.release(n) {
             writeWindowUpdate(streams[i].id, increment)
         }
         returnConnectionCredit(n)
     }
 
-    /// The application consumed `n` body bytes of `streamID`. WINDOW_UPDATEs
-    /// for the stream and the connection are queued once half a window is
-    /// pending. Bytes of a stream that is gone were returned when it went, so
-    /// they are ignored here.
+    /// The application is done with `n` flow-controlled bytes of `streamID`:
+    /// the padding share of a DATA event (`flowControlledLength -
+    /// bytes.count`) at once, its bytes as they are read. WINDOW_UPDATEs for
+    /// the stream and the connection are queued once half a window is
+    /// pending. At most what events delivered is credited; bytes of a stream
+    /// that is gone were returned when it went, so they are ignored here.
     public func consumed(streamID: UInt32, _ n: Int) {
         guard n > 0, failure == nil, let i = streams.find(streamID) else { return }
         let k = min(n, streams[i].unconsumed)

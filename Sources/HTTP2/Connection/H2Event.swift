@@ -9,11 +9,12 @@ public enum H2Event {
     /// A new request. `endStream`: it has no body.
     case request(streamID: UInt32, head: H2RequestHead, endStream: Bool)
     /// Body bytes (padding removed). `bytes` point into the caller's input
-    /// and are valid only until the caller's next call. Report them with
-    /// `consumed(streamID:_:)` as the application takes them: that, and only
-    /// that, returns flow-control credit. `flowControlledLength` is what the
-    /// frame cost (padding included; the connection returns the padding
-    /// itself). An empty `bytes` comes only with `endStream`.
+    /// and are valid only until the caller's next call.
+    /// `flowControlledLength` is what the frame cost in flow control
+    /// (padding included); report all of it with `consumed(streamID:_:)` —
+    /// the padding share (`flowControlledLength - bytes.count`) at once, the
+    /// bytes as the application takes them: that, and only that, returns
+    /// flow-control credit. An empty `bytes` comes only with `endStream`.
     case data(streamID: UInt32, bytes: UnsafeRawBufferPointer, flowControlledLength: Int, endStream: Bool)
     /// Trailers; they end the request body. No pseudo-header fields.
     case trailers(streamID: UInt32, head: H2RequestHead)

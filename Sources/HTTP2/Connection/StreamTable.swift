@@ -20,7 +20,7 @@ struct H2Stream {
     var response: ResponsePhase = .awaitingHeaders
     var sendWindow: SendWindow
     var receiveWindow: ReceiveWindow
-    /// Body bytes handed to the application and not yet reported consumed;
+    /// Flow-controlled bytes of DATA events not yet reported consumed;
     /// returned to the connection window if the stream goes away first.
     var unconsumed = 0
     /// The request's content-length, checked against the DATA received.

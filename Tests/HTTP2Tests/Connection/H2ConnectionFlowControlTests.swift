@@ -73,14 +73,27 @@ final class H2ConnectionFlowControlTests: XCTestCase {
         XCTAssertEqual(h.feed(h.data(9, Array(repeating: 0, count: 4))).connectionError, .flowControlError)
     }
 
-    func testPaddingIsCountedAndReturnedByTheConnection() {
+    func testPaddingCountsAndIsReturnedThroughConsumed() {
         let h = H2Harness(limits: limits(stream: 300, connection: 65535))
         _ = h.feed(h.headers(1, h.post(), endStream: false))
         _ = h.drain()
         XCTAssertEqual(h.feed(h.data(1, [1, 2], padLength: 200)), [.data(1, [1, 2], flowControlled: 203, endStream: false)])
-        // 201 padding octets (with the Pad Length octet) are returned without
-        // waiting for the application: over half the stream window.
+        XCTAssertEqual(h.drain(), [])
+        // The padding share (201 octets with the Pad Length octet) at once:
+        // over half the stream window.
+        h.conn.consumed(streamID: 1, 201)
         XCTAssertEqual(h.drain(), [.windowUpdate(1, 201)])
+        h.conn.consumed(streamID: 1, 2)
+        h.conn.consumed(streamID: 1, 1)  // more than delivered: ignored
+        XCTAssertEqual(h.feed(h.data(1, Array(repeating: 0, count: 298))).count, 1)  // exactly the window
+    }
+
+    func testPaddingOfAnEmptyFrameIsReturnedByTheConnection() {
+        let h = H2Harness(limits: limits(stream: 300, connection: 65535))
+        _ = h.feed(h.headers(1, h.post(), endStream: false))
+        _ = h.drain()
+        XCTAssertEqual(h.feed(h.data(1, [], padLength: 199)), [])  // no event
+        XCTAssertEqual(h.drain(), [.windowUpdate(1, 200)])
     }
 
     func testDroppedDataStillCountsOnTheConnection() {

@@ -225,8 +225,11 @@ func runConnection(_ bytes: [UInt8], chunk: Int, active: Bool) -> ([EventSummary
                 }
             case .trailers(_, let head):
                 checkHead(head)
-            case .data(let id, let b, _, _):
-                if active { conn.consumed(streamID: id, b.count) }
+            case .data(let id, let b, let fc, _):
+                if active {
+                    conn.consumed(streamID: id, fc - b.count)
+                    conn.consumed(streamID: id, b.count)
+                }
             case .windowOpened(let id):
                 if active && id != 0 { _ = body.withUnsafeBytes { conn.sendData(streamID: id, $0, endStream: true) } }
             default:
