@@ -30,6 +30,12 @@ final class H2Session {
     /// The peer sent GOAWAY, or we did: finish what is open, then close.
     private var goingAway = false
     private(set) var closed = false
+    /// What the connection's one timer is armed for.
+    private enum TimerPurpose { case writeStall, windowStall, idle, settingsAck }
+    private var timerPurpose: TimerPurpose?
+    /// When response data last moved into the output: streams the peer's
+    /// windows hold back longer than the request timeout are given up.
+    private var lastSendProgress = Instant(nanoseconds: 0)
 
     static let highWater = 64 * 1024
     static let lowWater = 16 * 1024
@@ -266,7 +272,7 @@ final class H2Session {
                 sendQueue.remove(at: i)
                 continue
             }
-            s.pushPending()
+            if s.pushPending() { lastSendProgress = worker.now }
             if !s.hasPendingOutput && (s.responseEnded || !s.endAfterPending) {
                 sendQueue.remove(at: i)
                 checkDone(s)
@@ -277,6 +283,7 @@ final class H2Session {
     }
 
     func enqueueForSending(_ s: H2Stream) {
+        if sendQueue.isEmpty { lastSendProgress = worker.now }
         if !sendQueue.contains(where: { $0 === s }) { sendQueue.append(s) }
     }
 
@@ -353,13 +360,28 @@ final class H2Session {
             finishConnection()
             return
         }
+        var timeout: Int?
+        timerPurpose = nil
         if core.output.readableCount > 0 {
-            worker.arm(connection, milliseconds: worker.config.requestTimeoutMilliseconds)
+            timeout = worker.config.requestTimeoutMilliseconds
+            timerPurpose = .writeStall
+        } else if !sendQueue.isEmpty {
+            let waited = worker.now.milliseconds(since: lastSendProgress)
+            timeout = max(worker.config.requestTimeoutMilliseconds - waited, 0)
+            timerPurpose = .windowStall
         } else if streams.isEmpty {
-            worker.arm(connection, milliseconds: worker.config.keepAliveMilliseconds)
-        } else {
-            worker.disarm(connection)
+            timeout = worker.config.keepAliveMilliseconds
+            timerPurpose = .idle
         }
+        // The SETTINGS acknowledgement the core waits for (RFC 9113 §6.5.3).
+        if let deadline = core.nextDeadline {
+            let left = deadline > nowMilliseconds ? Int(deadline - nowMilliseconds) : 0
+            if timeout == nil || left < timeout! {
+                timeout = left
+                timerPurpose = .settingsAck
+            }
+        }
+        if let timeout { worker.arm(connection, milliseconds: max(timeout, 1)) } else { worker.disarm(connection) }
         connection.updateInterest()
     }
 
@@ -372,12 +394,27 @@ final class H2Session {
 
     /// The connection's timer: output stalled, or idle past keep-alive.
     func onTimeout() {
-        if core.output.readableCount > 0 {
+        if let event = core.handleTimeout(now: nowMilliseconds) {
+            handle(event)
+            if !closed { afterIO() }
+            return
+        }
+        switch timerPurpose {
+        case .writeStall? where core.output.readableCount > 0:
             lost()
-        } else if streams.isEmpty {
+        case .windowStall? where !sendQueue.isEmpty
+            && worker.now.milliseconds(since: lastSendProgress) >= worker.config.requestTimeoutMilliseconds:
+            // The peer has not opened its windows for the whole timeout: its
+            // streams are given up (slow-read defence, RFC 9113 §10.5).
+            for s in sendQueue { resetStream(s, code: .cancel) }
+            sendQueue.removeAll()
+            afterIO()
+        case .idle? where streams.isEmpty && !inApplication:
             core.goAway(code: .noError)
             flush()
             finishConnection()
+        default:
+            afterIO()  // early for the SETTINGS deadline, or things changed: re-arm
         }
     }
 

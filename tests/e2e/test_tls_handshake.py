@@ -95,12 +95,30 @@ def test_tls_1_2_cipher_list_is_honoured(tls_server: Callable[..., Server], tls_
 
 
 @pytest.mark.parametrize(
-    ("offered", "chosen"), [(["h2", "http/1.1"], "http/1.1"), (["http/1.1"], "http/1.1"), (["h2"], None), (None, None)]
+    ("options", "offered", "chosen"),
+    [
+        ((), ["h2", "http/1.1"], "h2"),  # the server's preference: HTTP/2
+        ((), ["http/1.1", "h2"], "h2"),
+        ((), ["http/1.1"], "http/1.1"),
+        ((), None, None),
+        (("--no-http2",), ["h2", "http/1.1"], "http/1.1"),
+        (("--no-http2",), ["h2"], None),
+        (("--http2-only",), ["http/1.1", "h2"], "h2"),
+    ],
 )
-def test_alpn_chooses_http_1_1(
-    tls_server: Callable[..., Server], tls_files: TLSFiles, offered: list[str] | None, chosen: str | None
+def test_alpn_choice(
+    tls_server: Callable[..., Server],
+    tls_files: TLSFiles,
+    options: tuple[str, ...],
+    offered: list[str] | None,
+    chosen: str | None,
 ) -> None:
-    server = tls_server("tls_apps:wsgi")
+    """ALPN in server preference order: h2, then http/1.1; without a common protocol the handshake goes on without ALPN."""
+    server = tls_server("tls_apps:wsgi", *options)
+    if chosen == "h2":
+        with tls_connect(server, client_context(tls_files, alpn=offered)) as sock:
+            assert sock.selected_alpn_protocol() == "h2"
+        return
     response, sock = https_request(server, client_context(tls_files, alpn=offered), "/info")
     assert sock.selected_alpn_protocol() == chosen
     sock.close()
@@ -124,7 +142,7 @@ def test_curl(tls_server: Callable[..., Server], tls_files: TLSFiles, tmp_path: 
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout == b"200 1.1"
+    assert result.stdout == b"200 2"  # curl offers h2 first, and ALPN picks it
     assert out.read_bytes() == pattern(300000)
     result = subprocess.run([*curl, f"{base}/info"], capture_output=True, timeout=30, check=False)
     assert result.returncode == 0, result.stderr

@@ -48,6 +48,7 @@ extension H2Error {
     public static let invalidAuthority = H2Error(code: .protocolError, reason: "invalid :authority or host")
     public static let connectWithSchemeOrPath = H2Error(code: .protocolError, reason: "CONNECT with :scheme or :path")
     public static let connectWithoutAuthority = H2Error(code: .protocolError, reason: "CONNECT without :authority")
+    public static let missingAuthority = H2Error(code: .protocolError, reason: "http(s) request without :authority or host")
     public static let protocolNotEnabled = H2Error(code: .protocolError, reason: ":protocol without SETTINGS_ENABLE_CONNECT_PROTOCOL")
     public static let protocolWithoutConnect = H2Error(code: .protocolError, reason: ":protocol on a method other than CONNECT")
     public static let invalidProtocol = H2Error(code: .protocolError, reason: ":protocol not a token")
@@ -144,6 +145,11 @@ struct RequestValidator {
                 let options = FieldSyntax.equals(bytes(method), "OPTIONS")
                 guard FieldSyntax.isPath(bytes(path), asterisk: options) else { return .invalidPath }
                 if isConnect && authority == nil { return .connectWithoutAuthority }
+                // §8.3.1: "http" and "https" have a mandatory authority component,
+                // so such a request "MUST contain either an :authority
+                // pseudo-header field or a Host header field".
+                let web = FieldSyntax.equalsIgnoringCase(bytes(scheme), "http") || FieldSyntax.equalsIgnoringCase(bytes(scheme), "https")
+                if web && authority == nil && host == nil { return .missingAuthority }
             }
             if let authority {
                 guard FieldSyntax.isAuthority(bytes(authority), requirePort: plainConnect) else { return .invalidAuthority }
