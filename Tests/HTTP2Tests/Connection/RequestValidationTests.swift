@@ -64,9 +64,20 @@ final class RequestValidationTests: XCTestCase {
         assertMalformed([(":method", "GET"), (":scheme", "https"), (":path", "http://x/")], .invalidPath)
         assertMalformed([(":method", "GET"), (":scheme", "https"), (":path", "/a b")], .invalidPath)
         let h = H2Harness()
-        guard case .request(_, let head, _)? = h.feed(h.headers(1, [(":method", "OPTIONS"), (":scheme", "https"), (":path", "*")])).first
+        guard case .request(_, let head, _)? = h.feed(h.headers(1, [(":method", "OPTIONS"), (":scheme", "https"), (":path", "*"),
+                                                                    (":authority", "a.example")])).first
         else { return XCTFail() }
         XCTAssertEqual(head.path, "*")
+        XCTAssertEqual(head.authority, "a.example")
+    }
+
+    // §8.3.1: http and https have a mandatory authority: :authority or host.
+    func testWebSchemesNeedAnAuthority() {
+        assertMalformed([(":method", "GET"), (":scheme", "https"), (":path", "/")], .missingAuthority)
+        assertMalformed([(":method", "GET"), (":scheme", "http"), (":path", "/")], .missingAuthority)
+        let h = H2Harness()
+        guard case .request(_, let head, _)? = h.feed(h.headers(1, [(":method", "GET"), (":scheme", "urn"), (":path", "/")])).first
+        else { return XCTFail("a scheme without a mandatory authority needs none") }
         XCTAssertEqual(head.authority, "")
     }
 
