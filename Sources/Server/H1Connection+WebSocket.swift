@@ -41,6 +41,13 @@ struct WebSocketState {
 /// and the server closes the TCP connection once its close frame is
 /// flushed; a peer that never answers our close is cut at the request
 /// timeout.
+///
+/// With `--ws-compress`, permessage-deflate (RFC 7692) is negotiated from
+/// the client's offers at the upgrade (`PerMessageDeflateParameters`) and
+/// answered in the 101; compressed messages are then inflated as their
+/// frames arrive (`MessageInflater`, bounded by `--ws-max-message`) and the
+/// application's messages of 64 bytes or more are deflated straight into the
+/// output buffer (`MessageDeflater`).
 extension H1Connection: WebSocketExchange {
     /// The handshake verdict for a request carrying `Upgrade`; nil to serve
     /// it as plain HTTP.

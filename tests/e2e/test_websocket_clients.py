@@ -2,7 +2,7 @@
 
 - the `websockets` library (sync client) for each feature that a correct
   client can exercise: messages, fragmentation, ping, subprotocols, extra
-  headers, denial, close codes, no compression negotiated;
+  headers, denial, close codes, no compression negotiated by default;
 - `wsproto`, an independent sans-I/O implementation, for handshake, echo
   and the closing handshake;
 - a FastAPI (Starlette) application, tests/apps/ws_frameworks.py, unchanged.
@@ -87,7 +87,8 @@ def test_websockets_extra_accept_headers(ws_server: Server) -> None:
 
 
 def test_websockets_compression_is_not_negotiated(ws_server: Server) -> None:
-    # The client offers permessage-deflate; the server has no compression (issue 6 item 4), so it must decline.
+    # The client offers permessage-deflate; without --ws-compress (the default) the server must decline.
+    # With it: test_websocket_compression.py.
     with connect(url(ws_server, "/echo")) as ws:
         assert ws.response is not None
         assert "Sec-WebSocket-Extensions" not in ws.response.headers
