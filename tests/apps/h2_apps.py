@@ -6,9 +6,9 @@ test can run against either interface:
 - `/hello`: 200 `hello` (text/plain, Content-Length 5);
 - `/echo`: the request body back (application/octet-stream), with
   `x-body-length`;
-- `/large?size=N&chunk=M`: N bytes of a fixed pattern (`pattern(N)`), sent in
-  chunks of M bytes (default 65536) without Content-Length, so the server
-  streams it under flow control;
+- `/large?size=N&chunk=M`: N bytes of a fixed pattern (`pattern(N)`), made and
+  sent in chunks of M bytes (default 65536) without Content-Length, so the
+  server streams it under flow control and the application never holds it;
 - `/headers`: JSON `{"method", "path", "query", "scheme", "http_version",
   "headers": [[name, value], ...]}` of what the application was given (for
   WSGI the headers are rebuilt from HTTP_* and CONTENT_* in environ order);
@@ -64,10 +64,13 @@ def record(event: str) -> None:
         events.write(event + "\n")
 
 
-def pattern(size: int) -> bytes:
-    """The body /large?size=SIZE answers: bytes 0..250 repeated."""
-    block = bytes(range(251))
-    return (block * (size // len(block) + 1))[:size]
+BLOCK = bytes(range(251))
+
+
+def pattern(size: int, start: int = 0) -> bytes:
+    """Octets `start` .. `start + size` of the body /large answers: bytes 0..250 repeated."""
+    offset = start % len(BLOCK)
+    return (BLOCK[offset:] + BLOCK * (size // len(BLOCK) + 1))[:size]
 
 
 def params(query_string: str) -> dict[str, str]:
@@ -142,10 +145,10 @@ async def asgi_http(scope: Scope, receive: Receive, send: Send) -> None:  # noqa
     elif name == "large":
         size = number(query, "size", 1 << 20)
         chunk = number(query, "chunk", DEFAULT_CHUNK)
-        body = pattern(size)
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"x/pattern")]})
         for start in range(0, size, chunk):
-            await send({"type": "http.response.body", "body": body[start : start + chunk], "more_body": True})
+            piece = pattern(min(chunk, size - start), start)
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
     elif name == "headers":
         await read_all(receive)
@@ -231,10 +234,9 @@ def wsgi_respond(
 
 
 def wsgi_stream(size: int, chunk: int) -> Iterator[bytes]:
-    """The /large body, one chunk at a time."""
-    body = pattern(size)
+    """The /large body, one chunk at a time (made as it is asked for: the body is never whole in memory)."""
     for start in range(0, size, chunk):
-        yield body[start : start + chunk]
+        yield pattern(min(chunk, size - start), start)
 
 
 def wsgi_routes(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:  # noqa: PLR0911 (one per route)

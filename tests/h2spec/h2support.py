@@ -41,7 +41,7 @@ import socket
 import ssl
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -107,11 +107,17 @@ class Certificates:
     key: Path
     ca_cert: Path
 
+    contexts: dict[tuple[str, ...], ssl.SSLContext] = field(default_factory=dict)
+
     def client_context(self, alpn: list[str] | None = None) -> ssl.SSLContext:
-        """A client context trusting the CA, offering `alpn` (default ["h2"])."""
-        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
-        self.ca.configure_trust(context)
-        context.set_alpn_protocols(["h2"] if alpn is None else alpn)
+        """A client context trusting only the CA, offering `alpn` (default ["h2"]); made once per ALPN list."""
+        key = tuple(["h2"] if alpn is None else alpn)
+        context = self.contexts.get(key)
+        if context is None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            self.ca.configure_trust(context)
+            context.set_alpn_protocols(list(key))
+            self.contexts[key] = context
         return context
 
 

@@ -463,6 +463,9 @@ class FrameConn:
     ) -> None:
         """Send a HEADERS frame with `headers` (encoded with `encode`) or a ready header block."""
         block = headers if isinstance(headers, bytes) else encode(headers)
+        plain_id = stream_id & 0x7FFFFFFF
+        if plain_id % 2 == 1 and plain_id >= self.next_stream_id:
+            self.next_stream_id = plain_id + 2
         flags = (F.END_STREAM if end_stream else 0) | (F.END_HEADERS if end_headers else 0)
         payload = block
         if priority is not None:
@@ -740,12 +743,15 @@ def assert_still_serving(target: Target) -> None:
 
 def expect_connection_error(conn: FrameConn, *codes: int, timeout: float = TIMEOUT) -> GoAwayFrame:
     """RFC 9113 §5.4.1: a GOAWAY with one of `codes`, then the server closes the connection."""
-    try:
-        got = conn.wait_for(lambda r: r.kind == T.GOAWAY, f"GOAWAY {codes_text(codes)}", timeout)
-    except ServerClosedError as closed:
-        raise AssertionError(f"connection closed without GOAWAY {codes_text(codes)} ({closed})") from None
-    goaway = got.frame
-    assert isinstance(goaway, GoAwayFrame)
+    goaway = conn.goaway
+    if goaway is None:
+        try:
+            got = conn.wait_for(lambda r: r.kind == T.GOAWAY, f"GOAWAY {codes_text(codes)}", timeout)
+        except ServerClosedError as closed:
+            raise AssertionError(f"connection closed without GOAWAY {codes_text(codes)} ({closed})") from None
+        frame_ = got.frame
+        assert isinstance(frame_, GoAwayFrame)
+        goaway = frame_
     assert goaway.error_code in codes, f"GOAWAY {code_name(goaway.error_code)}, expected {codes_text(codes)}"
     assert conn.closes(timeout), f"the server did not close the connection after GOAWAY (§5.4.1); {conn.log()}"
     conn.close()
@@ -757,18 +763,24 @@ def _stream_outcome(conn: FrameConn, stream_id: int, codes: Sequence[int], timeo
     """Read until RST_STREAM on `stream_id` (None returned) or GOAWAY (returned); check the code."""
     state = conn.stream_state(stream_id)
     deadline = time.monotonic() + timeout
-    while state.reset is None and conn.goaway is None:
+
+    def settled() -> bool:
+        # A RST_STREAM NO_ERROR after a complete response (§8.1) is not an error outcome unless one is expected.
+        reset = state.reset is not None and (state.reset != E.NO_ERROR or E.NO_ERROR in codes)
+        return reset or conn.goaway is not None
+
+    while not settled():
         try:
             received = conn.read(max(deadline - time.monotonic(), 0))
         except ServerClosedError as closed:
             raise AssertionError(f"connection closed without RST_STREAM/GOAWAY {codes_text(codes)}: {closed}") from None
         if received is None:
             raise AssertionError(f"no RST_STREAM or GOAWAY {codes_text(codes)} for stream {stream_id}; {conn.log()}")
-    if state.reset is not None:
-        assert state.reset in codes, f"RST_STREAM {code_name(state.reset)}, expected {codes_text(codes)}"
-        return None
-    assert conn.goaway is not None
-    return conn.goaway
+    if conn.goaway is not None:
+        return conn.goaway
+    assert state.reset is not None
+    assert state.reset in codes, f"RST_STREAM {code_name(state.reset)}, expected {codes_text(codes)}"
+    return None
 
 
 def expect_stream_error(conn: FrameConn, stream_id: int, *codes: int, timeout: float = TIMEOUT) -> None:
@@ -826,7 +838,7 @@ def expect_ignored(conn: FrameConn) -> None:
     """The frames sent were ignored: no GOAWAY or RST_STREAM, and a PING is still answered."""
     conn.ping(b"ignored?")
     assert conn.goaway is None, f"GOAWAY after a frame the server must ignore; {conn.log()}"
-    resets = {sid: code_name(s.reset) for sid, s in conn.streams.items() if s.reset is not None}
+    resets = {sid: code_name(s.reset) for sid, s in conn.streams.items() if s.reset not in (None, E.NO_ERROR)}
     assert not resets, f"streams reset after a frame the server must ignore: {resets}"
 
 

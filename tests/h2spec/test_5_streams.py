@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from h2support import Target
 
 #: A response slow enough that the stream is still half-closed (remote) when the next frame arrives.
-SLOW = "/wait?ms=600"
+SLOW = "/wait?ms=300"
 
 
 def hello_block(target: Target) -> bytes:

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.timeout(60)
 if TYPE_CHECKING:
     from h2support import Target
 
-QUIET = 0.3
+QUIET = 0.15
 
 
 def received(conn: FrameConn, stream_id: int) -> int:

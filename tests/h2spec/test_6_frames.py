@@ -31,7 +31,7 @@ pytestmark = pytest.mark.timeout(60)
 if TYPE_CHECKING:
     from h2support import Target
 
-SLOW = "/wait?ms=600"
+SLOW = "/wait?ms=300"
 
 
 def hello_block(target: Target, path: str = "/hello") -> bytes:
@@ -354,7 +354,7 @@ def test_continuation_on_stream_zero_is_a_connection_error(target: Target) -> No
 def test_continuation_after_headers_with_end_headers_is_a_protocol_error(target: Target) -> None:
     """RFC 9113 §6.10: CONTINUATION after a HEADERS that had END_HEADERS is PROTOCOL_ERROR."""
     with FrameConn.open(target) as conn:
-        conn.headers(1, hello_block(target), end_stream=False)
+        conn.headers(1, post_block(target), end_stream=False)
         conn.continuation(1, [("x-more", "1")])
         expect_stream_or_connection_error(conn, 1, E.PROTOCOL_ERROR)
 

@@ -8,6 +8,7 @@ import json
 from typing import TYPE_CHECKING
 
 import pytest
+from hyperframe.frame import DataFrame
 
 pytest.register_assert_rewrite("h2wire", "h2support")
 from h2wire import (  # noqa: E402
@@ -119,7 +120,7 @@ def test_large_response_respects_a_small_client_window(target: Target) -> None:
         while not state.ended:
             got = conn.read()
             assert got is not None, f"the response stalled at {len(state.data)} octets; {conn.log()}"
-            if got.kind == T.DATA and got.stream_id == stream_id:
+            if isinstance(got.frame, DataFrame) and got.stream_id == stream_id:
                 assert len(state.data) - consumed <= window, "the server sent beyond the stream window"
                 consumed = len(state.data)
                 size = got.frame.flow_controlled_length
