@@ -42,6 +42,17 @@ def settle(conn: FrameConn) -> None:
     conn.quiet_for(QUIET)
 
 
+def expect_received(conn: FrameConn, amount: int, *stream_ids: int) -> None:
+    """Read until the streams together got `amount` DATA octets, then check that no more comes for a while."""
+    conn.wait_for(
+        lambda _: sum(received(conn, s) for s in stream_ids) >= amount,
+        f"{amount} octets of DATA on streams {stream_ids}",
+    )
+    settle(conn)
+    total = sum(received(conn, s) for s in stream_ids)
+    assert total == amount, f"{total} octets received where the windows allow {amount}; {conn.log()}"
+
+
 # --- §6.9 the frame --------------------------------------------------------------------------------
 
 
@@ -126,11 +137,9 @@ def test_server_respects_the_stream_window(target: Target) -> None:
     with FrameConn.open(target, [(S.INITIAL_WINDOW_SIZE, 1000)]) as conn:
         conn.auto_window = False
         stream_id = conn.request("/large?size=5000")
-        settle(conn)
-        assert received(conn, stream_id) == 1000, conn.log()
+        expect_received(conn, 1000, stream_id)
         conn.window_update(stream_id, 1500)
-        settle(conn)
-        assert received(conn, stream_id) == 2500, conn.log()
+        expect_received(conn, 2500, stream_id)
         conn.window_update(stream_id, 10000)
         response = conn.response(stream_id)
     assert len(response.body) == 5000
@@ -143,9 +152,7 @@ def test_server_respects_the_connection_window(target: Target) -> None:
         conn.auto_window = False
         first = conn.request("/large?size=50000")
         second = conn.request("/large?size=50000")
-        settle(conn)
-        total = received(conn, first) + received(conn, second)
-        assert total == DEFAULT_WINDOW, conn.log()
+        expect_received(conn, DEFAULT_WINDOW, first, second)
         conn.window_update(0, 100000)
         assert len(conn.response(first).body) == 50000
         assert len(conn.response(second).body) == 50000
@@ -159,6 +166,7 @@ def test_initial_window_size_raised_after_the_request_applies_to_it(target: Targ
     with FrameConn.open(target, [(S.INITIAL_WINDOW_SIZE, 0)]) as conn:
         conn.auto_window = False
         stream_id = conn.request("/large?size=1000")
+        conn.wait_for(lambda r: r.kind == T.HEADERS and r.stream_id == stream_id, "the response HEADERS")
         settle(conn)
         assert received(conn, stream_id) == 0, conn.log()
         conn.settings((S.INITIAL_WINDOW_SIZE, 1))
@@ -173,15 +181,13 @@ def test_initial_window_size_can_make_a_window_negative(target: Target) -> None:
     with FrameConn.open(target, [(S.INITIAL_WINDOW_SIZE, 100)]) as conn:
         conn.auto_window = False
         stream_id = conn.request("/large?size=1000")
-        settle(conn)
-        assert received(conn, stream_id) == 100, conn.log()
+        expect_received(conn, 100, stream_id)
         conn.settings((S.INITIAL_WINDOW_SIZE, 50))
         conn.window_update(stream_id, 30)
         settle(conn)
         assert received(conn, stream_id) == 100, f"sent on a negative window; {conn.log()}"
         conn.window_update(stream_id, 30)
-        settle(conn)
-        assert received(conn, stream_id) == 110, conn.log()
+        expect_received(conn, 110, stream_id)
 
 
 def test_initial_window_size_over_the_maximum_is_a_flow_control_error(target: Target) -> None:
@@ -207,7 +213,6 @@ def test_initial_window_size_does_not_change_the_connection_window(target: Targe
     with FrameConn.open(target, [(S.INITIAL_WINDOW_SIZE, 200000)]) as conn:
         conn.auto_window = False
         stream_id = conn.request("/large?size=150000")
-        settle(conn)
-        assert received(conn, stream_id) == DEFAULT_WINDOW, conn.log()
+        expect_received(conn, DEFAULT_WINDOW, stream_id)
         conn.window_update(0, 200000)
         assert len(conn.response(stream_id).body) == 150000
