@@ -14,7 +14,14 @@ public enum EventLoopDriver {
     /// loop's name.
     nonisolated(unsafe) public static var attached: ((PyRef, PyRef?, String) -> Void)?
 
+    /// Called once after the tasks that ran in this loop iteration (see
+    /// `requestDeferred`).
+    nonisolated(unsafe) public static var deferred: (() -> Void)?
+
     nonisolated(unsafe) private static var loop: PyRef?
+    nonisolated(unsafe) private static var deferredFunction: PyRef?
+    nonisolated(unsafe) private static var callSoon: PyRef?
+    nonisolated(unsafe) private static var deferredScheduled = false
     nonisolated(unsafe) private static var timerFunction: PyRef?
     nonisolated(unsafe) private static var timer: PyRef?
     nonisolated(unsafe) private static var timerDue: Instant?
@@ -24,6 +31,7 @@ public enum EventLoopDriver {
         let pollFn = NativeTypeBuilder.function(name: "poll", pollEntry)
         let attachFn = NativeTypeBuilder.function(name: "attach", attachEntry)
         timerFunction = NativeTypeBuilder.function(name: "timer", timerEntry)
+        deferredFunction = NativeTypeBuilder.function(name: "deferred", deferredEntry)
         let args = PyTuple_New(6)!
         Py.incref(app)
         pshim_tuple_set_item(args, 0, app)
@@ -43,6 +51,8 @@ public enum EventLoopDriver {
             throw StartupError("the event loop failed: \(tb.exceptionName): \(tb.message)", traceback: tb.text)
         }
         Py.decref(result)
+        Py.xdecref(callSoon)
+        callSoon = nil
         loop = nil
     }
 
@@ -80,6 +90,26 @@ public enum EventLoopDriver {
         timerDue = nil
     }
 
+    /// Arranges one call of `deferred` with `loop.call_soon`: it runs after
+    /// every callback already ready, so work the tasks of this iteration
+    /// queue (HTTP/2 frames of many streams) is done once for all of them.
+    public static func requestDeferred() {
+        guard !deferredScheduled, let callSoon, let fn = deferredFunction else { return }
+        deferredScheduled = true
+        if let handle = pshim_call1(callSoon, fn) {
+            Py.decref(handle)
+        } else {
+            PyErr_Clear()
+            deferredScheduled = false
+            deferred?()
+        }
+    }
+
+    fileprivate static func runDeferred() {
+        deferredScheduled = false
+        deferred?()
+    }
+
     public static func stop() {
         guard let loop else { return }
         if let r = pshim_call_method0(loop, "stop") { Py.decref(r) } else { PyErr_Clear() }
@@ -97,6 +127,11 @@ private let timerEntry: FastMethod = { _, _, _ in
     return Py.newNone()
 }
 
+private let deferredEntry: FastMethod = { _, _, _ in
+    EventLoopDriver.runDeferred()
+    return Py.newNone()
+}
+
 private let attachEntry: FastMethod = { _, args, nargs in
     guard nargs == 3, let args, let loop = args[0], let state = args[1], let name = args[2] else {
         Py.raise(Py.typeError, "attach(loop, state, name)")
@@ -111,5 +146,7 @@ extension EventLoopDriver {
     fileprivate static func attachLoop(_ l: PyRef) {
         Py.incref(l)
         loop = l
+        callSoon = PyObject_GetAttrString(l, "call_soon")
+        if callSoon == nil { PyErr_Clear() }
     }
 }

@@ -387,6 +387,27 @@ final class H2Session {
 
     var wantsWrite: Bool { core.output.readableCount > 0 }
 
+    /// ASGI `send()`: frames are written after the loop's current tasks, so
+    /// responses of many streams leave in one write; past the high-water
+    /// mark they are written at once.
+    private var flushScheduled = false
+
+    func scheduleFlush() {
+        if core.output.readableCount >= H2Session.highWater {
+            afterIO()
+            return
+        }
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        worker.flushAfterTasks(self)
+    }
+
+    func deferredFlush() {
+        flushScheduled = false
+        guard !closed else { return }
+        afterIO()
+    }
+
     func onWritable() {
         guard flush() else { return }
         afterIO()

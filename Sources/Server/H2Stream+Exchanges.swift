@@ -99,9 +99,8 @@ extension H2Stream: AsyncExchange {
         if tooLarge { return .failed(status: 413) }
         let n = takeBody(into: buffer)
         if n > 0 {
-            // The WINDOW_UPDATE goes out now, so the client keeps sending.
-            session.flush()
-            session.connection.updateInterest()
+            // The WINDOW_UPDATE leaves with this iteration's writes.
+            session.scheduleFlush()
             return .data(n)
         }
         return bodyEnded ? .end : .wait
@@ -177,10 +176,9 @@ extension H2Stream: AsyncExchange {
     /// After queueing output: write, end the stream if its response is
     /// complete, and say whether the sender should wait.
     private func outcome() -> SendOutcome {
-        guard session.flush() else { return .closed }
         session.checkDone(self)
-        if reset { return .closed }
-        session.afterIO()
+        if reset || session.closed { return .closed }
+        session.scheduleFlush()
         if pendingOutputBytes > H2Session.highWater || session.core.output.readableCount > H2Session.highWater {
             drainWanted = true
             return .backpressure

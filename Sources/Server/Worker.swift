@@ -88,6 +88,22 @@ final class Worker {
 
     func clockNow() -> Instant { Instant.now() }
 
+    /// HTTP/2 sessions whose ASGI streams queued frames in this loop
+    /// iteration: written once, after the iteration's tasks (see
+    /// EventLoopDriver.requestDeferred), instead of once per `send()`.
+    private var sessionsToFlush: [H2Session] = []
+
+    func flushAfterTasks(_ session: H2Session) {
+        sessionsToFlush.append(session)
+        EventLoopDriver.requestDeferred()
+    }
+
+    private func flushDeferredSessions() {
+        let sessions = sessionsToFlush
+        sessionsToFlush.removeAll(keepingCapacity: true)
+        for s in sessions { s.deferredFlush() }
+    }
+
     /// After waiting inside a request (WSGI), the loop's clock is stale.
     func refreshClock() { now = Instant.now() }
 
@@ -122,6 +138,7 @@ final class Worker {
             onStarted(name)
             scheduleTimer()
         }
+        EventLoopDriver.deferred = { [unowned self] in flushDeferredSessions() }
         EventLoopDriver.poll = { [unowned self] in
             let n = poller.wait(timeoutMilliseconds: 0)
             handle(n)
