@@ -12,7 +12,7 @@ without the server's memory growing, and the server must go on serving new conne
   give up on the write after its timeout (peregrine --request-timeout).
 
 The RFC names no code for floods; ENHANCE_YOUR_CALM is the code RFC 9113 §7 defines for "excessive load".
-$H2SPEC_STALL_WAIT (seconds, default 5) is how long the stalled-window case waits for the server to give up.
+$H2SPEC_STALL_WAIT (seconds, default 6) is how long the stalled-window case waits for the server to give up.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def test_hpack_bomb_gets_enhance_your_calm(target: Target) -> None:
 
 
 def test_client_that_never_opens_its_window(variant: Variant, fresh_target: Callable[..., Target]) -> None:
-    """RFC 9113 §6.9, §10.5: a client that reads but never sends WINDOW_UPDATE for four 64 MiB responses: the
+    """RFC 9113 §6.9, §10.5: a client that reads but never sends WINDOW_UPDATE for two 64 MiB responses: the
     server keeps at most a bounded amount buffered (no memory growth) and gives up on the stalled write after its
     timeout (peregrine --request-timeout 1000): RST_STREAM or GOAWAY, or the connection closed."""
     target = fresh_target(variant, peregrine_options=("--request-timeout", "1000"))
@@ -214,11 +214,11 @@ def test_client_that_never_opens_its_window(variant: Variant, fresh_target: Call
     size = 64 << 20
     with FrameConn.open(target) as conn:
         conn.auto_window = False
-        streams = [conn.request(f"/large?size={size}&chunk=1048576") for _ in range(4)]
+        streams = [conn.request(f"/large?size={size}&chunk=1048576") for _ in range(2)]
         started = time.monotonic()
         peak = baseline
         given_up = False
-        while time.monotonic() - started < float(os.environ.get("H2SPEC_STALL_WAIT", "5")):
+        while time.monotonic() - started < float(os.environ.get("H2SPEC_STALL_WAIT", "6")):
             try:
                 conn.read(0.2)
             except ServerClosedError:
