@@ -672,7 +672,8 @@ class FrameConn:
         while not state.ended:
             if state.reset is not None:
                 raise AssertionError(f"stream {stream_id} was reset with {code_name(state.reset)}; {self.log()}")
-            if self.goaway is not None:
+            graceful = self.goaway is not None and self.goaway.error_code == E.NO_ERROR
+            if self.goaway is not None and not (graceful and stream_id <= self.goaway.last_stream_id):
                 raise AssertionError(f"GOAWAY while waiting for stream {stream_id}; {self.log()}")
             received = self.read(max(deadline - time.monotonic(), 0))
             if received is None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 pytest.register_assert_rewrite("h2wire", "h2support")
+from h2support import Variant, peregrine_only  # noqa: E402
 from h2wire import (  # noqa: E402
     E,
     F,
@@ -31,6 +32,8 @@ pytest_plugins = ("h2support",)
 pytestmark = pytest.mark.timeout(60)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from h2support import Target
 
 #: A response slow enough that the stream is still half-closed (remote) when the next frame arrives.
@@ -288,19 +291,34 @@ def test_streams_over_the_limit_are_refused(target: Target) -> None:
         limit = conn.server_settings.get(S.MAX_CONCURRENT_STREAMS)
         if limit is None or limit > 1000:
             pytest.skip(f"the server advertises no usable limit ({limit})")
-        opened = [conn.request("/echo", "POST", end_stream=False) for _ in range(limit)]
-        conn.ping()
-        extra = conn.request("/echo", "POST", end_stream=False)
-        conn.wait_for(lambda r: r.kind in (T.RST_STREAM, T.GOAWAY) and r.stream_id in (extra, 0), "the refusal")
-        assert conn.goaway is None, conn.log()
-        assert conn.streams[extra].reset in (E.REFUSED_STREAM, E.PROTOCOL_ERROR), conn.log()
-        assert all(conn.streams.get(s) is None or conn.streams[s].reset is None for s in opened), conn.log()
-        conn.data(opened[0], b"first", end_stream=True)
-        assert conn.response(opened[0]).body == b"first"
-        for stream_id in opened[1:]:
-            conn.rst(stream_id, E.CANCEL)
-        again = conn.request("/echo", "POST", body=b"again")
-        assert conn.response(again).body == b"again"
+        check_refusal_over(conn, limit)
+
+
+@pytest.mark.parametrize("transport", ["h2c", "tls"])
+def test_max_streams_option_sets_the_limit(transport: str, fresh_target: Callable[..., Target]) -> None:
+    """peregrine --http2-max-streams (RFC 9113 §5.1.2): the advertised SETTINGS_MAX_CONCURRENT_STREAMS, enforced."""
+    target = fresh_target(Variant(transport, "asgi"), peregrine_options=("--http2-max-streams", "5"))
+    peregrine_only(target, "--http2-max-streams")
+    with FrameConn.open(target) as conn:
+        assert conn.server_settings.get(S.MAX_CONCURRENT_STREAMS) == 5
+        check_refusal_over(conn, 5)
+
+
+def check_refusal_over(conn: FrameConn, limit: int) -> None:
+    """Open `limit` streams, check the next is refused, then that freed slots can be used again."""
+    opened = [conn.request("/echo", "POST", end_stream=False) for _ in range(limit)]
+    conn.ping()
+    extra = conn.request("/echo", "POST", end_stream=False)
+    conn.wait_for(lambda r: r.kind in (T.RST_STREAM, T.GOAWAY) and r.stream_id in (extra, 0), "the refusal")
+    assert conn.goaway is None, conn.log()
+    assert conn.streams[extra].reset in (E.REFUSED_STREAM, E.PROTOCOL_ERROR), conn.log()
+    assert all(conn.streams.get(s) is None or conn.streams[s].reset is None for s in opened), conn.log()
+    conn.data(opened[0], b"first", end_stream=True)
+    assert conn.response(opened[0]).body == b"first"
+    for stream_id in opened[1:]:
+        conn.rst(stream_id, E.CANCEL)
+    again = conn.request("/echo", "POST", body=b"again")
+    assert conn.response(again).body == b"again"
 
 
 def test_client_max_concurrent_streams_zero_does_not_limit_requests(target: Target) -> None:

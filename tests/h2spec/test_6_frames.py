@@ -4,6 +4,7 @@ SETTINGS (§6.5) and WINDOW_UPDATE (§6.9) have their own modules."""
 
 from __future__ import annotations
 
+import signal
 from typing import TYPE_CHECKING
 
 import pytest
@@ -29,7 +30,9 @@ pytest_plugins = ("h2support",)
 pytestmark = pytest.mark.timeout(60)
 
 if TYPE_CHECKING:
-    from h2support import Target
+    from collections.abc import Callable
+
+    from h2support import Target, Variant
 
 SLOW = "/wait?ms=300"
 
@@ -307,6 +310,26 @@ def test_client_goaway_lets_open_streams_finish(target: Target) -> None:
         stream_id = conn.request(SLOW)
         conn.send_frame(T.GOAWAY, 0, 0, goaway_payload(0, E.NO_ERROR, b"client leaving"))
         assert conn.response(stream_id).body == b"waited"
+
+
+def test_server_shutdown_sends_goaway_and_finishes_streams(
+    variant: Variant, fresh_target: Callable[..., Target]
+) -> None:
+    """RFC 9113 §6.8: a server stopping gracefully (SIGTERM) sends GOAWAY NO_ERROR naming the last stream it
+    processes, lets that in-flight stream complete, then closes."""
+    target = fresh_target(variant)
+    with FrameConn.open(target) as conn:
+        stream_id = conn.request("/wait?ms=500")
+        conn.ping()
+        target.server.process.send_signal(signal.SIGTERM)
+        goaway = conn.wait_for(lambda r: r.kind == T.GOAWAY, "GOAWAY on shutdown").frame
+        assert conn.goaway is not None
+        assert conn.goaway.error_code == E.NO_ERROR, conn.log()
+        assert conn.goaway.last_stream_id >= stream_id, conn.log()
+        assert goaway is conn.goaway
+        assert conn.response(stream_id).body == b"waited"
+        assert conn.closes(), f"the connection stayed open after the last stream; {conn.log()}"
+    assert target.server.process.wait(timeout=15) == 0
 
 
 # --- §6.10 CONTINUATION ----------------------------------------------------------------------------
