@@ -372,8 +372,12 @@ extension H1Connection {
         let d = delegate
         delegate = nil
         d?.exchangeEnded(disconnected: true)
-        endWebSocket(code: 1006, reason: UnsafeRawBufferPointer(start: nil, count: 0))
-        ws = WebSocketState()
+        if let conversation = ws {
+            ws = nil
+            wsKey = nil
+            wsCloseWhenFlushed = false
+            conversation.transportClosed()
+        }
     }
 }
 

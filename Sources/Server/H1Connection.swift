@@ -3,6 +3,7 @@ import Core
 import Gateway
 import HTTP1
 import TLS
+import WebSocket
 
 /// One HTTP/1.1 connection: reads and parses request heads, hands each
 /// request to the gateway, frames the response, and decides whether the
@@ -85,7 +86,9 @@ final class H1Connection {
     var drainWanted = false
 
     // WebSocket (ASGI) after a valid opening handshake; see +WebSocket.
-    var ws = WebSocketState()
+    var ws: WebSocketConversation?
+    var wsKey: SecWebSocketKey?
+    var wsCloseWhenFlushed = false
 
     // HTTP/2 after the client preface or ALPN h2; see +HTTP2.
     var h2: H2Session?
@@ -377,7 +380,7 @@ final class H1Connection {
             if hasPendingOutput { want.insert(.writable) }
         case .websocket:
             want = .peerClosed
-            if ws.accepted && !ws.paused && !ws.closeReceived { want.insert(.readable) }
+            if ws?.wantsInput == true { want.insert(.readable) }
             if hasPendingOutput { want.insert(.writable) }
         case .http2:
             want = .readable

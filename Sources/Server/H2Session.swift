@@ -30,8 +30,13 @@ final class H2Session {
     /// The peer sent GOAWAY, or we did: finish what is open, then close.
     private var goingAway = false
     private(set) var closed = false
+    /// Streams carrying a WebSocket (RFC 8441), each with a timer of its own.
+    var webSockets: [H2Stream] = []
+    /// Events and timers are being handled: `afterIO` follows, so nothing
+    /// needs to schedule a flush.
+    private var handlingInput = false
     /// What the connection's one timer is armed for.
-    private enum TimerPurpose { case writeStall, windowStall, idle, settingsAck }
+    private enum TimerPurpose { case writeStall, windowStall, idle, settingsAck, webSocket }
     private var timerPurpose: TimerPurpose?
     /// When response data last moved into the output: streams the peer's
     /// windows hold back longer than the request timeout are given up.
@@ -51,6 +56,8 @@ final class H2Session {
         var limits = H2Limits()
         limits.maxConcurrentStreams = config.http2MaxStreams
         limits.maxHeaderListSize = max(config.maxHeaderSize, 4096)
+        // RFC 8441: WebSockets over streams, for ASGI applications only.
+        limits.enableConnectProtocol = connection.worker.asgi != nil && config.websockets
         core = H2Connection(limits: limits)
     }
 
@@ -93,6 +100,8 @@ final class H2Session {
 
     /// Hands the core what is buffered and acts on its events.
     private func pump() {
+        handlingInput = true
+        defer { handlingInput = false }
         while !closed {
             let (event, used) = core.nextEvent(in: connection.input.readable, now: nowMilliseconds)
             connection.input.readerIndex += used
@@ -114,6 +123,10 @@ final class H2Session {
             // Padding counts against the window but never reaches the
             // application: its share goes back at once.
             if flowControlled > bytes.count { core.consumed(streamID: id, flowControlled - bytes.count) }
+            if s.webSocket != nil {
+                s.webSocketData(bytes, end: end)
+                return
+            }
             s.bodyReceived += Int64(bytes.count)
             if s.bodyReceived > worker.config.maxBody {
                 s.tooLarge = true
@@ -129,6 +142,10 @@ final class H2Session {
             if end { checkDone(s) }
         case .trailers(let id, _):
             guard let s = streams[id] else { return }
+            if s.webSocket != nil {
+                s.webSocketData(UnsafeRawBufferPointer(start: nil, count: 0), end: true)
+                return
+            }
             s.bodyEnded = true
             wakeReader(s)
             checkDone(s)
@@ -165,6 +182,12 @@ final class H2Session {
             respondDirectly(s, status: 501)
             return
         }
+        if head.protocolName.count > 0 {
+            // An extended CONNECT (RFC 8441): a WebSocket, or a 501.
+            streams[id] = s
+            openWebSocket(s, protocolName: head.protocolName)
+            return
+        }
         if let length = head.contentLength, length > worker.config.maxBody {
             streams[id] = s
             respondDirectly(s, status: 413)
@@ -182,13 +205,16 @@ final class H2Session {
     }
 
     /// A response the server makes itself (the application never sees the
-    /// request).
-    private func respondDirectly(_ s: H2Stream, status: Int) {
+    /// request), with at most one extra field.
+    func respondDirectly(_ s: H2Stream, status: Int, field: ResponseField? = nil) {
         let reason = StatusText.reason(status)
         let body = UnsafeRawBufferPointer(start: reason.utf8Start, count: reason.utf8CodeUnitCount)
-        let none = UnsafeBufferPointer<ResponseField>(start: nil, count: 0)
-        s.encodeHead(ResponseHead(status: status, reason: body, fields: none, contentLength: Int64(body.count), close: false),
-                     endStream: false)
+        var extra = field ?? ResponseField(name: body, value: body)
+        withUnsafePointer(to: &extra) { p in
+            let fields = UnsafeBufferPointer<ResponseField>(start: p, count: field == nil ? 0 : 1)
+            s.encodeHead(ResponseHead(status: status, reason: body, fields: fields, contentLength: Int64(body.count), close: false),
+                         endStream: false)
+        }
         _ = s.frame(body, end: true)
         checkDone(s)
     }
@@ -292,11 +318,13 @@ final class H2Session {
         for s in sendQueue where s.drainWanted && s.pendingOutputBytes < H2Session.lowWater {
             s.drainWanted = false
             s.delegate?.outputDrained()
+            s.webSocket?.outputDrained()
         }
         // Streams that left the queue with everything framed.
         for s in streams.values where s.drainWanted && !s.hasPendingOutput {
             s.drainWanted = false
             s.delegate?.outputDrained()
+            s.webSocket?.outputDrained()
         }
     }
 
@@ -305,6 +333,11 @@ final class H2Session {
     /// Ends the stream once its response is framed completely.
     func checkDone(_ s: H2Stream) {
         guard s.responseEnded, !s.hasPendingOutput, streams[s.id] === s else { return }
+        if s.isWebSocket {
+            // The peer gets a moment to end its side too (RFC 8441 §5).
+            if s.lingerForPeerEnd() { return }
+            webSocketEnded(s)
+        }
         streams[s.id] = nil
         // RFC 9113 §8.1: a complete response before the whole request may
         // be followed by RST_STREAM(NO_ERROR) so the client stops sending.
@@ -328,6 +361,7 @@ final class H2Session {
     private func dropStream(_ s: H2Stream, disconnected: Bool) {
         s.reset = true
         if streams[s.id] === s { streams[s.id] = nil }
+        if s.isWebSocket { webSocketEnded(s) }
         s.releaseBody()
         if let file = s.pendingFile {
             _ = csys_close(file.fd)
@@ -340,7 +374,7 @@ final class H2Session {
         d?.exchangeEnded(disconnected: disconnected)
     }
 
-    private func record(_ s: H2Stream) {
+    func record(_ s: H2Stream) {
         guard let line = s.accessLine else { return }
         s.accessLine = nil
         worker.accessLog.record(line, status: s.status, bytes: s.bytesOut, peer: connection.peer,
@@ -373,6 +407,14 @@ final class H2Session {
             timeout = worker.config.keepAliveMilliseconds
             timerPurpose = .idle
         }
+        // The WebSocket streams' own timers.
+        if let deadline = earliestWebSocketDeadline() {
+            let left = deadline > worker.now ? deadline.milliseconds(since: worker.now) : 0
+            if timeout == nil || left < timeout! {
+                timeout = left
+                timerPurpose = .webSocket
+            }
+        }
         // The SETTINGS acknowledgement the core waits for (RFC 9113 §6.5.3).
         if let deadline = core.nextDeadline {
             let left = deadline > nowMilliseconds ? Int(deadline - nowMilliseconds) : 0
@@ -391,6 +433,13 @@ final class H2Session {
     /// responses of many streams leave in one write; past the high-water
     /// mark they are written at once.
     private var flushScheduled = false
+
+    /// A flush for output a stream queued outside an ASGI `send()` (a
+    /// WebSocket's pong, window it gives back): none needed while input or
+    /// timers are being handled, since `afterIO` follows.
+    func requestFlush() {
+        if !handlingInput && !closed { scheduleFlush() }
+    }
 
     func scheduleFlush() {
         if core.output.readableCount >= H2Session.highWater {
@@ -415,6 +464,8 @@ final class H2Session {
 
     /// The connection's timer: output stalled, or idle past keep-alive.
     func onTimeout() {
+        handlingInput = true
+        defer { handlingInput = false }
         if let event = core.handleTimeout(now: nowMilliseconds) {
             handle(event)
             if !closed { afterIO() }
@@ -430,6 +481,9 @@ final class H2Session {
             for s in sendQueue { resetStream(s, code: .cancel) }
             sendQueue.removeAll()
             afterIO()
+        case .webSocket?:
+            fireWebSocketTimers()
+            if !closed { afterIO() }
         case .idle? where streams.isEmpty && !inApplication:
             core.goAway(code: .noError)
             flush()
@@ -442,7 +496,10 @@ final class H2Session {
     /// Stopping (SIGTERM) or draining (replaced): GOAWAY with the last
     /// stream we took; streams in flight finish.
     func beginShutdown() {
-        guard !closed, !goingAway else { return }
+        guard !closed else { return }
+        // WebSockets close with 1001 (going away), as over HTTP/1.1.
+        for s in webSockets { s.webSocket?.closeGoingAway() }
+        guard !goingAway else { afterIO(); return }
         goingAway = true
         core.goAway(code: .noError)
         afterIO()

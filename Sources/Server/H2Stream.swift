@@ -59,6 +59,17 @@ final class H2Stream {
     var delegate: AsyncExchangeDelegate?
     var bodyWanted = false
 
+    // WebSocket over this stream (RFC 8441); see +WebSocket.
+    var webSocket: WebSocketConversation?
+    /// Opened by an extended CONNECT for a WebSocket: on the session's list
+    /// of streams with a WebSocket timer.
+    var isWebSocket = false
+    /// The conversation's timer, or, once our END_STREAM is out, how long
+    /// the peer has to end its side.
+    var webSocketDeadline: Instant?
+    /// The DATA payload being decoded in place, when nothing was buffered.
+    var webSocketDirectInput: UnsafeMutableRawBufferPointer?
+
     init(session: H2Session, id: UInt32, head: H2RequestHead) {
         self.session = session
         self.id = id
@@ -304,6 +315,6 @@ private func isHost(_ b: UnsafeRawBufferPointer) -> Bool {
 }
 
 @inline(__always)
-private func isDate(_ b: UnsafeRawBufferPointer) -> Bool {
+func isDate(_ b: UnsafeRawBufferPointer) -> Bool {
     (b[0] | 0x20) == 0x64 && (b[1] | 0x20) == 0x61 && (b[2] | 0x20) == 0x74 && (b[3] | 0x20) == 0x65
 }

@@ -6,19 +6,20 @@
 /// Like `WebSocketError` it is a number plus a static reason, one named
 /// constant per rule, so the status for each rule is chosen here only.
 public struct HandshakeRejection: Error, Sendable {
-    /// 400 or 426.
+    /// 400 or 426 (HTTP/1.1); 400 or 501 (HTTP/2, `ExtendedConnectRequest`).
     public let status: UInt16
     /// A short, fixed, ASCII description, usable as a response body.
     public let reason: StaticString
+    /// RFC 6455 §4.4: a refusal for an unsupported version MUST carry
+    /// `Sec-WebSocket-Version: 13` (the versions we support). Over HTTP/1.1
+    /// that is the 426; over HTTP/2 every version refusal (a 400) carries it.
+    public let requiresVersionField: Bool
 
-    public init(status: UInt16, reason: StaticString) {
+    public init(status: UInt16, reason: StaticString, requiresVersionField: Bool? = nil) {
         self.status = status
         self.reason = reason
+        self.requiresVersionField = requiresVersionField ?? (status == 426)
     }
-
-    /// RFC 6455 §4.4: a refusal for an unsupported version MUST carry
-    /// `Sec-WebSocket-Version: 13` (the versions we support).
-    public var requiresVersionField: Bool { status == 426 }
 
     // MARK: Catalogue
 
@@ -53,7 +54,7 @@ public struct HandshakeRejection: Error, Sendable {
 
 extension HandshakeRejection: Equatable {
     public static func == (lhs: HandshakeRejection, rhs: HandshakeRejection) -> Bool {
-        guard lhs.status == rhs.status else { return false }
+        guard lhs.status == rhs.status, lhs.requiresVersionField == rhs.requiresVersionField else { return false }
         return lhs.reason.withUTF8Buffer { a in
             rhs.reason.withUTF8Buffer { b in
                 a.count == b.count && (a.baseAddress == b.baseAddress || a.elementsEqual(b))
