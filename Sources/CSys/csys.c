@@ -503,3 +503,10 @@ int64_t *csys_board_map(int fd, int slots) {
 
 void csys_board_store(int64_t *board, int slot, int64_t value) { __atomic_store_n(&board[slot], value, __ATOMIC_RELAXED); }
 int64_t csys_board_load(int64_t *board, int slot) { return __atomic_load_n(&board[slot], __ATOMIC_RELAXED); }
+
+void *csys_pages_map(size_t bytes) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+void csys_pages_unmap(void *p, size_t bytes) { munmap(p, bytes); }
+void csys_pages_discard(void *p, size_t bytes) { madvise(p, bytes, MADV_DONTNEED); }

@@ -1,25 +1,39 @@
+import CSys
+
 /// Fixed-size byte blocks for connection read buffers, recycled through a
-/// free list so a busy worker stops calling malloc once warm.
+/// free list so a busy worker stops allocating once warm.
 ///
 /// A connection holds a block only while it has bytes to keep (a partial
 /// request, a body in flight); an idle keep-alive connection gives its block
-/// back, which is what keeps thousands of idle connections cheap. At most
-/// `maxFree` blocks are kept; the rest go back to the allocator.
+/// back, which is what keeps thousands of idle connections cheap. Blocks are
+/// whole pages of their own (mmap), so that memory a burst needed can go
+/// back to the system: `trim()` (the worker calls it about once a second)
+/// empties the free blocks beyond the `hot` most recently returned (madvise
+/// DONTNEED; they read as zeros when used again). Every ASGI request in
+/// flight holds its block, so without this a burst of concurrent requests
+/// would leave its peak in resident memory after the connections go idle.
+/// At most `maxFree` blocks are kept at all.
 public struct BufferPool: ~Copyable {
     public let blockSize: Int
     private let maxFree: Int
+    private let hot: Int
     private var free: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    /// Whether the free block at the same index still holds its pages.
+    private var resident: UnsafeMutablePointer<Bool>
     private var freeCount = 0
 
-    public init(blockSize: Int = 16 * 1024, maxFree: Int = 256) {
+    public init(blockSize: Int = 16 * 1024, maxFree: Int = 256, hot: Int = 4) {
         self.blockSize = blockSize
         self.maxFree = maxFree
+        self.hot = hot
         free = .allocate(capacity: maxFree)
+        resident = .allocate(capacity: maxFree)
     }
 
     deinit {
-        for i in 0..<freeCount { free[i]!.deallocate() }
+        for i in 0..<freeCount { csys_pages_unmap(free[i]!, blockSize) }
         free.deallocate()
+        resident.deallocate()
     }
 
     public mutating func take() -> UnsafeMutableRawPointer {
@@ -27,15 +41,30 @@ public struct BufferPool: ~Copyable {
             freeCount -= 1
             return free[freeCount]!
         }
-        return .allocate(byteCount: blockSize, alignment: 16)
+        guard let block = csys_pages_map(blockSize) else {
+            // Out of address space or mappings: an ordinary allocation would
+            // fail as well.
+            fatalError("cannot map a \(blockSize)-byte buffer block")
+        }
+        return block
     }
 
     public mutating func give(_ block: UnsafeMutableRawPointer) {
-        if freeCount < maxFree {
-            free[freeCount] = block
-            freeCount += 1
-        } else {
-            block.deallocate()
+        guard freeCount < maxFree else {
+            csys_pages_unmap(block, blockSize)
+            return
+        }
+        free[freeCount] = block
+        resident[freeCount] = true
+        freeCount += 1
+    }
+
+    /// Gives the pages of free blocks beyond the hot set back to the system.
+    public mutating func trim() {
+        guard freeCount > hot else { return }
+        for i in 0..<(freeCount - hot) where resident[i] {
+            csys_pages_discard(free[i]!, blockSize)
+            resident[i] = false
         }
     }
 }

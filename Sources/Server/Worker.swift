@@ -44,6 +44,7 @@ final class Worker {
     var stopRequested: Bool { stopping || (wsgi != nil && csys_signal_thread_seen() != 0) }
     private var gracefulDeadline: Instant?
     private var lastBeat = Instant(nanoseconds: 0)
+    private var lastTrim = Instant(nanoseconds: 0)
     private var recycleAsked = false
     /// --max-requests plus this worker's jitter (0: never recycle).
     private let recycleLimit: Int
@@ -184,6 +185,10 @@ final class Worker {
         }
         enforceGracefulDeadline()
         reportToSupervisor()
+        if now.milliseconds(since: lastTrim) >= 1000 {
+            lastTrim = now
+            pool.trim()
+        }
     }
 
     private func acceptConnections() {

@@ -83,6 +83,26 @@ final class BufferPoolTests: XCTestCase {
         XCTAssertEqual(pool.take(), a)
         pool.give(a)
     }
+
+    func testTrimEmptiesBlocksBeyondTheHotSet() {
+        // Trimmed beyond the hot set, a free block's pages go back to the
+        // system: its memory reads as zeros when it is taken again.
+        var pool = BufferPool(blockSize: 4096, maxFree: 4, hot: 1)
+        let a = pool.take(), b = pool.take()
+        a.storeBytes(of: 0xAB, as: UInt8.self)
+        b.storeBytes(of: 0xCD, as: UInt8.self)
+        pool.give(a)  // the older free block: beyond the hot set
+        pool.give(b)  // the most recent: hot, kept as it is
+        pool.trim()
+        let first = pool.take()
+        XCTAssertEqual(first, b)
+        XCTAssertEqual(first.load(as: UInt8.self), 0xCD)
+        let second = pool.take()
+        XCTAssertEqual(second, a)
+        XCTAssertEqual(second.load(as: UInt8.self), 0)
+        pool.give(first)
+        pool.give(second)
+    }
 }
 
 final class DateCacheTests: XCTestCase {

@@ -98,6 +98,13 @@ void csys_yield(void);
 // worker holding its open-connection count (INT64_MAX: not accepting).
 // The supervisor creates it (a memfd, inherited by workers) and maps it.
 int csys_board_create(int slots);
+
+/// Whole pages for buffer-pool blocks: mapped, unmapped, and emptied
+/// (madvise DONTNEED: the memory goes back to the system, the mapping stays
+/// and reads as zeros when touched again).
+void *csys_pages_map(size_t bytes);
+void csys_pages_unmap(void *p, size_t bytes);
+void csys_pages_discard(void *p, size_t bytes);
 int64_t *csys_board_map(int fd, int slots);
 void csys_board_store(int64_t *board, int slot, int64_t value);
 int64_t csys_board_load(int64_t *board, int slot);
