@@ -1,4 +1,4 @@
-"""Shared pieces of the benchmark harness: applications, servers, processes, validation, wrk.
+"""Shared pieces of the benchmark harness: applications, protocols, servers, processes, validation, load.
 
 `run.py` (throughput) and `memory.py` (resident memory) build on this module.
 """
@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import os
 import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -29,6 +31,8 @@ REPO_DIR = BENCH_DIR.parent
 VENV_DIR = BENCH_DIR / ".venv"
 RESULTS_DIR = BENCH_DIR / "results"
 POST_SCRIPT = BENCH_DIR / "post.lua"
+NO_RESUME_SOURCE = BENCH_DIR / "no_resume.c"
+TLS_PROBE = BENCH_DIR / "tls_probe.py"
 HOST = "127.0.0.1"
 SERVER_CPU = 0
 CLIENT_CPU = 1
@@ -71,17 +75,55 @@ APPS: dict[str, App] = {
 
 
 @dataclasses.dataclass(frozen=True)
+class Protocol:
+    """How a server is loaded: the client, whether over TLS and HTTP/2, and whether each request is a new connection."""
+
+    name: str
+    #: The load generator: "wrk" (HTTP/1.1) or "h2load" (HTTP/2).
+    client: str
+    tls: bool
+    http2: bool
+    #: Every request on a new connection (`Connection: close`): with TLS, every request is a full handshake.
+    new_connection_per_request: bool = False
+
+    @property
+    def scheme(self) -> str:
+        """URL scheme."""
+        return "https" if self.tls else "http"
+
+
+PROTOCOLS: dict[str, Protocol] = {
+    protocol.name: protocol
+    for protocol in (
+        Protocol("h1", "wrk", tls=False, http2=False),
+        Protocol("h1-tls", "wrk", tls=True, http2=False),
+        Protocol("h2c", "h2load", tls=False, http2=True),
+        Protocol("h2-tls", "h2load", tls=True, http2=True),
+        Protocol("tls-handshake", "wrk", tls=True, http2=False, new_connection_per_request=True),
+    )
+}
+H1 = PROTOCOLS["h1"]
+_ALL_PROTOCOLS = frozenset(PROTOCOLS)
+_HTTP1_PROTOCOLS = frozenset({"h1", "h1-tls", "tls-handshake"})
+
+
+@dataclasses.dataclass(frozen=True)
 class Server:
-    """A server under test; `interface` is wsgi, asgi or static (nginx)."""
+    """A server under test; `interface` is wsgi, asgi or static (nginx); `protocols` the modes it is run in."""
 
     name: str
     interface: str
+    protocols: frozenset[str] = frozenset({"h1"})
 
     def serves(self, app: App) -> bool:
         """Whether this server runs `app` in the harness."""
         if self.interface == "static":
             return app.nginx
         return (app.wsgi if self.interface == "wsgi" else app.asgi) is not None
+
+    def speaks(self, protocol: Protocol) -> bool:
+        """Whether this server is measured in `protocol`'s mode."""
+        return protocol.name in self.protocols
 
     def target(self, app: App) -> str:
         """MODULE:ATTR of `app` for this server's interface."""
@@ -99,12 +141,82 @@ SERVERS: dict[str, Server] = {
         Server("bjoern", "wsgi"),
         Server("granian-wsgi", "wsgi"),
         Server("gunicorn-sync", "wsgi"),
-        Server("peregrine-asgi", "asgi"),
-        Server("uvicorn", "asgi"),
-        Server("granian-asgi", "asgi"),
-        Server("hypercorn", "asgi"),
+        Server("peregrine-asgi", "asgi", _ALL_PROTOCOLS),
+        # uvicorn has no HTTP/2.
+        Server("uvicorn", "asgi", _HTTP1_PROTOCOLS),
+        Server("granian-asgi", "asgi", _ALL_PROTOCOLS),
+        Server("hypercorn", "asgi", _ALL_PROTOCOLS),
     )
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class TlsFiles:
+    """The PEM certificate chain and (PKCS#8) key every TLS server is given, made once per run; `ca` verifies it."""
+
+    cert: Path
+    key: Path
+    ca: Path
+
+
+def have_trustme() -> bool:
+    """Whether the `trustme` package is importable (the fallback when the openssl CLI is missing)."""
+    return importlib.util.find_spec("trustme") is not None
+
+
+def make_certificate(directory: Path) -> TlsFiles:
+    """A certificate for 127.0.0.1 with an ECDSA P-256 key.
+
+    Self-signed by the openssl CLI (the key in PKCS#8, which granian's help asks for); without the CLI, issued by
+    a throwaway `trustme` CA (a chain of two; the key in SEC1 form, which granian 2.8 accepts as well).
+    """
+    if not have("openssl") and have_trustme():
+        import trustme  # noqa: PLC0415 - optional, only without the openssl CLI
+
+        authority = trustme.CA()
+        issued = authority.issue_cert(HOST, "localhost")
+        tls = TlsFiles(cert=directory / "cert.pem", key=directory / "key.pem", ca=directory / "ca.pem")
+        issued.private_key_pem.write_to_path(str(tls.key))
+        tls.cert.write_bytes(b"".join(blob.bytes() for blob in issued.cert_chain_pems))
+        authority.cert_pem.write_to_path(str(tls.ca))
+        return tls
+    tls = TlsFiles(cert=directory / "cert.pem", key=directory / "key.pem", ca=directory / "cert.pem")
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            str(tls.key),
+            "-out",
+            str(tls.cert),
+            "-days",
+            "2",
+            "-subj",
+            f"/CN={HOST}",
+            "-addext",
+            f"subjectAltName=IP:{HOST},DNS:localhost",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return tls
+
+
+def build_no_resume(directory: Path) -> Path:
+    """Compile benchmarks/no_resume.c (the LD_PRELOAD shim that stops wrk resuming TLS sessions); its path."""
+    library = directory / "no_resume.so"
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", "-O2", "-o", str(library), str(NO_RESUME_SOURCE), "-ldl"],
+        check=True,
+        capture_output=True,
+    )
+    return library
 
 
 @dataclasses.dataclass
@@ -115,6 +227,10 @@ class Environment:
     venv: Path = VENV_DIR
     #: Idle keep-alive timeout to ask of servers that have one (seconds; None: their default).
     keep_alive: int | None = None
+    #: Certificate and key for the TLS modes (None: no TLS mode is run).
+    tls: TlsFiles | None = None
+    #: The compiled no-resumption shim for the handshake mode.
+    no_resume: Path | None = None
 
     def tool(self, name: str) -> str:
         """Path of a console script or interpreter in the peer venv."""
@@ -163,9 +279,34 @@ http {{
     return path
 
 
-def server_command(server: Server, app: App, port: int, env: Environment, scratch: Path) -> list[str]:
-    """The argument vector that starts `server` serving `app` on `port`."""
+def _tls_options(env: Environment, protocol: Protocol, cert_option: str, key_option: str) -> list[str]:
+    """A server's certificate and key options for a TLS mode (none for a cleartext one)."""
+    if not protocol.tls:
+        return []
+    if env.tls is None:
+        raise ValueError(f"{protocol.name} needs a certificate (Environment.tls)")
+    return [cert_option, str(env.tls.cert), key_option, str(env.tls.key)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """What to run: a server, the application it serves, and the mode (protocol) it is loaded in."""
+
+    server: Server
+    app: App
+    protocol: Protocol = H1
+
+
+def server_command(job: Job, port: int, env: Environment, scratch: Path) -> list[str]:
+    """The argument vector that starts the job's server serving its app on `port` for its protocol's mode."""
+    server, app, protocol = job.server, job.app, job.protocol
     ka = env.keep_alive
+    peregrine_tls = _tls_options(env, protocol, "--tls-cert", "--tls-key")
+    # granian speaks one HTTP version per process: 2 for the HTTP/2 modes (h2c by prior knowledge, ALPN h2).
+    granian = [
+        *_granian(port, "2" if protocol.http2 else "1"),
+        *_tls_options(env, protocol, "--ssl-certificate", "--ssl-keyfile"),
+    ]
     builders: dict[str, Callable[[], list[str]]] = {
         "nginx": lambda: ["nginx", "-p", str(scratch), "-e", "stderr", "-c", str(nginx_config(scratch, app, port))],
         "peregrine-wsgi": lambda: [
@@ -181,6 +322,7 @@ def server_command(server: Server, app: App, port: int, env: Environment, scratc
             "--python-path",
             str(BENCH_DIR),
             *(["--keep-alive", str(ka * 1000)] if ka else []),
+            *peregrine_tls,
             server.target(app),
         ],
         "peregrine-asgi": lambda: [
@@ -196,6 +338,7 @@ def server_command(server: Server, app: App, port: int, env: Environment, scratc
             "--python-path",
             str(BENCH_DIR),
             *(["--keep-alive", str(ka * 1000)] if ka else []),
+            *peregrine_tls,
             server.target(app),
         ],
         "bjoern": lambda: [
@@ -205,8 +348,8 @@ def server_command(server: Server, app: App, port: int, env: Environment, scratc
             HOST,
             str(port),
         ],
-        "granian-wsgi": lambda: [env.tool("granian"), "--interface", "wsgi", *_granian(port), server.target(app)],
-        "granian-asgi": lambda: [env.tool("granian"), "--interface", "asgi", *_granian(port), server.target(app)],
+        "granian-wsgi": lambda: [env.tool("granian"), "--interface", "wsgi", *granian, server.target(app)],
+        "granian-asgi": lambda: [env.tool("granian"), "--interface", "asgi", *granian, server.target(app)],
         "gunicorn-sync": lambda: [
             env.tool("gunicorn"),
             "--workers",
@@ -235,6 +378,7 @@ def server_command(server: Server, app: App, port: int, env: Environment, scratc
             "--log-level",
             "warning",
             *(["--timeout-keep-alive", str(ka)] if ka else []),
+            *_tls_options(env, protocol, "--ssl-certfile", "--ssl-keyfile"),
             server.target(app),
         ],
         "hypercorn": lambda: [
@@ -248,14 +392,15 @@ def server_command(server: Server, app: App, port: int, env: Environment, scratc
             "--log-level",
             "warning",
             *(["--keep-alive", str(ka)] if ka else []),
+            *_tls_options(env, protocol, "--certfile", "--keyfile"),
             server.target(app),
         ],
     }
     return builders[server.name]()
 
 
-def _granian(port: int) -> list[str]:
-    return ["--host", HOST, "--port", str(port), "--workers", "1", "--http", "1", "--no-ws", "--log-level", "warning"]
+def _granian(port: int, http: str) -> list[str]:
+    return ["--host", HOST, "--port", str(port), "--workers", "1", "--http", http, "--no-ws", "--log-level", "warning"]
 
 
 def free_port() -> int:
@@ -377,26 +522,102 @@ def request_bytes(app: App, port: int) -> bytes:
     return head.encode() + b"\r\n" + app.body
 
 
-def validate(app: App, port: int, requests: int = 3) -> None:
-    """Send `requests` requests on one keep-alive connection; raise ValidationError unless each is exact."""
-    with socket.create_connection((HOST, port), timeout=10) as sock:
-        for _ in range(requests):
-            sock.sendall(request_bytes(app, port))
-            status, headers, body = _read_response(sock)
-            if status != 200:
-                raise ValidationError(f"{app.name}: status {status}, expected 200")
-            if body != app.expected:
-                raise ValidationError(
-                    f"{app.name}: body of {len(body)} bytes differs from the expected {len(app.expected)}"
-                )
-            if headers.get("connection", "").lower() == "close":
-                return  # gunicorn's sync worker closes after each response; one exact response is enough
+def client_context(tls: TlsFiles, alpn: list[str]) -> ssl.SSLContext:
+    """A client TLS context that trusts only the run's own certificate and offers `alpn`."""
+    context = ssl.create_default_context(cafile=str(tls.ca))
+    context.set_alpn_protocols(alpn)
+    return context
 
 
-def start(server: Server, app: App, env: Environment, cpu: int | None, scratch: Path) -> Running:
-    """Start `server` serving `app` (pinned to `cpu`) and wait until a request is answered exactly."""
+def validate(app: App, port: int, requests: int = 3, tls: TlsFiles | None = None) -> str:
+    """Send `requests` requests on one keep-alive connection; raise ValidationError unless each is exact.
+
+    With `tls`, the connection is TLS (the certificate verified against the run's own); the result then
+    describes what was negotiated ("TLSv1.3 TLS_AES_256_GCM_SHA384"), else it is "".
+    """
+    with socket.create_connection((HOST, port), timeout=10) as raw:
+        sock = client_context(tls, ["http/1.1"]).wrap_socket(raw, server_hostname=HOST) if tls else raw
+        negotiated = ""
+        if isinstance(sock, ssl.SSLSocket):
+            cipher = sock.cipher()
+            negotiated = f"{sock.version()} {cipher[0] if cipher else '?'}"
+        with sock:
+            _exchange(app, port, sock, requests)
+        return negotiated
+
+
+def _exchange(app: App, port: int, sock: socket.socket, requests: int) -> None:
+    """Send `requests` requests on `sock` and check each response."""
+    for _ in range(requests):
+        sock.sendall(request_bytes(app, port))
+        status, headers, body = _read_response(sock)
+        if status != 200:
+            raise ValidationError(f"{app.name}: status {status}, expected 200")
+        if body != app.expected:
+            raise ValidationError(_body_differs(app, body))
+        if headers.get("connection", "").lower() == "close":
+            return  # gunicorn's sync worker closes after each response; one exact response is enough
+
+
+#: curl's exit status when it could not connect (the server is not listening yet).
+CURL_COULD_NOT_CONNECT = 7
+
+
+def validate_h2(app: App, port: int, tls: TlsFiles | None = None) -> str:
+    """One HTTP/2 request with curl (h2c by prior knowledge, or ALPN h2 over TLS); raise unless it is exact.
+
+    Raises ConnectionRefusedError while nothing listens, so that `start` keeps waiting.
+    """
+    with tempfile.TemporaryDirectory(prefix="bench-curl-") as scratch:
+        body_path = Path(scratch) / "body"
+        argv = ["curl", "-sS", "--max-time", "10", "-o", str(body_path), "-w", "%{http_code} %{http_version}"]
+        if tls is None:
+            argv += ["--http2-prior-knowledge", f"http://{HOST}:{port}/"]
+        else:
+            argv += ["--http2", "--cacert", str(tls.ca), f"https://{HOST}:{port}/"]
+        if app.method == "POST":
+            (Path(scratch) / "request").write_bytes(app.body)
+            argv += [
+                "--data-binary",
+                f"@{Path(scratch) / 'request'}",
+                "-H",
+                "Content-Type: application/octet-stream",
+            ]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        if done.returncode == CURL_COULD_NOT_CONNECT:
+            raise ConnectionRefusedError(done.stderr.strip())
+        if done.returncode != 0:
+            raise ValidationError(f"{app.name}: curl failed ({done.returncode}): {done.stderr.strip()}")
+        status, _, version = done.stdout.partition(" ")
+        if version != "2":
+            raise ValidationError(f"{app.name}: answered over HTTP/{version}, expected HTTP/2")
+        if status != "200":
+            raise ValidationError(f"{app.name}: status {status}, expected 200")
+        body = body_path.read_bytes() if body_path.exists() else b""
+        if body != app.expected:
+            raise ValidationError(_body_differs(app, body))
+    return "h2" if tls else "h2c"
+
+
+def _body_differs(app: App, body: bytes) -> str:
+    return f"{app.name}: body of {len(body)} bytes differs from the expected {len(app.expected)}"
+
+
+def check(protocol: Protocol, app: App, port: int, env: Environment, requests: int = 3) -> str:
+    """Validate responses the way `protocol`'s mode is served; a description of the negotiated TLS, if any."""
+    tls = env.tls if protocol.tls else None
+    if protocol.tls and tls is None:
+        raise ValueError(f"{protocol.name} needs a certificate (Environment.tls)")
+    if protocol.http2:
+        return validate_h2(app, port, tls)
+    return validate(app, port, requests, tls)
+
+
+def start(job: Job, env: Environment, cpu: int | None, scratch: Path) -> Running:
+    """Start the job's server (pinned to `cpu`) and wait until a request is answered exactly."""
+    server, app, protocol = job.server, job.app, job.protocol
     port = free_port()
-    argv = pinned(cpu, server_command(server, app, port, env, scratch))
+    argv = pinned(cpu, server_command(job, port, env, scratch))
     log_path = scratch / f"{server.name}-{app.name}.log"
     environ = dict(os.environ, PYTHONPATH=str(BENCH_DIR), PYTHONDONTWRITEBYTECODE="1")
     with log_path.open("wb") as log_file:
@@ -415,7 +636,7 @@ def start(server: Server, app: App, env: Environment, cpu: int | None, scratch: 
         if process.poll() is not None:
             raise RuntimeError(f"{server.name} exited with {process.returncode}: {tail(log_path)}")
         try:
-            validate(app, port, requests=1)
+            check(protocol, app, port, env, requests=1)
         except ValidationError:
             stop(running)
             raise
@@ -461,10 +682,10 @@ def stop(running: Running) -> None:
 
 
 @contextlib.contextmanager
-def serving(server: Server, app: App, env: Environment, cpu: int | None) -> Iterator[Running]:
-    """Run `server` on `app` for the duration of the block, in its own scratch directory."""
+def serving(server: Server, app: App, env: Environment, cpu: int | None, protocol: Protocol = H1) -> Iterator[Running]:
+    """Run `server` on `app` (for `protocol`'s mode) for the duration of the block, in its own scratch directory."""
     with tempfile.TemporaryDirectory(prefix=f"bench-{server.name}-") as scratch:
-        running = start(server, app, env, cpu, Path(scratch))
+        running = start(Job(server, app, protocol), env, cpu, Path(scratch))
         try:
             yield running
         finally:
@@ -472,28 +693,38 @@ def serving(server: Server, app: App, env: Environment, cpu: int | None) -> Iter
 
 
 @dataclasses.dataclass
-class WrkResult:
-    """What one wrk run measured."""
+class LoadResult:
+    """What one run of the load generator (wrk or h2load) measured. Latencies it does not report are None."""
 
+    client: str
     requests: int
+    #: Seconds of measured load (h2load: its main duration, without the warm-up).
     seconds: float
     rps: float
-    p50_us: float
-    p99_us: float
+    p50_us: float | None
+    p99_us: float | None
+    mean_us: float | None
+    max_us: float | None
+    #: Socket errors (wrk) or failed requests (h2load).
     errors: int
+    #: Responses that were not 2xx or 3xx.
     non_2xx: int
-    wrk_cpu_fraction: float
+    #: The share of its core the client used over its whole run (wait4's rusage over wall time).
+    client_cpu_fraction: float
+    #: What h2load says it negotiated ("TLSv1.3 TLS_AES_128_GCM_SHA256 X25519 h2"); "" for wrk.
+    negotiated: str = ""
 
 
 _UNITS = {"us": 1.0, "ms": 1000.0, "s": 1_000_000.0}
+_DURATION = r"([\d.]+)(us|ms|s)"
 
 
-def _latency(text: str, percent: str) -> float:
-    match = re.search(rf"^\s+{percent}%\s+([\d.]+)(us|ms|s)\s*$", text, re.MULTILINE)
-    return float(match.group(1)) * _UNITS[match.group(2)] if match else float("nan")
+def _latency(text: str, percent: str) -> float | None:
+    match = re.search(rf"^\s+{percent}%\s+{_DURATION}\s*$", text, re.MULTILINE)
+    return float(match.group(1)) * _UNITS[match.group(2)] if match else None
 
 
-def parse_wrk(text: str, wrk_cpu_fraction: float) -> WrkResult:
+def parse_wrk(text: str, client_cpu_fraction: float) -> LoadResult:
     """Read the figures out of `wrk --latency` output."""
     done = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", text)
     rate = re.search(r"Requests/sec:\s+([\d.]+)", text)
@@ -502,36 +733,200 @@ def parse_wrk(text: str, wrk_cpu_fraction: float) -> WrkResult:
     seconds = float(done.group(2)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[done.group(3)]
     socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    return WrkResult(
+    # Thread Stats: "Latency   616.44us    1.21ms   37.56ms   96.50%" (avg, stdev, max, +/- stdev).
+    latency = re.search(rf"^\s+Latency\s+{_DURATION}\s+{_DURATION}\s+{_DURATION}", text, re.MULTILINE)
+    return LoadResult(
+        client="wrk",
         requests=int(done.group(1)),
         seconds=seconds,
         rps=float(rate.group(1)),
         p50_us=_latency(text, "50"),
         p99_us=_latency(text, "99"),
+        mean_us=float(latency.group(1)) * _UNITS[latency.group(2)] if latency else None,
+        max_us=float(latency.group(5)) * _UNITS[latency.group(6)] if latency else None,
         errors=sum(int(value) for value in socket_errors.groups()) if socket_errors else 0,
         non_2xx=int(non_2xx.group(1)) if non_2xx else 0,
-        wrk_cpu_fraction=wrk_cpu_fraction,
+        client_cpu_fraction=client_cpu_fraction,
     )
 
 
-def run_wrk(app: App, port: int, seconds: float, connections: int, cpu: int | None) -> WrkResult:
-    """Run `wrk -t1` on `app` for `seconds` (whole, at least 1), pinned to `cpu`; also measure wrk's own CPU use."""
-    argv = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency", "--timeout", "5s"]
-    if app.wrk_script is not None:
-        argv += ["-s", str(app.wrk_script)]
-    argv.append(f"http://{HOST}:{port}/")
+def parse_h2load(text: str, seconds: float, client_cpu_fraction: float) -> LoadResult:
+    """Read the figures out of h2load's output (`seconds`: the main duration it was given)."""
+    finished = re.search(r"^finished in [\d.]+\w*, ([\d.]+) req/s", text, re.MULTILINE)
+    counts = re.search(
+        r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, "
+        r"(\d+) timeout",
+        text,
+        re.MULTILINE,
+    )
+    statuses = re.search(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", text, re.MULTILINE)
+    # "time for request:  min  max  mean  sd  +/- sd"
+    request = re.search(
+        rf"^time for request:\s+{_DURATION}\s+{_DURATION}\s+{_DURATION}\s+{_DURATION}", text, re.MULTILINE
+    )
+    if not finished or not counts or not statuses:
+        raise RuntimeError(f"unexpected h2load output: {text[-2000:]!r}")
+    negotiated = " ".join(
+        match.group(1).split()[0]
+        for match in re.finditer(
+            r"^(?:TLS Protocol|Cipher|Server Temp Key|Application protocol): (.+)$", text, re.MULTILINE
+        )
+    )
+    succeeded = int(counts.group(4))
+    return LoadResult(
+        client="h2load",
+        requests=succeeded,
+        seconds=seconds,
+        rps=float(finished.group(1)),
+        p50_us=None,
+        p99_us=None,
+        mean_us=float(request.group(5)) * _UNITS[request.group(6)] if request else None,
+        max_us=float(request.group(3)) * _UNITS[request.group(4)] if request else None,
+        errors=int(counts.group(5)),
+        non_2xx=int(statuses.group(3)) + int(statuses.group(4)),
+        client_cpu_fraction=client_cpu_fraction,
+        negotiated=negotiated,
+    )
+
+
+def _run_client(
+    argv: list[str],
+    cpu: int | None,
+    limit: float,
+    environ: dict[str, str] | None = None,
+    mark: tuple[float, Callable[[], None]] | None = None,
+) -> tuple[str, float]:
+    """Run a load generator pinned to `cpu`; (its output, the share of a core it used while it ran).
+
+    `mark` = (seconds, callback): the callback runs that long after the start (h2load's end of warm-up). The
+    client is killed after `limit` seconds.
+    """
     with tempfile.TemporaryFile() as output:
         began = time.monotonic()
-        process = subprocess.Popen(pinned(cpu, argv), stdout=output, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(process.pid, 0)
+        process = subprocess.Popen(pinned(cpu, argv), stdout=output, stderr=subprocess.STDOUT, env=environ)
+        pending = mark
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            elapsed = time.monotonic() - began
+            if pending is not None and elapsed >= pending[0]:
+                pending[1]()
+                pending = None
+                continue
+            if elapsed > limit:
+                process.kill()
+                _, status, usage = os.wait4(process.pid, 0)
+                process.returncode = os.waitstatus_to_exitcode(status)
+                raise RuntimeError(f"{argv[0]} still running after {limit:.0f} s: killed")
+            time.sleep(min(0.02, pending[0] - elapsed) if pending is not None else 0.02)
         wall = time.monotonic() - began
         process.returncode = os.waitstatus_to_exitcode(status)
         output.seek(0)
         text = output.read().decode(errors="replace")
     if process.returncode != 0:
-        raise RuntimeError(f"wrk failed ({process.returncode}): {text}")
-    # wrk's startup/teardown is a few ms: the fraction of its load phase it spent on a CPU.
-    return parse_wrk(text, (usage.ru_utime + usage.ru_stime) / max(wall, 1e-9))
+        raise RuntimeError(f"{argv[0]} failed ({process.returncode}): {text[-2000:]}")
+    # The client's startup/teardown is a few ms: the fraction of its load phase it spent on a CPU.
+    return text, (usage.ru_utime + usage.ru_stime) / max(wall, 1e-9)
+
+
+@dataclasses.dataclass(frozen=True)
+class Load:
+    """How hard to load which port: the app (what to send), the mode, connections, HTTP/2 streams, client CPU."""
+
+    app: App
+    port: int
+    protocol: Protocol = H1
+    connections: int = 64
+    #: Concurrent streams per HTTP/2 connection (h2load -m).
+    streams: int = 10
+    cpu: int | None = None
+
+
+def run_wrk(load: Load, seconds: float, env: Environment | None = None) -> LoadResult:
+    """Run `wrk -t1` for `seconds` (whole, at least 1), pinned to the load's CPU; also measure wrk's own CPU use.
+
+    In the handshake mode every request carries `Connection: close` and wrk runs with the no-resumption shim
+    preloaded, so that every request is a new connection with a full TLS handshake.
+    """
+    protocol = load.protocol
+    duration = max(1, round(seconds))
+    argv = ["wrk", "-t1", f"-c{load.connections}", f"-d{duration}s", "--latency", "--timeout", "5s"]
+    if load.app.wrk_script is not None:
+        argv += ["-s", str(load.app.wrk_script)]
+    environ = None
+    if protocol.new_connection_per_request:
+        argv += ["-H", "Connection: close"]
+        if protocol.tls:
+            if env is None or env.no_resume is None:
+                raise ValueError(f"{protocol.name} needs the no-resumption shim (Environment.no_resume)")
+            environ = dict(os.environ, LD_PRELOAD=str(env.no_resume))
+    argv.append(f"{protocol.scheme}://{HOST}:{load.port}/")
+    text, fraction = _run_client(argv, load.cpu, duration + 60, environ)
+    return parse_wrk(text, fraction)
+
+
+def run_h2load(load: Load, seconds: float, warmup: float, on_measure: Callable[[], None]) -> LoadResult:
+    """Run `h2load -t1 -c CONNECTIONS -m STREAMS` in duration mode (`-D`, after `--warm-up-time`), pinned.
+
+    h2c is by prior knowledge (h2load's default for http://), TLS negotiates h2 by ALPN. `on_measure` is called
+    when the warm-up is over (so the caller can read the server's CPU time there); h2load counts requests from
+    that moment on.
+    """
+    argv = ["h2load", "-t1", f"-c{load.connections}", f"-m{load.streams}", f"-D{round(seconds * 1000)}ms"]
+    if warmup > 0:
+        argv.append(f"--warm-up-time={round(warmup * 1000)}ms")
+    with tempfile.NamedTemporaryFile(prefix="bench-h2load-") as body:
+        if load.app.method == "POST":
+            body.write(load.app.body)
+            body.flush()
+            argv += ["-d", body.name, "-H", "content-type: application/octet-stream"]
+        argv.append(f"{load.protocol.scheme}://{HOST}:{load.port}/")
+        text, fraction = _run_client(argv, load.cpu, seconds + warmup + 60, mark=(warmup, on_measure))
+    result = parse_h2load(text, seconds, fraction)
+    if result.requests == 0:
+        raise RuntimeError(f"h2load completed no request: {text[-2000:]}")
+    application = result.negotiated.split()[-1] if result.negotiated else ""
+    if application and application not in {"h2", "h2c"}:
+        raise RuntimeError(f"h2load spoke {application}, not HTTP/2")
+    return result
+
+
+def verify_full_handshakes(env: Environment, cpu: int | None) -> dict[str, int]:
+    """Check that wrk with the no-resumption shim makes a full TLS handshake on every connection.
+
+    A small Python TLS server (benchmarks/tls_probe.py) that issues session tickets and keeps a session cache,
+    so that it would resume any session a client offered, counts new and resumed sessions while wrk runs the
+    handshake mode against it for a second. A server can only resume a session the client offers; none
+    offered means full handshakes with every server.
+    """
+    if env.tls is None:
+        raise ValueError("the handshake check needs a certificate (Environment.tls)")
+    port = free_port()
+    probe = subprocess.Popen(
+        [sys.executable, str(TLS_PROBE), str(env.tls.cert), str(env.tls.key), str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with socket.create_connection((HOST, port), timeout=1):
+                    break
+            except OSError:
+                if probe.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the TLS probe server did not start") from None
+                time.sleep(0.05)
+        run_wrk(Load(APPS["hello"], port, PROTOCOLS["tls-handshake"], connections=8, cpu=cpu), 1, env)
+    finally:
+        probe.send_signal(signal.SIGTERM)
+        output, errors = probe.communicate(timeout=10)
+    counts = {key: int(value) for key, value in (item.split("=") for item in output.split())}
+    if counts.get("full", 0) == 0 or counts.get("resumed", 0) != 0:
+        raise RuntimeError(f"wrk did not make full handshakes only: {counts} {errors.strip()}")
+    return counts
 
 
 def have(executable: str) -> bool:
@@ -547,3 +942,12 @@ def command_output(argv: list[str]) -> str:
         return ""
     text = (done.stdout or done.stderr).strip()
     return text.splitlines()[0] if text else ""
+
+
+def command_lines(argv: list[str]) -> list[str]:
+    """Every line of a command's standard output, or [] if it cannot run."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return done.stdout.splitlines()

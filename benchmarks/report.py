@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-#: wrk's single thread counts as saturated from this share of a core on.
-WRK_SATURATED = 0.90
+#: The load generator's single thread (wrk, h2load) counts as saturated from this share of a core on.
+CLIENT_SATURATED = 0.90
 #: Below this share of its core, a server was held back by something else (wrk, or the machine's other work).
 SERVER_SATURATED = 0.85
 SERVER_ORDER = [
@@ -29,6 +29,9 @@ SERVER_ORDER = [
     "hypercorn",
 ]
 APP_ORDER = ["hello", "12k", "echo", "fastapi"]
+PROTOCOL_ORDER = ["h1", "h1-tls", "h2c", "h2-tls", "tls-handshake"]
+#: What the request rate is in each mode.
+RATE_MEANING = {"tls-handshake": "new TLS connections/s"}
 
 Record = dict[str, object]
 
@@ -38,31 +41,60 @@ def _number(record: Record, key: str) -> float:
     return float(value) if isinstance(value, int | float) else math.nan
 
 
+def _median(records: list[Record], key: str) -> float:
+    """Median of a figure over rounds, leaving out rounds that lack it (nan if none has it)."""
+    values = [value for value in (_number(record, key) for record in records) if not math.isnan(value)]
+    return statistics.median(values) if values else math.nan
+
+
+def protocol_of(record: Record) -> str:
+    """The mode a record was measured in (results from before the protocol dimension are all h1)."""
+    return str(record.get("protocol") or "h1")
+
+
+def group_key(protocol: str, app: str) -> str:
+    """Summary key of an app in a mode: the app's name for h1 (as before modes existed), else `mode:app`."""
+    return app if protocol == "h1" else f"{protocol}:{app}"
+
+
 def summarize(records: list[Record]) -> dict[str, dict[str, Record]]:
-    """Per app and server: medians over the good rounds, the spread of req/s, failures and wrk saturation."""
+    """Per mode and app, and server: medians over the good rounds, the spread of req/s, failures, saturation."""
     summary: dict[str, dict[str, Record]] = {}
-    for app in dict.fromkeys(str(record["app"]) for record in records):
-        for server in dict.fromkeys(str(record["server"]) for record in records if record["app"] == app):
-            rounds = [record for record in records if record["app"] == app and record["server"] == server]
+    groups = dict.fromkeys((protocol_of(record), str(record["app"])) for record in records)
+    for protocol, app in groups:
+        in_group = [record for record in records if protocol_of(record) == protocol and record["app"] == app]
+        for server in dict.fromkeys(str(record["server"]) for record in in_group):
+            rounds = [record for record in in_group if record["server"] == server]
             good = [record for record in rounds if record.get("ok")]
-            entry: Record = {"rounds": len(rounds), "failed": len(rounds) - len(good)}
+            entry: Record = {
+                "protocol": protocol,
+                "app": app,
+                "client": str(rounds[0].get("client") or "wrk"),
+                "rounds": len(rounds),
+                "failed": len(rounds) - len(good),
+            }
             if good:
                 rps = [_number(record, "rps") for record in good]
                 median = statistics.median(rps)
+                for record in good:  # results from before the protocol dimension name the client's share so
+                    record.setdefault("client_cpu_fraction", record.get("wrk_cpu_fraction"))
                 entry.update(
                     rps=median,
                     rps_min=min(rps),
                     rps_max=max(rps),
                     spread=(max(rps) - min(rps)) / median if median else math.nan,
-                    cpu_us_per_request=statistics.median(_number(record, "cpu_us_per_request") for record in good),
-                    p50_us=statistics.median(_number(record, "p50_us") for record in good),
-                    p99_us=statistics.median(_number(record, "p99_us") for record in good),
-                    server_cpu_fraction=statistics.median(_number(record, "server_cpu_fraction") for record in good),
-                    wrk_cpu_fraction=statistics.median(_number(record, "wrk_cpu_fraction") for record in good),
+                    cpu_us_per_request=_median(good, "cpu_us_per_request"),
+                    p50_us=_median(good, "p50_us"),
+                    p99_us=_median(good, "p99_us"),
+                    mean_us=_median(good, "mean_us"),
+                    max_us=_median(good, "max_us"),
+                    server_cpu_fraction=_median(good, "server_cpu_fraction"),
+                    client_cpu_fraction=_median(good, "client_cpu_fraction"),
                     socket_errors=sum(int(_number(record, "errors")) for record in good),
+                    negotiated=sorted({str(record["negotiated"]) for record in good if record.get("negotiated")}),
                 )
-                entry["wrk_saturated"] = float(entry["wrk_cpu_fraction"]) >= WRK_SATURATED  # type: ignore[arg-type]
-            summary.setdefault(app, {})[server] = entry
+                entry["client_saturated"] = float(entry["client_cpu_fraction"]) >= CLIENT_SATURATED  # type: ignore[arg-type]
+            summary.setdefault(group_key(protocol, app), {})[server] = entry
     return summary
 
 
@@ -70,43 +102,138 @@ def _ordered(names: list[str], order: list[str]) -> list[str]:
     return sorted(names, key=lambda name: order.index(name) if name in order else len(order))
 
 
+def _notes(entry: Record) -> str:
+    notes = []
+    if entry.get("client_saturated"):
+        notes.append(f"{entry['client']}-bound")
+    if entry.get("failed"):
+        notes.append(f"{entry['failed']} failed round(s)")
+    if entry.get("socket_errors"):
+        notes.append(f"{entry['socket_errors']} {'socket errors' if entry['client'] == 'wrk' else 'failed requests'}")
+    return ", ".join(notes)
+
+
+def _groups(summary: dict[str, dict[str, Record]], h1: bool) -> list[tuple[str, str, str]]:
+    """(key, protocol, app) of the summary's groups, in mode then app order; only h1's or only the others."""
+    found = []
+    for key, servers in summary.items():
+        first = next(iter(servers.values()), {})
+        protocol, app = str(first.get("protocol", "h1")), str(first.get("app", key))
+        if (protocol == "h1") == h1:
+            found.append((key, protocol, app))
+
+    def rank(item: tuple[str, str, str]) -> tuple[int, int]:
+        _, protocol, app = item
+        return (
+            PROTOCOL_ORDER.index(protocol) if protocol in PROTOCOL_ORDER else len(PROTOCOL_ORDER),
+            APP_ORDER.index(app) if app in APP_ORDER else len(APP_ORDER),
+        )
+
+    return sorted(found, key=rank)
+
+
 def render_table(summary: dict[str, dict[str, Record]]) -> str:
-    """One markdown table: a row per app and server."""
+    """One markdown table of the HTTP/1.1 cleartext (h1) mode: a row per app and server ("" if none)."""
     lines = [
         "| app | server | req/s (median) | spread | CPU µs/request | p50 ms | p99 ms | server CPU | wrk CPU | notes |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    for app in _ordered(list(summary), APP_ORDER):
-        for server in _ordered(list(summary[app]), SERVER_ORDER):
-            entry = summary[app][server]
+    for key, _, app in _groups(summary, h1=True):
+        for server in _ordered(list(summary[key]), SERVER_ORDER):
+            entry = summary[key][server]
             if "rps" not in entry:
                 lines.append(f"| {app} | {server} | failed | | | | | | | {entry['failed']} failed round(s) |")
                 continue
-            notes = []
-            if entry.get("wrk_saturated"):
-                notes.append("wrk-bound")
-            if entry.get("failed"):
-                notes.append(f"{entry['failed']} failed round(s)")
-            if entry.get("socket_errors"):
-                notes.append(f"{entry['socket_errors']} socket errors")
             lines.append(
                 f"| {app} | {server} | {float(entry['rps']):,.0f} | {float(entry['spread']):.0%} "  # type: ignore[arg-type]
                 f"| {float(entry['cpu_us_per_request']):.1f} | {float(entry['p50_us']) / 1000:.2f} "  # type: ignore[arg-type]
                 f"| {float(entry['p99_us']) / 1000:.2f} | {float(entry['server_cpu_fraction']):.0%} "  # type: ignore[arg-type]
-                f"| {float(entry['wrk_cpu_fraction']):.0%} | {', '.join(notes)} |"  # type: ignore[arg-type]
+                f"| {float(entry['client_cpu_fraction']):.0%} | {_notes(entry)} |"  # type: ignore[arg-type]
             )
-    return "\n".join(lines)
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def _ms(entry: Record, key: str) -> str:
+    value = _number(entry, key)
+    return "?" if math.isnan(value) else f"{value / 1000:.2f}"
+
+
+def render_protocol_table(summary: dict[str, dict[str, Record]]) -> str:
+    """The TLS and HTTP/2 modes: a row per mode, app and server ("" if the run had none of them).
+
+    wrk reports latency percentiles (p50 / p99), h2load only mean and maximum; the latency column says which.
+    """
+    lines = [
+        (
+            "| mode | app | server | req/s (median) | spread | CPU µs/request | latency ms | server CPU "
+            "| client CPU | notes |"
+        ),
+        "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |",
+    ]
+    for key, protocol, app in _groups(summary, h1=False):
+        mode = f"{protocol} ({RATE_MEANING[protocol]})" if protocol in RATE_MEANING else protocol
+        for server in _ordered(list(summary[key]), SERVER_ORDER):
+            entry = summary[key][server]
+            if "rps" not in entry:
+                lines.append(f"| {mode} | {app} | {server} | failed | | | | | | {entry['failed']} failed round(s) |")
+                continue
+            if entry["client"] == "h2load":
+                latency = f"mean {_ms(entry, 'mean_us')}, max {_ms(entry, 'max_us')}"
+            else:
+                latency = f"p50 {_ms(entry, 'p50_us')}, p99 {_ms(entry, 'p99_us')}"
+            lines.append(
+                f"| {mode} | {app} | {server} | {float(entry['rps']):,.0f} | {float(entry['spread']):.0%} "  # type: ignore[arg-type]
+                f"| {float(entry['cpu_us_per_request']):.1f} | {latency} "  # type: ignore[arg-type]
+                f"| {float(entry['server_cpu_fraction']):.0%} "  # type: ignore[arg-type]
+                f"| {float(entry['client_cpu_fraction']):.0%} {entry['client']} | {_notes(entry)} |"  # type: ignore[arg-type]
+            )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def render_side_by_side(summary: dict[str, dict[str, Record]]) -> str:
+    """Per app, a server's req/s and CPU µs/request in every mode of the run, side by side ("" for one mode)."""
+    protocols = [
+        item
+        for item in PROTOCOL_ORDER
+        if any(entry.get("protocol") == item for group in summary.values() for entry in group.values())
+    ]
+    if len(protocols) < 2:
+        return ""
+    parts = []
+    for app in APP_ORDER:
+        keys = {protocol: group_key(protocol, app) for protocol in protocols if group_key(protocol, app) in summary}
+        if len(keys) < 2:
+            continue
+        servers = _ordered(list(dict.fromkeys(name for key in keys.values() for name in summary[key])), SERVER_ORDER)
+        header = " | ".join(f"{protocol} {RATE_MEANING.get(protocol, 'req/s')}, µs CPU" for protocol in keys)
+        lines = [f"| {app}: server | {header} |", "| --- |" + " ---: |" * len(keys)]
+        for server in servers:
+            cells = []
+            for key in keys.values():
+                entry = summary[key].get(server, {})
+                cells.append(
+                    f"{float(entry['rps']):,.0f}, {float(entry['cpu_us_per_request']):.1f}"  # type: ignore[arg-type]
+                    if "rps" in entry
+                    else ("failed" if entry else "")
+                )
+            lines.append(f"| {server} | {' | '.join(cells)} |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
 
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    """peregrine's `server` must reach `factor` x the peer (in req/s, or in CPU per request when `cpu_only`)."""
+    """peregrine's `server` must reach `factor` x the peer (in req/s, or in CPU per request when `cpu_only`).
+
+    `app` is a summary key (`group_key`): the app's name for h1, `mode:app` for the other modes. A `factor` of
+    None is a comparison the issue sets no target for: its ratios are shown without a verdict.
+    """
 
     label: str
     app: str
     server: str
     peer: str
-    factor: float
+    factor: float | None
     cpu_only: bool = False
 
 
@@ -132,15 +259,28 @@ def throughput_targets() -> list[Target]:
             for peer in ("uvicorn", "granian-asgi", "hypercorn")
         ]
     targets.append(Target("FastAPI ≥ 1.3x uvicorn", "fastapi", "peregrine-asgi", "uvicorn", 1.3))
+    # HTTP/2 (the issue's HTTP/2 mode): hello over h2c and over TLS, 64 connections x 10 streams.
+    for protocol in ("h2c", "h2-tls"):
+        targets += [
+            Target(f"{protocol}: ASGI ≥ 3x hypercorn", f"{protocol}:hello", "peregrine-asgi", "hypercorn", 3.0),
+            Target(f"{protocol}: ASGI ≥ 1.2x granian", f"{protocol}:hello", "peregrine-asgi", "granian-asgi", 1.2),
+        ]
+    # TLS HTTP/1.1 and the handshake rate are recorded against the same peers, with no target.
+    for protocol in ("h1-tls", "tls-handshake"):
+        targets += [
+            Target(f"{protocol}: ASGI against {peer}", f"{protocol}:hello", "peregrine-asgi", peer, None)
+            for peer in ("uvicorn", "granian-asgi", "hypercorn")
+        ]
     return targets
 
 
 def judge(target: Target, summary: dict[str, dict[str, Record]]) -> tuple[str, str, str]:
     """(req/s ratio, CPU ratio, verdict) for one target. The CPU ratio is the peer's CPU/request over ours.
 
-    req/s compares servers only when each kept its own core busy (server CPU ≥ 85%) and wrk's core did not
-    saturate. Otherwise the rate measured the load generator or the other work on the machine, and the verdict
-    rests on server CPU per request, which is what the request rate of a saturated core is the inverse of.
+    req/s compares servers only when each kept its own core busy (server CPU ≥ 85%) and the client's (wrk's or
+    h2load's) core did not saturate. Otherwise the rate measured the load generator or the other work on the
+    machine, and the verdict rests on server CPU per request, which is what the request rate of a saturated core
+    is the inverse of.
     """
     ours = summary.get(target.app, {}).get(target.server, {})
     theirs = summary.get(target.app, {}).get(target.peer, {})
@@ -149,13 +289,15 @@ def judge(target: Target, summary: dict[str, dict[str, Record]]) -> tuple[str, s
     rps_ratio = float(ours["rps"]) / float(theirs["rps"])  # type: ignore[arg-type]
     cpu_ratio = float(theirs["cpu_us_per_request"]) / float(ours["cpu_us_per_request"])  # type: ignore[arg-type]
     figures = f"{rps_ratio:.2f}x", f"{cpu_ratio:.2f}x"
+    if target.factor is None:
+        return *figures, "(no target)"
     if target.cpu_only:
         return *figures, "pass" if cpu_ratio >= target.factor else "FAIL"
-    wrk_bound = bool(ours.get("wrk_saturated") or theirs.get("wrk_saturated"))
+    client_bound = bool(ours.get("client_saturated") or theirs.get("client_saturated"))
     starved = min(float(ours["server_cpu_fraction"]), float(theirs["server_cpu_fraction"])) < SERVER_SATURATED  # type: ignore[arg-type]
-    if not wrk_bound and not starved:
+    if not client_bound and not starved:
         return *figures, "pass" if rps_ratio >= target.factor else "FAIL"
-    reason = "wrk-bound" if wrk_bound else "a server core not saturated"
+    reason = f"{ours.get('client', 'wrk')}-bound" if client_bound else "a server core not saturated"
     verdict = "pass" if cpu_ratio >= target.factor else "FAIL"
     agrees = (rps_ratio >= target.factor) == (cpu_ratio >= target.factor)
     return *figures, f"{verdict} (on CPU/request: {reason}{'' if agrees else '; req/s disagrees'})"
@@ -182,16 +324,56 @@ def render_run(result: dict[str, object]) -> str:
     revision = result.get("git_revision")
     if isinstance(revision, dict):
         built = revision.get("peregrine_built_from")
-        revision = built if built else f"(unknown build; checkout at {str(revision.get('checkout'))[:12]})"
+        binary = revision.get("peregrine_binary")
+        checkout = str(revision.get("checkout"))
+        if built:
+            revision = str(built)[:12]
+        elif binary:
+            revision = f"{binary}, checkout at {checkout[:12]}{'+dirty' if checkout.endswith('+dirty') else ''}"
+        else:
+            revision = f"(unknown build; checkout at {checkout[:12]})"
+    else:
+        revision = str(revision)[:12]
     header = (
-        f"Run of {result.get('date')}, peregrine {str(revision)[:12]}, {machine.get('nproc')} x "
+        f"Run of {result.get('date')}, peregrine {revision}, {machine.get('nproc')} x "
         f"{machine.get('cpu_model')}, kernel {machine.get('kernel')}, load average "
         f"{_load(machine.get('load_average_start'))} at the start and {_load(machine.get('load_average_end'))} "
         f"at the end; settings {result.get('settings')}."
     )
-    summary = result.get("summary")
+    records = result.get("records")
+    # Summarised afresh, so that results written before the protocol dimension render the same way.
+    summary = summarize(records) if isinstance(records, list) else result.get("summary")
     assert isinstance(summary, dict)  # noqa: S101
-    return "\n\n".join(part for part in (header, render_table(summary), render_targets(summary)) if part)
+    notes = []
+    check = result.get("handshake_check")
+    if isinstance(check, dict):
+        notes.append(
+            f"Handshake client check: {check.get('full')} full and {check.get('resumed')} resumed TLS handshakes "
+            "against a server that resumes whatever session a client offers."
+        )
+    negotiated = sorted(
+        {
+            f"{entry['protocol']} {server}: {', '.join(_strings(entry['negotiated']))}"
+            for group in summary.values()
+            for server, entry in group.items()
+            if entry.get("negotiated")
+        }
+    )
+    if negotiated:
+        notes.append("Negotiated (as the validation client or h2load reported): " + "; ".join(negotiated) + ".")
+    parts = (
+        header,
+        " ".join(notes),
+        render_table(summary),
+        render_protocol_table(summary),
+        render_side_by_side(summary),
+        render_targets(summary),
+    )
+    return "\n\n".join(part for part in parts if part)
+
+
+def _strings(value: object) -> list[str]:
+    return [str(item) for item in value] if isinstance(value, list) else [str(value)]
 
 
 def _load(value: object) -> str:

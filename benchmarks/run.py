@@ -2,6 +2,7 @@
 
 Usage: python3 benchmarks/run.py            # full run (sets up benchmarks/.venv on first use)
     python3 benchmarks/run.py --quick    # smoke: peregrine only, one short round, exit 1 on a bad response
+    python3 benchmarks/run.py --protocols h1-tls,h2c,h2-tls,tls-handshake   # the TLS and HTTP/2 modes
 
 See BENCHMARKS.md for the method.
 """
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import harness
 import report
-from harness import APPS, SERVERS, App, Environment, Server, log
+from harness import APPS, PROTOCOLS, SERVERS, App, Environment, Job, Protocol, Server, log
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -33,6 +34,16 @@ if TYPE_CHECKING:
 FULL_APPS = ["hello", "12k", "echo", "fastapi"]
 QUICK_APPS = ["hello", "12k", "echo"]
 QUICK_SERVERS = ["peregrine-wsgi", "peregrine-asgi"]
+#: The modes a run measures unless --protocols says otherwise: HTTP/1.1 in clear text, as before modes existed.
+DEFAULT_PROTOCOLS = ["h1"]
+#: The smoke test also runs HTTP/2 (h2c and over TLS) briefly: peregrine's ASGI server on `hello`.
+QUICK_PROTOCOLS = ["h1", "h2c", "h2-tls"]
+QUICK_H2_SERVERS = ["peregrine-asgi"]
+#: Apps of the modes other than h1 (the issue's HTTP/2 and TLS modes are about `hello`).
+PROTOCOL_APPS = ["hello"]
+#: Seconds of measured load and of warm-up of a quick HTTP/2 round.
+QUICK_H2_DURATION = 1.0
+QUICK_H2_WARMUP = 0.5
 #: File in the venv naming the revision its peregrine was built from.
 PEREGRINE_REVISION = "peregrine-revision"
 #: Packages whose versions a result records.
@@ -47,6 +58,7 @@ PACKAGES = [
     "hypercorn",
     "fastapi",
     "starlette",
+    "h2",
 ]
 
 
@@ -58,8 +70,21 @@ class Settings:
     duration: float
     warmup: float
     connections: int
+    #: Concurrent streams per HTTP/2 connection (h2load -m).
+    streams: int
     server_cpu: int | None
     client_cpu: int | None
+
+
+@dataclasses.dataclass
+class Block:
+    """One mode of a run: its apps and servers, and how long each round loads them."""
+
+    protocol: Protocol
+    apps: list[App]
+    servers: list[Server]
+    duration: float
+    warmup: float
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -69,8 +94,13 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, help="interleaved rounds per server (default 3; quick 1)")
     parser.add_argument("--duration", type=float, help="seconds of measured load per round (default 10; quick 2)")
     parser.add_argument("--warmup", type=float, help="seconds of unmeasured load first (default 2; quick 1; 0: none)")
-    parser.add_argument("--connections", type=int, default=64, help="wrk connections (default 64)")
-    parser.add_argument("--apps", help=f"comma-separated subset of {','.join(APPS)}")
+    parser.add_argument("--connections", type=int, default=64, help="wrk/h2load connections (default 64)")
+    parser.add_argument("--streams", type=int, default=10, help="h2load streams per connection (default 10)")
+    parser.add_argument(
+        "--protocols",
+        help=f"comma-separated modes, of {','.join(PROTOCOLS)} (default h1; quick: h1,h2c,h2-tls)",
+    )
+    parser.add_argument("--apps", help=f"comma-separated subset of {','.join(APPS)} (other modes than h1: hello)")
     parser.add_argument("--servers", help=f"comma-separated subset of {','.join(SERVERS)}")
     parser.add_argument(
         "--peregrine",
@@ -99,6 +129,7 @@ def settings_for(arguments: argparse.Namespace) -> Settings:
         duration=arguments.duration or (2.0 if quick else 10.0),
         warmup=arguments.warmup if arguments.warmup is not None else (1.0 if quick else 2.0),
         connections=arguments.connections,
+        streams=arguments.streams,
         server_cpu=harness.SERVER_CPU if pin else None,
         client_cpu=harness.CLIENT_CPU if pin else None,
     )
@@ -138,77 +169,172 @@ def install_peregrine() -> None:
     (harness.VENV_DIR / PEREGRINE_REVISION).write_text(revision + "\n")
 
 
-def check_tools(servers: list[Server]) -> None:
-    """Stop early, with the apt command, if wrk or nginx is missing."""
-    missing = ["wrk"] if not harness.have("wrk") else []
-    if any(server.name == "nginx" for server in servers) and not harness.have("nginx"):
-        missing.append("nginx-light")
+def check_tools(blocks: list[Block]) -> None:
+    """Stop early, with the apt command, if a tool a mode needs is missing."""
+    packages = {"wrk": "wrk", "h2load": "nghttp2-client", "curl": "curl", "openssl": "openssl", "cc": "gcc"}
+    needed = set()
+    for block in blocks:
+        needed.add(block.protocol.client)
+        if block.protocol.http2:
+            needed.add("curl")
+        if block.protocol.tls and not harness.have_trustme():
+            needed.add("openssl")  # makes the certificate (trustme, when importable, can instead)
+        if block.protocol.new_connection_per_request and block.protocol.tls:
+            needed.add("cc")
+        if any(server.name == "nginx" for server in block.servers):
+            needed.add("nginx")
+    packages["nginx"] = "nginx-light"
+    missing = [packages[tool] for tool in sorted(needed) if not harness.have(tool)]
     if missing:
         sys.exit(f"missing {', '.join(missing)}: apt-get install {' '.join(missing)} (bjoern also needs libev-dev)")
 
 
-def measure_once(server: Server, app: App, env: Environment, settings: Settings) -> dict[str, object]:
-    """Start `server`, validate, warm up, measure one round, validate again, stop. Failures are recorded."""
-    record: dict[str, object] = {"server": server.name, "app": app.name, "started": time.time()}
+def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -> dict[str, object]:
+    """Start the job's server, validate, warm up, measure one round, validate again, stop. Failures are recorded."""
+    server, app, protocol = job.server, job.app, job.protocol
+    record: dict[str, object] = {
+        "server": server.name,
+        "app": app.name,
+        "protocol": protocol.name,
+        "client": protocol.client,
+        "started": time.time(),
+        "load_average": os.getloadavg()[0],
+    }
     try:
-        with harness.serving(server, app, env, settings.server_cpu) as running:
-            harness.validate(app, running.port)
-            if settings.warmup > 0:
-                harness.run_wrk(app, running.port, settings.warmup, settings.connections, settings.client_cpu)
-            before = harness.tree_cpu_seconds(running.pid)
-            began = time.monotonic()
-            wrk = harness.run_wrk(app, running.port, settings.duration, settings.connections, settings.client_cpu)
-            wall = time.monotonic() - began
-            cpu = harness.cpu_between(before, harness.tree_cpu_seconds(running.pid))
-            harness.validate(app, running.port)
+        with harness.serving(server, app, env, settings.server_cpu, protocol) as running:
+            record["tls"] = harness.check(protocol, app, running.port, env)
+            load = harness.Load(
+                app, running.port, protocol, settings.connections, settings.streams, settings.client_cpu
+            )
+            marks: dict[str, object] = {}
+
+            def mark() -> None:
+                marks["cpu"] = harness.tree_cpu_seconds(running.pid)
+                marks["time"] = time.monotonic()
+
+            if protocol.client == "h2load":
+                result = harness.run_h2load(load, block.duration, block.warmup, mark)
+            else:
+                if block.warmup > 0:
+                    harness.run_wrk(load, block.warmup, env)
+                mark()
+                result = harness.run_wrk(load, block.duration, env)
+            after = harness.tree_cpu_seconds(running.pid)
+            if "time" not in marks:
+                raise RuntimeError(f"{protocol.client} ended before its warm-up was over")
+            wall = time.monotonic() - float(marks["time"])  # type: ignore[arg-type]
+            cpu = harness.cpu_between(marks["cpu"], after)  # type: ignore[arg-type]
+            harness.check(protocol, app, running.port, env)
             record["processes"] = len(harness.descendants(running.pid))
     except (OSError, RuntimeError, harness.ValidationError) as error:
         record.update(ok=False, error=f"{type(error).__name__}: {error}")
-        log(f"  {server.name:15} {app.name:8} FAILED: {error}")
+        log(f"  {protocol.name:13} {server.name:15} {app.name:8} FAILED: {error}")
         return record
-    record.update(dataclasses.asdict(wrk))
+    record.update(dataclasses.asdict(result))
+    # wrk's socket errors are counted but do not fail a round (as before); h2load's failed requests do.
+    failed = result.errors if result.client == "h2load" else 0
     record.update(
-        ok=wrk.non_2xx == 0,
+        ok=result.non_2xx == 0 and failed == 0,
         server_cpu_seconds=cpu,
         server_cpu_fraction=cpu / wall,
-        cpu_us_per_request=cpu / wrk.requests * 1e6 if wrk.requests else None,
+        cpu_us_per_request=cpu / result.requests * 1e6 if result.requests else None,
     )
-    if wrk.non_2xx:
-        record["error"] = f"{wrk.non_2xx} responses were not 2xx/3xx"
+    if result.non_2xx or failed:
+        record["error"] = f"{result.non_2xx} responses were not 2xx/3xx, {failed} requests failed"
+    latency = (
+        f"p99 {result.p99_us / 1000:6.2f} ms"
+        if result.p99_us is not None
+        else f"mean {(result.mean_us or 0) / 1000:6.2f} ms"
+    )
     log(
-        f"  {server.name:15} {app.name:8} {wrk.rps:9.0f} req/s  {record['cpu_us_per_request'] or 0:6.1f} µs CPU/req  "
-        f"p99 {wrk.p99_us / 1000:6.2f} ms  server CPU {cpu / wall:4.0%}  wrk CPU {wrk.wrk_cpu_fraction:4.0%}"
-        + (f"  socket errors {wrk.errors}" if wrk.errors else "")
+        f"  {protocol.name:13} {server.name:15} {app.name:8} {result.rps:9.0f} req/s  "
+        f"{record['cpu_us_per_request'] or 0:6.1f} µs CPU/req  {latency}  server CPU {cpu / wall:4.0%}  "
+        f"{result.client} CPU {result.client_cpu_fraction:4.0%}"
+        + (f"  errors {result.errors}" if result.errors else "")
     )
     return record
 
 
-def run_rounds(apps: list[App], servers: list[Server], env: Environment, settings: Settings) -> list[dict[str, object]]:
-    """For each app, `rounds` interleaved rounds over its servers (the order rotates each round)."""
+def run_rounds(blocks: list[Block], env: Environment, settings: Settings) -> list[dict[str, object]]:
+    """For each mode and app, `rounds` interleaved rounds over its servers (the order rotates each round)."""
     records: list[dict[str, object]] = []
-    for app in apps:
-        contenders = [server for server in servers if server.serves(app)]
-        for round_index in range(settings.rounds):
-            shift = round_index % len(contenders) if contenders else 0
-            order = contenders[shift:] + contenders[:shift]
-            log(f"{app.name}: round {round_index + 1}/{settings.rounds}")
-            for server in order:
-                record = measure_once(server, app, env, settings)
-                record["round"] = round_index + 1
-                records.append(record)
+    for block in blocks:
+        for app in block.apps:
+            contenders = [server for server in block.servers if server.serves(app)]
+            for round_index in range(settings.rounds):
+                shift = round_index % len(contenders) if contenders else 0
+                order = contenders[shift:] + contenders[:shift]
+                log(f"{block.protocol.name} {app.name}: round {round_index + 1}/{settings.rounds}")
+                for server in order:
+                    record = measure_once(Job(server, app, block.protocol), env, settings, block)
+                    record["round"] = round_index + 1
+                    records.append(record)
     return records
 
 
-def git_revision(quick: bool) -> dict[str, str]:
-    """HEAD of the checkout (with "+dirty" if sources are modified), and the revision the venv's peregrine is of."""
+def plan(arguments: argparse.Namespace, settings: Settings) -> list[Block]:
+    """The modes to run, each with its apps, servers and durations, from the command line."""
+    quick = arguments.quick
+    protocols = choose(arguments.protocols, QUICK_PROTOCOLS if quick else DEFAULT_PROTOCOLS, PROTOCOLS)
+    blocks = []
+    for name in protocols:
+        protocol = PROTOCOLS[name]
+        h1 = name == "h1"
+        default_apps = (QUICK_APPS if quick else FULL_APPS) if h1 else PROTOCOL_APPS
+        default_servers = (QUICK_SERVERS if h1 else QUICK_H2_SERVERS) if quick else list(SERVERS)
+        apps = [APPS[app] for app in choose(arguments.apps, default_apps, APPS)]
+        chosen = [SERVERS[server] for server in choose(arguments.servers, default_servers, SERVERS)]
+        servers = [server for server in chosen if server.speaks(protocol)]
+        if not servers:
+            log(f"{name}: none of the chosen servers is measured in this mode; skipped")
+            continue
+        short = quick and not h1 and arguments.duration is None
+        blocks.append(
+            Block(
+                protocol,
+                apps,
+                servers,
+                duration=QUICK_H2_DURATION if short else settings.duration,
+                warmup=QUICK_H2_WARMUP if short and arguments.warmup is None else settings.warmup,
+            )
+        )
+    return blocks
+
+
+def git_revision(quick: bool, peregrine: str | None = None) -> dict[str, str]:
+    """HEAD of the checkout (with "+dirty" if sources are modified), and the revision the venv's peregrine is of.
+
+    With `peregrine` (a binary given on the command line) the venv's revision says nothing about it: its path and
+    modification time are recorded instead.
+    """
     revision = harness.command_output(["git", "-C", str(harness.REPO_DIR), "rev-parse", "HEAD"])
     dirty = subprocess.run(
         ["git", "-C", str(harness.REPO_DIR), "diff", "--quiet", "HEAD", "--", "Sources", "python", "Package.swift"],
         check=False,
     ).returncode
     found = {"checkout": revision + ("+dirty" if dirty else "")}
+    if dirty:
+        found["modified_sources"] = " ".join(
+            harness.command_lines(
+                [
+                    "git",
+                    "-C",
+                    str(harness.REPO_DIR),
+                    "diff",
+                    "--name-only",
+                    "HEAD",
+                    "--",
+                    "Sources",
+                    "python",
+                    "Package.swift",
+                ]
+            )
+        )
     marker = harness.VENV_DIR / PEREGRINE_REVISION
-    if not quick and marker.exists():
+    if peregrine is not None:
+        modified = datetime.datetime.fromtimestamp(Path(peregrine).stat().st_mtime, datetime.UTC)
+        found["peregrine_binary"] = f"{peregrine} (modified {modified.isoformat(timespec='seconds')})"
+    elif not quick and marker.exists():
         found["peregrine_built_from"] = marker.read_text().strip()
     return found
 
@@ -232,13 +358,18 @@ def machine() -> dict[str, object]:
     }
 
 
-def versions(env: Environment, quick: bool) -> dict[str, str]:
-    """Versions of Python, every server and wrk."""
-    found: dict[str, str] = {
-        "peregrine_cli": harness.command_output([env.peregrine, "--version"]),
-        "wrk": harness.command_output(["wrk", "-v"]),
-    }
-    if harness.have("nginx"):
+def versions(env: Environment, quick: bool, blocks: list[Block]) -> dict[str, str]:
+    """Versions of Python, every server, and the tools the modes use."""
+    found: dict[str, str] = {"peregrine_cli": harness.command_output([env.peregrine, "--version"])}
+    clients = {block.protocol.client for block in blocks}
+    if "wrk" in clients:
+        found["wrk"] = harness.command_output(["wrk", "-v"])
+    if "h2load" in clients:
+        found["h2load"] = harness.command_output(["h2load", "--version"])
+        found["curl"] = harness.command_output(["curl", "--version"])
+    if any(block.protocol.tls for block in blocks):
+        found["openssl"] = harness.command_output(["openssl", "version"])
+    if harness.have("nginx") and any(server.name == "nginx" for block in blocks for server in block.servers):
         found["nginx"] = harness.command_output(["nginx", "-v"])
     python = env.tool("python") if not quick else sys.executable
     found["python"] = harness.command_output([python, "-c", "import sys; print(sys.version)"])
@@ -284,23 +415,45 @@ def main(argv: list[str] | None = None) -> int:
         if arguments.setup:
             return 0
     settings = settings_for(arguments)
-    apps = [APPS[name] for name in choose(arguments.apps, QUICK_APPS if arguments.quick else FULL_APPS, APPS)]
-    servers = [
-        SERVERS[name]
-        for name in choose(arguments.servers, QUICK_SERVERS if arguments.quick else list(SERVERS), SERVERS)
-    ]
-    check_tools(servers)
+    blocks = plan(arguments, settings)
+    check_tools(blocks)
     env = Environment(peregrine=peregrine_path(arguments))
     result: dict[str, object] = {
         "kind": "quick" if arguments.quick else "full",
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "git_revision": git_revision(arguments.quick),
+        "git_revision": git_revision(arguments.quick, env.peregrine if arguments.peregrine else None),
         "machine": machine(),
-        "versions": versions(env, arguments.quick),
+        "versions": versions(env, arguments.quick, blocks),
         "settings": dataclasses.asdict(settings),
+        "modes": [
+            {
+                "protocol": block.protocol.name,
+                "apps": [app.name for app in block.apps],
+                "servers": [server.name for server in block.servers],
+                "duration": block.duration,
+                "warmup": block.warmup,
+            }
+            for block in blocks
+        ],
     }
     began = time.monotonic()
-    records = run_rounds(apps, servers, env, settings)
+    with tempfile.TemporaryDirectory(prefix="bench-tls-") as scratch:
+        if any(block.protocol.tls for block in blocks):
+            env.tls = harness.make_certificate(Path(scratch))
+            result["certificate"] = (
+                "self-signed ECDSA P-256 (prime256v1), made by the openssl CLI for this run"
+                if harness.have("openssl")
+                else "ECDSA P-256 issued by a throwaway trustme CA for this run"
+            )
+        handshake = [block for block in blocks if block.protocol.new_connection_per_request and block.protocol.tls]
+        if handshake:
+            env.no_resume = harness.build_no_resume(Path(scratch))
+            try:
+                result["handshake_check"] = harness.verify_full_handshakes(env, settings.client_cpu)
+            except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+                sys.exit(f"the handshake mode cannot run: {error}")
+            log(f"handshake client check: {result['handshake_check']}")
+        records = run_rounds(blocks, env, settings)
     result["records"] = records
     result["elapsed_seconds"] = round(time.monotonic() - began, 1)
     result["machine"]["load_average_end"] = list(os.getloadavg())  # type: ignore[index]
@@ -315,7 +468,10 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write(report.render_run(result) + "\n")
     failures = [record for record in records if not record.get("ok")]
     for record in failures:
-        log(f"FAILED {record['server']} {record['app']} round {record['round']}: {record.get('error')}")
+        log(
+            f"FAILED {record['protocol']} {record['server']} {record['app']} round {record['round']}: "
+            f"{record.get('error')}"
+        )
     return 1 if failures else 0
 
 
