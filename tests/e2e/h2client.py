@@ -8,15 +8,17 @@ is acknowledged as it arrives (so windows reopen) unless `auto_ack=False`.
 from __future__ import annotations
 
 import socket
-import ssl
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import h2.config
 import h2.connection
 import h2.events
 import h2.settings
+
+if TYPE_CHECKING:
+    import ssl
 
 
 @dataclass

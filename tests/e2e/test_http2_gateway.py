@@ -19,6 +19,8 @@ import pytest
 from h2client import INITIAL_WINDOW, H2Client
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from conftest import Server, ServerPool
 
 WSGI = "wsgi_apps:app"
@@ -157,3 +159,44 @@ def test_http1_still_served_beside_h2c(asgi: Server) -> None:
         s.sendall(b"PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
         reply = s.recv(4096)
     assert reply.startswith(b"HTTP/1.1 200 ")
+
+
+def test_asgi_pathsend_and_early_hints(asgi: Server, tmp_path: Path) -> None:
+    """pathsend over HTTP/2 (read and framed as the windows allow, not sendfile) and 103 before the final head."""
+    blob = tmp_path / "blob.bin"
+    data = bytes(range(256)) * 5000  # 1.28 MB: several windows
+    blob.write_bytes(data)
+    with H2Client(asgi.port) as c:
+        r = c.request("GET", f"/pathsend?path={blob}")
+        assert r.status == 200
+        assert bytes(r.body) == data
+        hinted = c.request("GET", "/early-hint")
+    assert [dict(h)[b":status"] for h in hinted.informational] == [b"103", b"103"]
+    links = [v for n, v in hinted.informational[0] if n == b"link"]
+    assert links == [b"</style.css>; rel=preload; as=style", b"</app.js>; rel=preload; as=script"]
+    assert bytes(hinted.body) == b"final"
+
+
+def test_wsgi_file_wrapper(wsgi: Server, tmp_path: Path) -> None:
+    blob = tmp_path / "blob.bin"
+    data = hashlib.sha256(b"file").digest() * 20000  # 640 KB
+    blob.write_bytes(data)
+    with H2Client(wsgi.port) as c:
+        r = c.request("GET", f"/file?path={blob}&offset=100")
+    assert r.status == 200
+    assert bytes(r.body) == data[100:]
+
+
+@pytest.mark.parametrize("target", [WSGI, ASGI])
+def test_client_reset_mid_response_leaves_the_connection_serving(server_pool: ServerPool, target: str) -> None:
+    """RST_STREAM from the client while a large response is under way: the other streams and the connection go on."""
+    server = server_pool.get(target)
+    path = "/echo" if target == WSGI else "/echo-stream"
+    with H2Client(server.port, settings={INITIAL_WINDOW: 1024}) as c:
+        sid = c.send("POST", path, body=b"z" * 300_000)
+        c.read_once()
+        c.conn.reset_stream(sid)
+        c.flush()
+        r = c.request("GET", "/hello")
+    assert r.status == 200
+    assert bytes(r.body) == b"hello"
