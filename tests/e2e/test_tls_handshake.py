@@ -113,7 +113,7 @@ def test_alpn_choice(
     offered: list[str] | None,
     chosen: str | None,
 ) -> None:
-    """ALPN in server preference order: h2, then http/1.1; without a common protocol the handshake goes on without ALPN."""
+    """ALPN in server preference order: h2, then http/1.1; with no protocol in common the handshake goes on without."""
     server = tls_server("tls_apps:wsgi", *options)
     if chosen == "h2":
         with tls_connect(server, client_context(tls_files, alpn=offered)) as sock:
