@@ -6,7 +6,7 @@ their search locations as arguments so tests can point them at empty places;
 `checks_from_environment` is what setup.py calls.
 
 PEREGRINE_SWIFT names the `swift` driver explicitly. PEREGRINE_PREFLIGHT_HIDE
-(comma-separated: swift, python-headers, openssl) makes a check search nowhere,
+(comma-separated: swift, python-headers, openssl, zlib) makes a check search nowhere,
 so the install test can see each message through a real pip run.
 """
 
@@ -38,6 +38,7 @@ SWIFT_HINT = (
 )
 
 OPENSSL_HINT = "Debian/Ubuntu: apt-get install libssl-dev; Fedora: dnf install openssl-devel"
+ZLIB_HINT = "Debian/Ubuntu: apt-get install zlib1g-dev; Fedora: dnf install zlib-devel"
 
 SYSTEM_INCLUDE_DIRS = ("/usr/local/include", "/usr/include")
 
@@ -108,6 +109,14 @@ def find_openssl_headers(candidates: Iterable[str]) -> str:
     raise MissingPrerequisiteError(f"OpenSSL headers (openssl/ssl.h) not found; {OPENSSL_HINT}.")
 
 
+def find_zlib_header(candidates: Iterable[str]) -> str:
+    """Directory holding zlib.h (WebSocket permessage-deflate links zlib)."""
+    for directory in candidates:
+        if os.path.isfile(os.path.join(directory, "zlib.h")):
+            return directory
+    raise MissingPrerequisiteError(f"zlib headers (zlib.h) not found; {ZLIB_HINT}.")
+
+
 def checks_from_environment(environ: Mapping[str, str]) -> str:
     """Run every check for a real install; return the swift driver to use."""
     hidden = {part.strip() for part in environ.get("PEREGRINE_PREFLIGHT_HIDE", "").split(",")}
@@ -118,6 +127,7 @@ def checks_from_environment(environ: Mapping[str, str]) -> str:
     swift_version(swift)
     find_python_headers([] if "python-headers" in hidden else None)
     find_openssl_headers([] if "openssl" in hidden else openssl_include_dirs(environ))
+    find_zlib_header([] if "zlib" in hidden else openssl_include_dirs(environ))
     return swift
 
 

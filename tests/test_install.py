@@ -213,8 +213,9 @@ def _build_message(result: subprocess.CompletedProcess[str]) -> str:
         ),
         ({"PEREGRINE_PREFLIGHT_HIDE": "python-headers"}, "Python headers (Python.h)"),
         ({"PEREGRINE_PREFLIGHT_HIDE": "openssl"}, "apt-get install libssl-dev"),
+        ({"PEREGRINE_PREFLIGHT_HIDE": "zlib"}, "apt-get install zlib1g-dev"),
     ],
-    ids=["no-swift", "bad-swift-path", "no-python-headers", "no-openssl"],
+    ids=["no-swift", "bad-swift-path", "no-python-headers", "no-openssl", "no-zlib"],
 )
 def test_pip_install_stops_with_one_line_naming_the_missing_piece(
     tmp_path: Path, env: dict[str, str], expected: str
@@ -244,6 +245,13 @@ def test_openssl_headers_are_found_only_where_ssl_h_is(tmp_path: Path) -> None:
     (tmp_path / "openssl").mkdir()
     (tmp_path / "openssl" / "ssl.h").write_text("")
     assert preflight.find_openssl_headers([str(tmp_path)]) == str(tmp_path)
+
+
+def test_zlib_header_is_found_only_where_zlib_h_is(tmp_path: Path) -> None:
+    with pytest.raises(pyflags.MissingPrerequisiteError, match="zlib1g-dev"):
+        preflight.find_zlib_header([str(tmp_path)])
+    (tmp_path / "zlib.h").write_text("")
+    assert preflight.find_zlib_header([str(tmp_path)]) == str(tmp_path)
 
 
 def test_python_headers_missing_names_the_interpreter(tmp_path: Path) -> None:
