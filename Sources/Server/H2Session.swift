@@ -36,7 +36,11 @@ final class H2Session {
     /// needs to schedule a flush.
     private var handlingInput = false
     /// What the connection's one timer is armed for.
-    private enum TimerPurpose { case writeStall, windowStall, idle, settingsAck, webSocket }
+    private enum TimerPurpose { case writeStall, windowStall, idle, settingsAck, webSocket, bodyStall }
+    /// ASGI streams whose application waits for body, oldest wait first: a
+    /// client that stalls mid-body longer than --request-timeout gets 408
+    /// (as over HTTP/1.1) and the application sees the request end.
+    private var bodyWaiters: [H2Stream] = []
     private var timerPurpose: TimerPurpose?
     /// When response data last moved into the output: streams the peer's
     /// windows hold back longer than the request timeout are given up.
@@ -166,9 +170,19 @@ final class H2Session {
         }
     }
 
+    /// An ASGI stream's application waits for body (see `bodyWaiters`).
+    func waitForBody(_ s: H2Stream) {
+        s.bodyWanted = true
+        s.bodyWaitSince = Instant.now()
+        bodyWaiters.append(s)
+        // The timer is re-armed after this loop iteration (afterIO).
+        if !handlingInput { scheduleFlush() }
+    }
+
     private func wakeReader(_ s: H2Stream) {
         guard s.bodyWanted else { return }
         s.bodyWanted = false
+        if let i = bodyWaiters.firstIndex(where: { $0 === s }) { bodyWaiters.remove(at: i) }
         s.delegate?.bodyReady()
     }
 
@@ -415,6 +429,14 @@ final class H2Session {
                 timerPurpose = .webSocket
             }
         }
+        bodyWaiters.removeAll { !$0.bodyWanted || $0.reset }
+        if let oldest = bodyWaiters.first {
+            let left = max(worker.config.requestTimeoutMilliseconds - worker.now.milliseconds(since: oldest.bodyWaitSince), 0)
+            if timeout == nil || left < timeout! {
+                timeout = left
+                timerPurpose = .bodyStall
+            }
+        }
         // The SETTINGS acknowledgement the core waits for (RFC 9113 §6.5.3).
         if let deadline = core.nextDeadline {
             let left = deadline > nowMilliseconds ? Int(deadline - nowMilliseconds) : 0
@@ -481,6 +503,14 @@ final class H2Session {
             for s in sendQueue { resetStream(s, code: .cancel) }
             sendQueue.removeAll()
             afterIO()
+        case .bodyStall?:
+            let limit = worker.config.requestTimeoutMilliseconds
+            let now = Instant.now()
+            for s in bodyWaiters where s.bodyWanted && now.milliseconds(since: s.bodyWaitSince) >= limit {
+                s.bodyFailure = 408
+                wakeReader(s)
+            }
+            if !closed { afterIO() }
         case .webSocket?:
             fireWebSocketTimers()
             if !closed { afterIO() }

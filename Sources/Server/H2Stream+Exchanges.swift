@@ -97,6 +97,7 @@ extension H2Stream: AsyncExchange {
     func pollBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyPoll {
         if reset { return .failed(status: 0) }
         if tooLarge { return .failed(status: 413) }
+        if let failure = bodyFailure { return .failed(status: failure) }
         let n = takeBody(into: buffer)
         if n > 0 {
             // The WINDOW_UPDATE leaves with this iteration's writes.
@@ -108,11 +109,11 @@ extension H2Stream: AsyncExchange {
 
     func wantBody() {
         guard !reset else { return }
-        if body.readableCount > 0 || bodyEnded || tooLarge {
+        if body.readableCount > 0 || bodyEnded || tooLarge || bodyFailure != nil {
             delegate?.bodyReady()
             return
         }
-        bodyWanted = true
+        session.waitForBody(self)
     }
 
     func sendInformational(status: Int, fields: UnsafeBufferPointer<ResponseField>) -> SendOutcome {

@@ -33,6 +33,9 @@ final class H2Stream {
     var bodyReceived: Int64 = 0
     /// The body grew past --max-body: reads fail with 413.
     var tooLarge = false
+    /// The client stalled mid-body past --request-timeout (ASGI): 408.
+    var bodyFailure: Int?
+    var bodyWaitSince = Instant(nanoseconds: 0)
     /// The peer reset the stream, or it was reset for an error: the
     /// application's reads and writes fail from now on.
     var reset = false

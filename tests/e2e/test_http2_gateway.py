@@ -200,3 +200,14 @@ def test_client_reset_mid_response_leaves_the_connection_serving(server_pool: Se
         r = c.request("GET", "/hello")
     assert r.status == 200
     assert bytes(r.body) == b"hello"
+
+
+@pytest.mark.parametrize("target", [WSGI, ASGI])
+def test_body_stalled_mid_stream_gets_408(start_server: object, target: str) -> None:
+    """A client that stops sending the body past --request-timeout gets 408; the connection serves on."""
+    server = start_server(target, "--request-timeout", "1000")  # type: ignore[operator]
+    with H2Client(server.port) as c:
+        sid = c.send("POST", "/echo", headers=[("content-length", "100")], body=b"x" * 10, end_stream=False)
+        r = c.collect(sid, timeout=10)[0]
+        assert r.status == 408
+        assert bytes(c.request("GET", "/hello").body) == b"hello"
