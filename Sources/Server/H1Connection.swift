@@ -84,6 +84,8 @@ final class H1Connection {
     var bodyWanted = false
     var responseComplete = false
     var drainWanted = false
+    /// ASGI: unasked-for bytes arrived during the request; reading waits.
+    var readPaused = false
 
     // WebSocket (ASGI) after a valid opening handshake; see +WebSocket.
     var ws: WebSocketConversation?
@@ -118,7 +120,9 @@ final class H1Connection {
         self.peer = peer
         self.generation = generation
         phase = .head
-        interest = .readable
+        // What updateInterest wants in the head phase (the handshake sets its own).
+        interest = tls == nil ? [.readable, .peerClosed] : .readable
+        readPaused = false
         parser.reset()
         requestBytesSeen = false
         aborted = false
@@ -158,6 +162,11 @@ final class H1Connection {
             } else if events.contains(.peerClosed) || events.contains(.error) {
                 // Not reading, but the peer is gone: nobody to answer.
                 clientGone()
+            } else {
+                // Bytes the application has not asked for (body, or the
+                // next pipelined request): stop watching until it does.
+                readPaused = true
+                updateInterest()
             }
         case .websocket:
             webSocketReadable(events)
@@ -375,8 +384,10 @@ final class H1Connection {
         var want: IOEvents
         switch phase {
         case .request:
+            // Reading stays armed from the head phase (no epoll_ctl per
+            // request) until bytes arrive that nobody asked for.
             want = .peerClosed
-            if bodyWanted { want.insert(.readable) }
+            if bodyWanted || !readPaused { want.insert(.readable) }
             if hasPendingOutput { want.insert(.writable) }
         case .websocket:
             want = .peerClosed
@@ -386,7 +397,9 @@ final class H1Connection {
             want = .readable
             if h2?.wantsWrite == true { want.insert(.writable) }
         case .head, .discarding, .lingering:
-            want = .readable
+            // peerClosed too, so that starting a request changes nothing.
+            want = [.readable, .peerClosed]
+            readPaused = false
             if hasPendingOutput { want.insert(.writable) }
         case .closed:
             return

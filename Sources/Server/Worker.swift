@@ -236,7 +236,7 @@ final class Worker {
             c.tls = tlsContext?.makeSession(fd: fd)
             c.open(fd: fd, peer: peer, generation: generations[index])
             do {
-                try poller.add(fd, token: c.token, interest: .readable)
+                try poller.add(fd, token: c.token, interest: c.interest)
             } catch {
                 c.close()
             }
