@@ -343,12 +343,14 @@ def test_connect_without_authority_is_malformed(target: Target) -> None:
 
 
 def test_protocol_pseudo_header_without_extended_connect_is_malformed(target: Target) -> None:
-    """RFC 8441 §4 / RFC 9113 §8.3: :protocol is undefined unless the server enabled extended CONNECT."""
+    """RFC 8441 §4 / RFC 9113 §8.3: :protocol is undefined unless the server enabled extended CONNECT, and
+    only a CONNECT request may carry it when it did."""
     with FrameConn.open(target) as conn:
-        if conn.server_settings.get(S.ENABLE_CONNECT_PROTOCOL) == 1:
-            pytest.skip("the server enables extended CONNECT (RFC 8441): :protocol is defined")
         path = unique()
-        conn.headers(1, [*pseudo(target, path, "CONNECT"), (":protocol", "websocket")], end_stream=False)
+        if conn.server_settings.get(S.ENABLE_CONNECT_PROTOCOL) == 1:
+            conn.headers(1, [*pseudo(target, path, "GET"), (":protocol", "websocket")], end_stream=True)
+        else:
+            conn.headers(1, [*pseudo(target, path, "CONNECT"), (":protocol", "websocket")], end_stream=False)
         expect_malformed(conn, 1, path)
 
 
