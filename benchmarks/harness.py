@@ -5,8 +5,10 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
+import hashlib
 import importlib.util
 import os
 import re
@@ -32,6 +34,7 @@ VENV_DIR = BENCH_DIR / ".venv"
 RESULTS_DIR = BENCH_DIR / "results"
 POST_SCRIPT = BENCH_DIR / "post.lua"
 NO_RESUME_SOURCE = BENCH_DIR / "no_resume.c"
+WS_LOAD_SOURCE = BENCH_DIR / "ws_load.c"
 TLS_PROBE = BENCH_DIR / "tls_probe.py"
 HOST = "127.0.0.1"
 SERVER_CPU = 0
@@ -56,6 +59,13 @@ class App:
     wsgi: str | None
     asgi: str | None
     nginx: bool
+    #: A WebSocket application: "echo" or "broadcast" (the load generator's mode); None for HTTP ones.
+    ws_mode: str | None = None
+
+    @property
+    def websocket(self) -> bool:
+        """Whether this is a WebSocket application (run in the `ws` mode only)."""
+        return self.ws_mode is not None
 
     @property
     def wrk_script(self) -> Path | None:
@@ -70,8 +80,12 @@ APPS: dict[str, App] = {
         App("12k", "GET", b"", BIG, "apps.wsgi_apps:big", "apps.asgi_apps:big", nginx=True),
         App("echo", "POST", ECHO, ECHO, "apps.wsgi_apps:echo", "apps.asgi_apps:echo", nginx=False),
         App("fastapi", "GET", b"", JSON, None, "apps.fastapi_app:app", nginx=False),
+        App("ws-echo", "GET", b"", b"", None, "apps.ws_apps:echo", nginx=False, ws_mode="echo"),
+        App("ws-broadcast", "GET", b"", b"", None, "apps.ws_apps:broadcast", nginx=False, ws_mode="broadcast"),
     )
 }
+#: Bytes of every WebSocket message (text) the load generator and the validation send.
+WS_MESSAGE_SIZE = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,12 +93,14 @@ class Protocol:
     """How a server is loaded: the client, whether over TLS and HTTP/2, and whether each request is a new connection."""
 
     name: str
-    #: The load generator: "wrk" (HTTP/1.1) or "h2load" (HTTP/2).
+    #: The load generator: "wrk" (HTTP/1.1), "h2load" (HTTP/2) or "ws_load" (WebSocket, benchmarks/ws_load.c).
     client: str
     tls: bool
     http2: bool
     #: Every request on a new connection (`Connection: close`): with TLS, every request is a full handshake.
     new_connection_per_request: bool = False
+    #: WebSocket over HTTP/1.1: the apps are WebSocket apps, a "request" is a message.
+    websocket: bool = False
 
     @property
     def scheme(self) -> str:
@@ -100,9 +116,11 @@ PROTOCOLS: dict[str, Protocol] = {
         Protocol("h2c", "h2load", tls=False, http2=True),
         Protocol("h2-tls", "h2load", tls=True, http2=True),
         Protocol("tls-handshake", "wrk", tls=True, http2=False, new_connection_per_request=True),
+        Protocol("ws", "ws_load", tls=False, http2=False, websocket=True),
     )
 }
 H1 = PROTOCOLS["h1"]
+WS = PROTOCOLS["ws"]
 _ALL_PROTOCOLS = frozenset(PROTOCOLS)
 _HTTP1_PROTOCOLS = frozenset({"h1", "h1-tls", "tls-handshake"})
 
@@ -142,10 +160,11 @@ SERVERS: dict[str, Server] = {
         Server("granian-wsgi", "wsgi"),
         Server("gunicorn-sync", "wsgi"),
         Server("peregrine-asgi", "asgi", _ALL_PROTOCOLS),
-        # uvicorn has no HTTP/2.
-        Server("uvicorn", "asgi", _HTTP1_PROTOCOLS),
+        # uvicorn has no HTTP/2; its WebSockets are websockets' (the sans-I/O protocol, its default).
+        Server("uvicorn", "asgi", _HTTP1_PROTOCOLS | {"ws"}),
         Server("granian-asgi", "asgi", _ALL_PROTOCOLS),
-        Server("hypercorn", "asgi", _ALL_PROTOCOLS),
+        # The WebSocket benchmark compares with uvicorn and granian (issue 7), not hypercorn.
+        Server("hypercorn", "asgi", _ALL_PROTOCOLS - {"ws"}),
     )
 }
 
@@ -208,6 +227,13 @@ def make_certificate(directory: Path) -> TlsFiles:
     return tls
 
 
+def build_ws_load(directory: Path) -> Path:
+    """Compile benchmarks/ws_load.c (the WebSocket load generator); its path."""
+    program = directory / "ws_load"
+    subprocess.run(["cc", "-O2", "-o", str(program), str(WS_LOAD_SOURCE)], check=True, capture_output=True)
+    return program
+
+
 def build_no_resume(directory: Path) -> Path:
     """Compile benchmarks/no_resume.c (the LD_PRELOAD shim that stops wrk resuming TLS sessions); its path."""
     library = directory / "no_resume.so"
@@ -231,6 +257,8 @@ class Environment:
     tls: TlsFiles | None = None
     #: The compiled no-resumption shim for the handshake mode.
     no_resume: Path | None = None
+    #: The compiled WebSocket load generator for the `ws` mode.
+    ws_load: Path | None = None
 
     def tool(self, name: str) -> str:
         """Path of a console script or interpreter in the peer venv."""
@@ -304,7 +332,7 @@ def server_command(job: Job, port: int, env: Environment, scratch: Path) -> list
     peregrine_tls = _tls_options(env, protocol, "--tls-cert", "--tls-key")
     # granian speaks one HTTP version per process: 2 for the HTTP/2 modes (h2c by prior knowledge, ALPN h2).
     granian = [
-        *_granian(port, "2" if protocol.http2 else "1"),
+        *_granian(port, "2" if protocol.http2 else "1", websocket=protocol.websocket),
         *_tls_options(env, protocol, "--ssl-certificate", "--ssl-keyfile"),
     ]
     builders: dict[str, Callable[[], list[str]]] = {
@@ -399,8 +427,21 @@ def server_command(job: Job, port: int, env: Environment, scratch: Path) -> list
     return builders[server.name]()
 
 
-def _granian(port: int, http: str) -> list[str]:
-    return ["--host", HOST, "--port", str(port), "--workers", "1", "--http", http, "--no-ws", "--log-level", "warning"]
+def _granian(port: int, http: str, *, websocket: bool = False) -> list[str]:
+    """The options granian is started with: WebSockets off (`--no-ws`) except in the `ws` mode (its default: on)."""
+    return [
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--http",
+        http,
+        *([] if websocket else ["--no-ws"]),
+        "--log-level",
+        "warning",
+    ]
 
 
 def free_port() -> int:
@@ -603,11 +644,160 @@ def _body_differs(app: App, body: bytes) -> str:
     return f"{app.name}: body of {len(body)} bytes differs from the expected {len(app.expected)}"
 
 
+_WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+_WS_TEXT, _WS_CLOSE, _WS_PING, _WS_PONG = 1, 8, 9, 10
+
+
+def ws_handshake(port: int) -> tuple[bytes, bytes]:
+    """(the upgrade request with a fresh key, the Sec-WebSocket-Accept the server must answer it with)."""
+    key = base64.b64encode(os.urandom(16))
+    accept = base64.b64encode(hashlib.sha1(key + _WS_GUID, usedforsecurity=False).digest())
+    request = (
+        f"GET / HTTP/1.1\r\nHost: {HOST}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key.decode()}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    ).encode()
+    return request, accept
+
+
+def ws_check_head(head: bytes, accept: bytes) -> None:
+    """Raise ValidationError unless `head` (up to the blank line) is a 101 with the right accept value."""
+    lines = head.decode("latin-1").split("\r\n")
+    if not lines[0].startswith("HTTP/1.1 101"):
+        raise ValidationError(f"WebSocket handshake answered {lines[0]!r}, not 101")
+    headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+    if headers.get("sec-websocket-accept", "").encode() != accept:
+        raise ValidationError(f"wrong Sec-WebSocket-Accept {headers.get('sec-websocket-accept')!r}")
+    if headers.get("sec-websocket-extensions"):
+        raise ValidationError(f"an extension nobody asked for: {headers['sec-websocket-extensions']!r}")
+
+
+def ws_frame(payload: bytes, opcode: int = _WS_TEXT) -> bytes:
+    """A masked client frame (FIN set) of `opcode` carrying `payload` (< 126 bytes)."""
+    mask = os.urandom(4)
+    masked = bytes(byte ^ mask[index & 3] for index, byte in enumerate(payload))
+    return bytes((0x80 | opcode, 0x80 | len(payload))) + mask + masked
+
+
+def ws_parse(buffer: bytes) -> tuple[int, bytes, int] | None:
+    """(opcode, payload, bytes used) of the first whole server frame in `buffer`, or None if it is incomplete."""
+    if len(buffer) < 2:
+        return None
+    if buffer[1] & 0x80:
+        raise ValidationError("the server masked a frame")
+    if not buffer[0] & 0x80:
+        raise ValidationError("a fragmented message")
+    length, head = buffer[1] & 0x7F, 2
+    if length == 126:
+        length, head = int.from_bytes(buffer[2:4]), 4
+    elif length == 127:
+        length, head = int.from_bytes(buffer[2:10]), 10
+    if len(buffer) < head + length:
+        return None
+    return buffer[0] & 0x0F, buffer[head : head + length], head + length
+
+
+def ws_message(index: int, tag: str = "check") -> bytes:
+    """The `index`th WS_MESSAGE_SIZE-byte text message of the validation."""
+    return f"{tag} {index:08d} ".encode().ljust(WS_MESSAGE_SIZE, b"x")
+
+
+class WsClient:
+    """A blocking WebSocket client over plain TCP, for validation: handshake checked, text messages."""
+
+    def __init__(self, port: int, timeout: float = 10.0) -> None:
+        self.sock = socket.create_connection((HOST, port), timeout=timeout)
+        self.buffer = b""
+        request, accept = ws_handshake(port)
+        self.sock.sendall(request)
+        while b"\r\n\r\n" not in self.buffer:
+            self._fill()
+        head, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
+        ws_check_head(head, accept)
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ValidationError("the server closed the connection")
+        self.buffer += chunk
+
+    def send(self, payload: bytes) -> None:
+        """Send one text message."""
+        self.sock.sendall(ws_frame(payload))
+
+    def receive(self, timeout: float = 10.0) -> bytes:
+        """The next text or binary message (pings answered); raise TimeoutError if none comes in `timeout` s."""
+        self.sock.settimeout(timeout)
+        while True:
+            frame = ws_parse(self.buffer)
+            if frame is None:
+                self._fill()
+                continue
+            opcode, payload, used = frame
+            self.buffer = self.buffer[used:]
+            if opcode == _WS_PING:
+                self.sock.sendall(ws_frame(payload, _WS_PONG))
+            elif opcode == _WS_CLOSE:
+                raise ValidationError(f"the server closed the WebSocket ({payload[:2].hex()})")
+            elif opcode != _WS_PONG:
+                return payload
+
+    def close(self) -> None:
+        """Send a close frame (1000) and close the socket."""
+        with contextlib.suppress(OSError):
+            self.sock.sendall(ws_frame((1000).to_bytes(2), _WS_CLOSE))
+        self.sock.close()
+
+
+def validate_ws(app: App, port: int, messages: int = 3) -> str:
+    """Check a WebSocket app: `echo` returns each message; `broadcast` delivers one client's message to another.
+
+    Raises ConnectionRefusedError (an OSError) while nothing listens, so that `start` keeps waiting.
+    """
+    first = WsClient(port)
+    try:
+        if app.ws_mode == "echo":
+            for index in range(messages):
+                first.send(ws_message(index))
+                if (echoed := first.receive()) != ws_message(index):
+                    raise ValidationError(f"{app.name}: echo {echoed!r} of {ws_message(index)!r}")
+            return "websocket"
+        second = WsClient(port)
+        try:
+            # `second` joins the set once the app has accepted it: send until a message reaches it.
+            deadline = time.monotonic() + 5
+            index = 0
+            while True:
+                first.send(ws_message(index, "bcast"))
+                if (own := first.receive()) != ws_message(index, "bcast"):
+                    raise ValidationError(f"{app.name}: the sender got {own!r}, not its own broadcast")
+                with contextlib.suppress(TimeoutError):
+                    if second.receive(timeout=0.1).startswith(b"bcast "):
+                        break
+                if time.monotonic() > deadline:
+                    raise ValidationError(f"{app.name}: no broadcast reached a second client in 5 s")
+                index += 1
+            # Both now in the set: one more must reach both, after whatever was still on its way to `second`.
+            last = ws_message(index + 1, "bcast")
+            first.send(last)
+            if first.receive() != last:
+                raise ValidationError(f"{app.name}: the sender did not get its own broadcast")
+            while (got := second.receive()) != last:
+                if not got.startswith(b"bcast "):
+                    raise ValidationError(f"{app.name}: unexpected broadcast {got!r}")
+        finally:
+            second.close()
+    finally:
+        first.close()
+    return "websocket"
+
+
 def check(protocol: Protocol, app: App, port: int, env: Environment, requests: int = 3) -> str:
     """Validate responses the way `protocol`'s mode is served; a description of the negotiated TLS, if any."""
     tls = env.tls if protocol.tls else None
     if protocol.tls and tls is None:
         raise ValueError(f"{protocol.name} needs a certificate (Environment.tls)")
+    if protocol.websocket:
+        return validate_ws(app, port, requests)
     if protocol.http2:
         return validate_h2(app, port, tls)
     return validate(app, port, requests, tls)
@@ -713,6 +903,8 @@ class LoadResult:
     client_cpu_fraction: float
     #: What h2load says it negotiated ("TLSv1.3 TLS_AES_128_GCM_SHA256 X25519 h2"); "" for wrk.
     negotiated: str = ""
+    #: ws_load's broadcast mode: broadcasts that reached every client in the measured interval.
+    broadcasts: int | None = None
 
 
 _UNITS = {"us": 1.0, "ms": 1000.0, "s": 1_000_000.0}
@@ -889,6 +1081,67 @@ def run_h2load(load: Load, seconds: float, warmup: float, on_measure: Callable[[
     application = result.negotiated.split()[-1] if result.negotiated else ""
     if application and application not in {"h2", "h2c"}:
         raise RuntimeError(f"h2load spoke {application}, not HTTP/2")
+    return result
+
+
+def parse_ws_load(text: str, client_cpu_fraction: float) -> LoadResult:
+    """Read the key=value lines of benchmarks/ws_load.c's output."""
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values.setdefault(key.strip(), value.strip())
+    if "messages" not in values or "seconds" not in values:
+        raise RuntimeError(f"unexpected ws_load output: {text[-2000:]!r}")
+
+    def optional(key: str) -> float | None:
+        return float(values[key]) if key in values else None
+
+    return LoadResult(
+        client="ws_load",
+        requests=int(values["messages"]),
+        seconds=float(values["seconds"]),
+        rps=float(values["rate"]),
+        p50_us=optional("p50_us"),
+        p99_us=optional("p99_us"),
+        mean_us=optional("mean_us"),
+        max_us=optional("max_us"),
+        errors=int(values.get("errors", "0")),
+        non_2xx=0,
+        client_cpu_fraction=client_cpu_fraction,
+        broadcasts=int(values["broadcasts"]) if "broadcasts" in values else None,
+    )
+
+
+def run_ws_load(
+    load: Load, seconds: float, warmup: float, on_measure: Callable[[], None], env: Environment
+) -> LoadResult:
+    """Run benchmarks/ws_load.c in the app's mode (echo or broadcast), pinned; like h2load, warm-up included.
+
+    Echo: `load.connections` clients each keep one WS_MESSAGE_SIZE-byte text message in flight. Broadcast:
+    `load.connections` clients connected, `load.streams` broadcasts in flight. `on_measure` is called when the
+    warm-up is over; ws_load counts messages received from then on (on its own clock).
+    """
+    if env.ws_load is None:
+        raise ValueError("the ws mode needs the compiled load generator (Environment.ws_load)")
+    argv = [
+        str(env.ws_load),
+        HOST,
+        str(load.port),
+        load.app.ws_mode or "echo",
+        str(load.connections),
+        f"{warmup:.3f}",
+        f"{seconds:.3f}",
+        str(WS_MESSAGE_SIZE),
+        str(load.streams),
+    ]
+    try:
+        text, fraction = _run_client(argv, load.cpu, seconds + warmup + 60, mark=(warmup, on_measure))
+    except RuntimeError as error:
+        raise RuntimeError(f"ws_load: {error}") from error
+    result = parse_ws_load(text, fraction)
+    if result.requests == 0:
+        raise RuntimeError(f"ws_load counted no message: {text[-2000:]}")
     return result
 
 

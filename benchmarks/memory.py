@@ -1,10 +1,14 @@
 """Resident memory of each server (whole process tree) idle, and with 1,000 idle keep-alive connections.
 
 Usage: python3 benchmarks/memory.py [--connections 1000] [--servers a,b] [--output FILE]
+       python3 benchmarks/memory.py --websocket     # 1,000 idle WebSocket connections instead
 
 Each server serves the `hello` application. After start-up and a short settle, the RSS and PSS of its process
 tree are read from /proc; then 1,000 connections each make one keep-alive request and stay open, idle, and the
 memory is read again. The difference over the connections still open is the per-connection cost.
+
+With --websocket, the ASGI servers of the WebSocket benchmark serve the `ws-echo` application instead, and each
+of the 1,000 connections completes the WebSocket handshake, has one 32-byte text message echoed, and idles.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import harness
-from harness import APPS, HOST, SERVERS, App, Environment, log
+from harness import APPS, H1, HOST, SERVERS, WS, App, Environment, log
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -55,6 +59,34 @@ async def _one(
         return reader, writer
 
 
+async def _one_ws(
+    app: App, port: int, gate: asyncio.Semaphore
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    """Open a WebSocket (handshake checked), have one message echoed; keep the connection."""
+    async with gate:
+        try:
+            reader, writer = await asyncio.open_connection(HOST, port)
+            request, accept = harness.ws_handshake(port)
+            writer.write(request)
+            await writer.drain()
+            harness.ws_check_head((await reader.readuntil(b"\r\n\r\n"))[:-4], accept)
+            message = harness.ws_message(0, "idle")
+            writer.write(harness.ws_frame(message))
+            await writer.drain()
+            buffer = b""
+            while (frame := harness.ws_parse(buffer)) is None:
+                chunk = await reader.read(65536)
+                if not chunk:
+                    return None
+                buffer += chunk
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, harness.ValidationError):
+            return None
+        if frame[1] != message or app.ws_mode != "echo":
+            writer.close()
+            return None
+        return reader, writer
+
+
 def _still_open(connection: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> bool:
     """Whether the server has not closed this connection (the loop has seen no EOF on it)."""
     reader, writer = connection
@@ -66,7 +98,8 @@ async def hold(
 ) -> tuple[int, int, tuple[int, int]]:
     """Open `count` connections (one request each), measure while they idle; (made, still open, memory)."""
     gate = asyncio.Semaphore(100)
-    tasks = [asyncio.ensure_future(_one(app, port, gate)) for _ in range(count)]
+    opener = _one_ws if app.websocket else _one
+    tasks = [asyncio.ensure_future(opener(app, port, gate)) for _ in range(count)]
     await asyncio.wait(tasks, timeout=OPEN_TIMEOUT_SECONDS)
     for task in tasks:
         task.cancel()  # gunicorn's sync worker, for one, serves one connection at a time and can stall here
@@ -85,10 +118,10 @@ async def hold(
     return len(connections), still_open, memory
 
 
-def measure_server(name: str, env: Environment, connections: int) -> dict[str, object]:
-    """Idle and loaded memory of one server on `hello`."""
-    app = APPS["hello"]
-    with harness.serving(SERVERS[name], app, env, cpu=None) as running:
+def measure_server(name: str, env: Environment, connections: int, websocket: bool = False) -> dict[str, object]:
+    """Idle and loaded memory of one server on `hello` (or, with `websocket`, on `ws-echo`)."""
+    app = APPS["ws-echo" if websocket else "hello"]
+    with harness.serving(SERVERS[name], app, env, cpu=None, protocol=WS if websocket else H1) as running:
         time.sleep(SETTLE_SECONDS)
         idle_rss, idle_pss = harness.tree_memory_kib(running.pid)
         processes = len(harness.descendants(running.pid))
@@ -128,26 +161,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=1000)
     parser.add_argument("--servers", help=f"comma-separated subset of {','.join(SERVERS)}")
     parser.add_argument("--peregrine", help="peregrine console script (default: the one in benchmarks/.venv)")
-    parser.add_argument("--output", type=Path, help="default: benchmarks/results/memory-<time>.json")
+    parser.add_argument(
+        "--websocket", action="store_true", help="idle WebSocket connections (ws-echo) on the ws mode's servers"
+    )
+    parser.add_argument(
+        "--output", type=Path, help="default: benchmarks/results/memory-<time>.json (--websocket: ws-memory-<time>)"
+    )
     arguments = parser.parse_args(argv)
-    names = arguments.servers.split(",") if arguments.servers else list(SERVERS)
+    websocket = bool(arguments.websocket)
+    default = [name for name, server in SERVERS.items() if server.speaks(WS)] if websocket else list(SERVERS)
+    names = arguments.servers.split(",") if arguments.servers else default
+    unknown = [name for name in names if name not in SERVERS or (websocket and not SERVERS[name].speaks(WS))]
+    if unknown:
+        sys.exit(f"not measured{' with --websocket' if websocket else ''}: {', '.join(unknown)}")
     raise_file_limit(arguments.connections * 2 + 256)
     peregrine = str(Path(arguments.peregrine).absolute()) if arguments.peregrine else None
     env = Environment(peregrine=peregrine or str(harness.VENV_DIR / "bin" / "peregrine"), keep_alive=KEEP_ALIVE_SECONDS)
     result: dict[str, object] = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "connections": arguments.connections,
+        "mode": "websocket" if websocket else "http",
         "load_average_start": list(os.getloadavg()),
     }
     servers: dict[str, object] = {}
     for name in names:
         try:
-            servers[name] = measure_server(name, env, arguments.connections)
+            servers[name] = measure_server(name, env, arguments.connections, websocket)
         except (OSError, RuntimeError, harness.ValidationError) as error:
             servers[name] = {"error": str(error)[:300]}
             log(f"  {name:15} FAILED: {error}")
     result["servers"] = servers
-    output = arguments.output or harness.RESULTS_DIR / f"memory-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    prefix = "ws-memory" if websocket else "memory"
+    output = arguments.output or harness.RESULTS_DIR / f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=1) + "\n")
     log(f"results: {output}")

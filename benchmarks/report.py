@@ -29,9 +29,12 @@ SERVER_ORDER = [
     "hypercorn",
 ]
 APP_ORDER = ["hello", "12k", "echo", "fastapi"]
-PROTOCOL_ORDER = ["h1", "h1-tls", "h2c", "h2-tls", "tls-handshake"]
+PROTOCOL_ORDER = ["h1", "h1-tls", "h2c", "h2-tls", "tls-handshake", "ws"]
 #: What the request rate is in each mode.
 RATE_MEANING = {"tls-handshake": "new TLS connections/s"}
+#: The WebSocket apps, and what their rate counts.
+WS_APP_ORDER = ["ws-echo", "ws-broadcast"]
+WS_RATE_MEANING = {"ws-echo": "round trips/s", "ws-broadcast": "deliveries/s"}
 
 Record = dict[str, object]
 
@@ -171,6 +174,8 @@ def render_protocol_table(summary: dict[str, dict[str, Record]]) -> str:
         "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |",
     ]
     for key, protocol, app in _groups(summary, h1=False):
+        if protocol == "ws":
+            continue  # render_ws_table
         mode = f"{protocol} ({RATE_MEANING[protocol]})" if protocol in RATE_MEANING else protocol
         for server in _ordered(list(summary[key]), SERVER_ORDER):
             entry = summary[key][server]
@@ -186,6 +191,38 @@ def render_protocol_table(summary: dict[str, dict[str, Record]]) -> str:
                 f"| {float(entry['cpu_us_per_request']):.1f} | {latency} "  # type: ignore[arg-type]
                 f"| {float(entry['server_cpu_fraction']):.0%} "  # type: ignore[arg-type]
                 f"| {float(entry['client_cpu_fraction']):.0%} {entry['client']} | {_notes(entry)} |"  # type: ignore[arg-type]
+            )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def render_ws_table(summary: dict[str, dict[str, Record]]) -> str:
+    """The WebSocket mode: a row per app and server ("" if the run had none).
+
+    The rate is round trips per second (echo) or messages delivered to clients per second (broadcast); the CPU
+    column is server CPU per round trip or per delivery; latency is of a round trip, or from sending a broadcast
+    until the last client received it.
+    """
+    lines = [
+        (
+            "| app | server | rate (median) | spread | server CPU µs/message | latency p50 / p99 ms | server CPU "
+            "| ws_load CPU | notes |"
+        ),
+        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |",
+    ]
+    groups = [item for item in _groups(summary, h1=False) if item[1] == "ws"]
+    groups.sort(key=lambda item: WS_APP_ORDER.index(item[2]) if item[2] in WS_APP_ORDER else len(WS_APP_ORDER))
+    for key, _, app in groups:
+        for server in _ordered(list(summary[key]), SERVER_ORDER):
+            entry = summary[key][server]
+            if "rps" not in entry:
+                lines.append(f"| {app} | {server} | failed | | | | | | {entry['failed']} failed round(s) |")
+                continue
+            lines.append(
+                f"| {app} | {server} | {float(entry['rps']):,.0f} {WS_RATE_MEANING.get(app, 'messages/s')} "  # type: ignore[arg-type]
+                f"| {float(entry['spread']):.0%} | {float(entry['cpu_us_per_request']):.2f} "  # type: ignore[arg-type]
+                f"| {_ms(entry, 'p50_us')} / {_ms(entry, 'p99_us')} "
+                f"| {float(entry['server_cpu_fraction']):.0%} "  # type: ignore[arg-type]
+                f"| {float(entry['client_cpu_fraction']):.0%} | {_notes(entry)} |"  # type: ignore[arg-type]
             )
     return "\n".join(lines) if len(lines) > 2 else ""
 
@@ -264,6 +301,12 @@ def throughput_targets() -> list[Target]:
         targets += [
             Target(f"{protocol}: ASGI ≥ 3x hypercorn", f"{protocol}:hello", "peregrine-asgi", "hypercorn", 3.0),
             Target(f"{protocol}: ASGI ≥ 1.2x granian", f"{protocol}:hello", "peregrine-asgi", "granian-asgi", 1.2),
+        ]
+    # WebSocket (item 7 of the WebSocket work): echo round trips and broadcast deliveries per second.
+    for app in WS_APP_ORDER:
+        targets += [
+            Target(f"{app}: ASGI ≥ 1.5x uvicorn", f"ws:{app}", "peregrine-asgi", "uvicorn", 1.5),
+            Target(f"{app}: ASGI ≥ 1.1x granian", f"ws:{app}", "peregrine-asgi", "granian-asgi", 1.1),
         ]
     # TLS HTTP/1.1 and the handshake rate are recorded against the same peers, with no target.
     for protocol in ("h1-tls", "tls-handshake"):
@@ -366,6 +409,7 @@ def render_run(result: dict[str, object]) -> str:
         " ".join(notes),
         render_table(summary),
         render_protocol_table(summary),
+        render_ws_table(summary),
         render_side_by_side(summary),
         render_targets(summary),
     )
@@ -381,9 +425,11 @@ def _load(value: object) -> str:
 
 
 def render_memory(result: dict[str, object]) -> str:
-    """The memory table and its two targets."""
+    """The memory table: the HTTP one with its two targets, or the WebSocket one (no target)."""
     servers = result.get("servers", {})
     assert isinstance(servers, dict)  # noqa: S101
+    if result.get("mode") == "websocket":
+        return render_ws_memory(servers, int(str(result.get("connections", 1000))))
     lines = [
         (
             "| server | idle RSS MiB | idle PSS MiB | RSS with 1,000 idle connections MiB | added per connection "
@@ -424,6 +470,33 @@ def render_memory(result: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def render_ws_memory(servers: dict[str, dict[str, object]], connections: int) -> str:
+    """Memory with `connections` idle WebSocket connections (handshake done, one message echoed each)."""
+    lines = [
+        (
+            f"| server | idle RSS MiB | idle PSS MiB | RSS with {connections:,} idle WebSockets MiB "
+            "| PSS with them MiB | added RSS per WebSocket | connections still open | processes |"
+        ),
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name in _ordered(list(servers), SERVER_ORDER):
+        entry = servers[name]
+        if "error" in entry:
+            lines.append(f"| {name} | failed: {entry['error']} | | | | | | |")
+            continue
+        per = entry.get("per_connection_bytes")
+        per_text = f"{per / 1024:.2f} KiB" if isinstance(per, int | float) else "n/a"
+        kib = {
+            key: float(str(entry[key])) for key in ("idle_rss_kib", "idle_pss_kib", "loaded_rss_kib", "loaded_pss_kib")
+        }
+        lines.append(
+            f"| {name} | {kib['idle_rss_kib'] / 1024:.1f} | {kib['idle_pss_kib'] / 1024:.1f} "
+            f"| {kib['loaded_rss_kib'] / 1024:.1f} | {kib['loaded_pss_kib'] / 1024:.1f} | {per_text} "
+            f"| {entry['open_connections']} | {entry['processes']} |"
+        )
+    return "\n".join(lines)
+
+
 def newest(prefix: str) -> Path | None:
     """The newest results file whose name starts with `prefix`."""
     found = sorted(RESULTS_DIR.glob(f"{prefix}-*.json"))
@@ -439,6 +512,9 @@ def main(argv: list[str]) -> int:
         parts.append(render_run(json.loads(run_path.read_text())))
     if memory_path is not None:
         parts.append(render_memory(json.loads(memory_path.read_text())))
+    ws_memory_path = newest("ws-memory") if not argv else None
+    if ws_memory_path is not None:
+        parts.append(render_memory(json.loads(ws_memory_path.read_text())))
     sys.stdout.write("\n\n".join(parts) + "\n")
     return 0
 

@@ -3,6 +3,7 @@
 Usage: python3 benchmarks/run.py            # full run (sets up benchmarks/.venv on first use)
     python3 benchmarks/run.py --quick    # smoke: peregrine only, one short round, exit 1 on a bad response
     python3 benchmarks/run.py --protocols h1-tls,h2c,h2-tls,tls-handshake   # the TLS and HTTP/2 modes
+    python3 benchmarks/run.py --protocols ws     # WebSocket echo and broadcast (benchmarks/ws_load.c)
 
 See BENCHMARKS.md for the method.
 """
@@ -36,14 +37,19 @@ QUICK_APPS = ["hello", "12k", "echo"]
 QUICK_SERVERS = ["peregrine-wsgi", "peregrine-asgi"]
 #: The modes a run measures unless --protocols says otherwise: HTTP/1.1 in clear text, as before modes existed.
 DEFAULT_PROTOCOLS = ["h1"]
-#: The smoke test also runs HTTP/2 (h2c and over TLS) briefly: peregrine's ASGI server on `hello`.
-QUICK_PROTOCOLS = ["h1", "h2c", "h2-tls"]
+#: The smoke test also runs HTTP/2 (h2c and over TLS) and WebSocket echo briefly, on peregrine's ASGI server.
+QUICK_PROTOCOLS = ["h1", "h2c", "h2-tls", "ws"]
 QUICK_H2_SERVERS = ["peregrine-asgi"]
 #: Apps of the modes other than h1 (the issue's HTTP/2 and TLS modes are about `hello`).
 PROTOCOL_APPS = ["hello"]
-#: Seconds of measured load and of warm-up of a quick HTTP/2 round.
+#: Apps of the WebSocket mode, in a full run and in the smoke test.
+WS_APPS = ["ws-echo", "ws-broadcast"]
+QUICK_WS_APPS = ["ws-echo"]
+#: Seconds of measured load and of warm-up of a quick HTTP/2 round, and of a quick WebSocket round.
 QUICK_H2_DURATION = 1.0
 QUICK_H2_WARMUP = 0.5
+QUICK_WS_DURATION = 2.0
+QUICK_WS_WARMUP = 0.5
 #: File in the venv naming the revision its peregrine was built from.
 PEREGRINE_REVISION = "peregrine-revision"
 #: Packages whose versions a result records.
@@ -59,6 +65,7 @@ PACKAGES = [
     "fastapi",
     "starlette",
     "h2",
+    "websockets",
 ]
 
 
@@ -72,6 +79,9 @@ class Settings:
     connections: int
     #: Concurrent streams per HTTP/2 connection (h2load -m).
     streams: int
+    #: WebSocket broadcast: clients connected, and broadcasts in flight.
+    broadcast_clients: int
+    broadcast_window: int
     server_cpu: int | None
     client_cpu: int | None
 
@@ -97,8 +107,14 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--connections", type=int, default=64, help="wrk/h2load connections (default 64)")
     parser.add_argument("--streams", type=int, default=10, help="h2load streams per connection (default 10)")
     parser.add_argument(
+        "--broadcast-clients", type=int, default=100, help="ws-broadcast: clients connected (default 100)"
+    )
+    parser.add_argument(
+        "--broadcast-window", type=int, default=8, help="ws-broadcast: broadcasts in flight at once (default 8)"
+    )
+    parser.add_argument(
         "--protocols",
-        help=f"comma-separated modes, of {','.join(PROTOCOLS)} (default h1; quick: h1,h2c,h2-tls)",
+        help=f"comma-separated modes, of {','.join(PROTOCOLS)} (default h1; quick: h1,h2c,h2-tls,ws)",
     )
     parser.add_argument("--apps", help=f"comma-separated subset of {','.join(APPS)} (other modes than h1: hello)")
     parser.add_argument("--servers", help=f"comma-separated subset of {','.join(SERVERS)}")
@@ -130,6 +146,8 @@ def settings_for(arguments: argparse.Namespace) -> Settings:
         warmup=arguments.warmup if arguments.warmup is not None else (1.0 if quick else 2.0),
         connections=arguments.connections,
         streams=arguments.streams,
+        broadcast_clients=arguments.broadcast_clients,
+        broadcast_window=arguments.broadcast_window,
         server_cpu=harness.SERVER_CPU if pin else None,
         client_cpu=harness.CLIENT_CPU if pin else None,
     )
@@ -174,7 +192,7 @@ def check_tools(blocks: list[Block]) -> None:
     packages = {"wrk": "wrk", "h2load": "nghttp2-client", "curl": "curl", "openssl": "openssl", "cc": "gcc"}
     needed = set()
     for block in blocks:
-        needed.add(block.protocol.client)
+        needed.add("cc" if block.protocol.websocket else block.protocol.client)
         if block.protocol.http2:
             needed.add("curl")
         if block.protocol.tls and not harness.have_trustme():
@@ -203,8 +221,14 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
     try:
         with harness.serving(server, app, env, settings.server_cpu, protocol) as running:
             record["tls"] = harness.check(protocol, app, running.port, env)
+            broadcast = app.ws_mode == "broadcast"
             load = harness.Load(
-                app, running.port, protocol, settings.connections, settings.streams, settings.client_cpu
+                app,
+                running.port,
+                protocol,
+                settings.broadcast_clients if broadcast else settings.connections,
+                settings.broadcast_window if broadcast else settings.streams,
+                settings.client_cpu,
             )
             marks: dict[str, object] = {}
 
@@ -214,6 +238,8 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
 
             if protocol.client == "h2load":
                 result = harness.run_h2load(load, block.duration, block.warmup, mark)
+            elif protocol.websocket:
+                result = harness.run_ws_load(load, block.duration, block.warmup, mark, env)
             else:
                 if block.warmup > 0:
                     harness.run_wrk(load, block.warmup, env)
@@ -231,8 +257,9 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
         log(f"  {protocol.name:13} {server.name:15} {app.name:8} FAILED: {error}")
         return record
     record.update(dataclasses.asdict(result))
-    # wrk's socket errors are counted but do not fail a round (as before); h2load's failed requests do.
-    failed = result.errors if result.client == "h2load" else 0
+    # wrk's socket errors are counted but do not fail a round (as before); h2load's failed requests do (and
+    # ws_load's errors, though those end it with a failure first).
+    failed = result.errors if result.client != "wrk" else 0
     record.update(
         ok=result.non_2xx == 0 and failed == 0,
         server_cpu_seconds=cpu,
@@ -246,9 +273,10 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
         if result.p99_us is not None
         else f"mean {(result.mean_us or 0) / 1000:6.2f} ms"
     )
+    unit = "msg" if protocol.websocket else "req"
     log(
-        f"  {protocol.name:13} {server.name:15} {app.name:8} {result.rps:9.0f} req/s  "
-        f"{record['cpu_us_per_request'] or 0:6.1f} µs CPU/req  {latency}  server CPU {cpu / wall:4.0%}  "
+        f"  {protocol.name:13} {server.name:15} {app.name:8} {result.rps:9.0f} {unit}/s  "
+        f"{record['cpu_us_per_request'] or 0:6.1f} µs CPU/{unit}  {latency}  server CPU {cpu / wall:4.0%}  "
         f"{result.client} CPU {result.client_cpu_fraction:4.0%}"
         + (f"  errors {result.errors}" if result.errors else "")
     )
@@ -280,22 +308,31 @@ def plan(arguments: argparse.Namespace, settings: Settings) -> list[Block]:
     for name in protocols:
         protocol = PROTOCOLS[name]
         h1 = name == "h1"
-        default_apps = (QUICK_APPS if quick else FULL_APPS) if h1 else PROTOCOL_APPS
+        if protocol.websocket:
+            default_apps = QUICK_WS_APPS if quick else WS_APPS
+        else:
+            default_apps = (QUICK_APPS if quick else FULL_APPS) if h1 else PROTOCOL_APPS
         default_servers = (QUICK_SERVERS if h1 else QUICK_H2_SERVERS) if quick else list(SERVERS)
-        apps = [APPS[app] for app in choose(arguments.apps, default_apps, APPS)]
+        # WebSocket apps run in the ws mode only, and HTTP apps in the others only.
+        apps = [
+            APPS[app] for app in choose(arguments.apps, default_apps, APPS) if APPS[app].websocket == protocol.websocket
+        ]
         chosen = [SERVERS[server] for server in choose(arguments.servers, default_servers, SERVERS)]
         servers = [server for server in chosen if server.speaks(protocol)]
-        if not servers:
-            log(f"{name}: none of the chosen servers is measured in this mode; skipped")
+        if not servers or not apps:
+            log(f"{name}: none of the chosen {'servers' if not servers else 'apps'} is run in this mode; skipped")
             continue
         short = quick and not h1 and arguments.duration is None
+        short_duration, short_warmup = (
+            (QUICK_WS_DURATION, QUICK_WS_WARMUP) if protocol.websocket else (QUICK_H2_DURATION, QUICK_H2_WARMUP)
+        )
         blocks.append(
             Block(
                 protocol,
                 apps,
                 servers,
-                duration=QUICK_H2_DURATION if short else settings.duration,
-                warmup=QUICK_H2_WARMUP if short and arguments.warmup is None else settings.warmup,
+                duration=short_duration if short else settings.duration,
+                warmup=short_warmup if short and arguments.warmup is None else settings.warmup,
             )
         )
     return blocks
@@ -367,6 +404,8 @@ def versions(env: Environment, quick: bool, blocks: list[Block]) -> dict[str, st
     if "h2load" in clients:
         found["h2load"] = harness.command_output(["h2load", "--version"])
         found["curl"] = harness.command_output(["curl", "--version"])
+    if "ws_load" in clients:
+        found["ws_load"] = "benchmarks/ws_load.c, " + harness.command_output(["cc", "--version"])
     if any(block.protocol.tls for block in blocks):
         found["openssl"] = harness.command_output(["openssl", "version"])
     if harness.have("nginx") and any(server.name == "nginx" for block in blocks for server in block.servers):
@@ -453,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
             except (OSError, RuntimeError, subprocess.SubprocessError) as error:
                 sys.exit(f"the handshake mode cannot run: {error}")
             log(f"handshake client check: {result['handshake_check']}")
+        if any(block.protocol.websocket for block in blocks):
+            env.ws_load = harness.build_ws_load(Path(scratch))
         records = run_rounds(blocks, env, settings)
     result["records"] = records
     result["elapsed_seconds"] = round(time.monotonic() - began, 1)
