@@ -203,7 +203,9 @@ final class H1Connection {
             // Output has not drained within the write-stall timeout.
             clientGone()
         case .lingering:
-            drainForLinger()
+            // The timer runs from the last bytes drained: the client has
+            // been quiet for the linger period (or the linger deadline came).
+            close()
         default:
             close()
         }
