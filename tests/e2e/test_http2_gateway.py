@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
+import time
 from typing import TYPE_CHECKING
 
 import pytest
@@ -211,3 +212,19 @@ def test_body_stalled_mid_stream_gets_408(start_server: object, target: str) -> 
         r = c.collect(sid, timeout=10)[0]
         assert r.status == 408
         assert bytes(c.request("GET", "/hello").body) == b"hello"
+
+
+def test_sigterm_with_an_idle_http2_client(start_server: object) -> None:
+    """SIGTERM: the idle client gets GOAWAY(NO_ERROR) with the last stream, and the worker exits without waiting
+    for --graceful-timeout (only the brief lingering close for the client to read it)."""
+    server = start_server(ASGI, "--graceful-timeout", "20000")  # type: ignore[operator]
+    with H2Client(server.port) as c:
+        assert c.request("GET", "/hello").status == 200
+        started = time.monotonic()
+        assert server.stop() == 0
+        elapsed = time.monotonic() - started
+        c.read_once()
+        assert c.terminated is not None
+        assert c.terminated.error_code == 0
+        assert c.terminated.last_stream_id == 1
+    assert elapsed < 8, f"took {elapsed:.1f}s to stop"
