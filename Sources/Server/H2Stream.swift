@@ -187,8 +187,10 @@ final class H2Stream {
     /// Encodes the response head: the application's fields, then `date`
     /// and `content-length` as HTTP/1.1 adds them.
     func encodeHead(_ head: ResponseHead, endStream: Bool) {
-        status = head.status
-        let s = head.status
+        // HTTP/2 has no 101 and no final 1xx (RFC 9113 §8.1.1): an
+        // application that asks for one gets a 500 instead.
+        let s = (200...999).contains(head.status) ? head.status : 500
+        status = s
         bodyless = isHead || s == 204 || s == 304
         session.core.beginHeaders(streamID: id, status: s)
         var sawDate = false
@@ -210,6 +212,7 @@ final class H2Stream {
     }
 
     func encodeInformational(status: Int, fields: UnsafeBufferPointer<ResponseField>) {
+        guard (100...199).contains(status), status != 101 else { return }  // no upgrades in HTTP/2
         session.core.beginHeaders(streamID: id, status: status)
         for f in fields { session.core.addField(name: f.name, value: f.value) }
         session.core.endHeaders(endStream: false)

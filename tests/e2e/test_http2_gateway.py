@@ -228,3 +228,20 @@ def test_sigterm_with_an_idle_http2_client(start_server: object) -> None:
         assert c.terminated.error_code == 0
         assert c.terminated.last_stream_id == 1
     assert elapsed < 8, f"took {elapsed:.1f}s to stop"
+
+
+@pytest.mark.parametrize("code", [101, 103, 199])
+def test_asgi_final_status_without_meaning_in_http2_is_a_500(asgi: Server, code: int) -> None:
+    """HTTP/2 has no 101 and no final 1xx (RFC 9113 §8.1.1): the client gets a 500, the worker serves on."""
+    with H2Client(asgi.port) as c:
+        r = c.request("GET", f"/status?code={code}")
+        assert r.status == 500
+        assert bytes(c.request("GET", "/hello").body) == b"hello"
+
+
+@pytest.mark.parametrize("code", ["101", "199"])
+def test_wsgi_final_status_without_meaning_in_http2_is_a_500(wsgi: Server, code: str) -> None:
+    with H2Client(wsgi.port) as c:
+        r = c.request("GET", f"/status/{code}")
+        assert r.status == 500
+        assert bytes(c.request("GET", "/hello").body) == b"hello"
