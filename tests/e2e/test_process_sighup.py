@@ -77,10 +77,12 @@ def test_sighup_under_load_fails_no_request(serve: Callable[..., Server], kind: 
     assert not failures(outcomes), f"{len(failures(outcomes))} of {len(outcomes)} failed:\n" + describe(
         failures(outcomes)
     )
-    # A floor that only shows the load really ran through both handovers: with
-    # two WSGI workers, three clients keep 300 ms requests in flight, so the
-    # quick requests share what time is left (330-1100 seen on this machine).
-    assert len(outcomes) > 250, f"only {len(outcomes)} requests"
+    # That load ran through both handovers is shown below (every generation of
+    # workers answered some of it); this floor only catches a load that barely
+    # ran. How many requests fit is a property of the machine, not the server:
+    # with two WSGI workers and three clients keeping 300 ms requests in flight,
+    # 226-1100 were seen here, depending on what else the machine was doing.
+    assert len(outcomes) > 50, f"only {len(outcomes)} requests"
     after = wait_for_workers(server, 2, exclude=first | second)
     assert after == third
     counts = per_worker(outcomes)
