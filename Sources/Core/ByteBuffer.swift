@@ -75,4 +75,26 @@ public struct ByteBuffer {
         if bytes.count > 0 { (storage! + writerIndex).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
         writerIndex += bytes.count
     }
+
+    /// Appends `bytes` to a buffer that owns its storage (never a pool
+    /// block: outgrown storage is deallocated), compacting first and then
+    /// moving to an allocation that doubles from `minimumCapacity` until
+    /// they fit.
+    public mutating func appendGrowing(_ bytes: UnsafeRawBufferPointer, minimumCapacity: Int = 16 * 1024) {
+        guard !bytes.isEmpty else { return }
+        if writableCount < bytes.count {
+            compact()
+            if writableCount < bytes.count {
+                var newCapacity = max(capacity, minimumCapacity)
+                while newCapacity - readableCount < bytes.count { newCapacity *= 2 }
+                let block = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
+                if hasStorage {
+                    move(toNewStorage: block, capacity: newCapacity)?.deallocate()
+                } else {
+                    attach(block, capacity: newCapacity)
+                }
+            }
+        }
+        append(bytes)
+    }
 }

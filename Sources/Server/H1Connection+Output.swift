@@ -62,21 +62,7 @@ extension H1Connection {
     }
 
     private func queue(_ bytes: UnsafeRawBufferPointer) {
-        guard !bytes.isEmpty else { return }
-        if pending.writableCount < bytes.count {
-            pending.compact()
-            if pending.writableCount < bytes.count {
-                var capacity = max(pending.capacity, 16 * 1024)
-                while capacity - pending.readableCount < bytes.count { capacity *= 2 }
-                let block = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-                if pending.hasStorage {
-                    pending.move(toNewStorage: block, capacity: capacity)?.deallocate()
-                } else {
-                    pending.attach(block, capacity: capacity)
-                }
-            }
-        }
-        pending.append(bytes)
+        pending.appendGrowing(bytes)
     }
 
     /// Writes what the socket takes of the pending bytes and file. Returns

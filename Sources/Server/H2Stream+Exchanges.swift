@@ -139,14 +139,14 @@ extension H2Stream: AsyncExchange {
             let n = data.isEmpty && !end ? 0 : frame(data, end: end)
             bytesOut += Int64(n)
             if n < data.count {
-                H2Stream.append(UnsafeRawBufferPointer(rebasing: data[n...]), to: &pendingOut)
+                pendingOut.appendGrowing(UnsafeRawBufferPointer(rebasing: data[n...]))
                 bytesOut += Int64(data.count - n)
                 session.enqueueForSending(self)
             } else if end && !responseEnded {
                 session.enqueueForSending(self)
             }
         } else {
-            if !data.isEmpty { H2Stream.append(data, to: &pendingOut) }
+            if !data.isEmpty { pendingOut.appendGrowing(data) }
             bytesOut += Int64(data.count)
         }
         return outcome()

@@ -118,7 +118,7 @@ extension H2Stream: WebSocketTransport {
             conversation.inputArrived()
             if let left = webSocketDirectInput, !left.isEmpty {
                 if webSocket != nil && !conversation.closeReceived && !reset {
-                    H2Stream.append(UnsafeRawBufferPointer(left), to: &body)
+                    body.appendGrowing(UnsafeRawBufferPointer(left))
                 } else {
                     session.core.consumed(streamID: id, left.count)
                 }
@@ -126,7 +126,7 @@ extension H2Stream: WebSocketTransport {
             webSocketDirectInput = nil
             return
         }
-        if !bytes.isEmpty { H2Stream.append(bytes, to: &body) }
+        if !bytes.isEmpty { body.appendGrowing(bytes) }
         conversation.inputArrived()
     }
 
@@ -217,7 +217,7 @@ extension H2Stream: WebSocketTransport {
         bytesOut += Int64(bytes.count)
         let n = hasPendingOutput ? 0 : frame(bytes, end: false)
         guard n < bytes.count else { return }
-        H2Stream.append(UnsafeRawBufferPointer(rebasing: bytes[n...]), to: &pendingOut)
+        pendingOut.appendGrowing(UnsafeRawBufferPointer(rebasing: bytes[n...]))
         session.enqueueForSending(self)
     }
 

@@ -142,7 +142,7 @@ final class H2Stream {
 
     /// DATA for this stream: kept until the application reads it.
     func receive(_ bytes: UnsafeRawBufferPointer, end: Bool) {
-        if !bytes.isEmpty { H2Stream.append(bytes, to: &body) }
+        if !bytes.isEmpty { body.appendGrowing(bytes) }
         if end { bodyEnded = true }
     }
 
@@ -163,23 +163,6 @@ final class H2Stream {
         let left = body.readableCount
         if left > 0 { session.core.consumed(streamID: id, left) }
         body.detach()?.deallocate()
-    }
-
-    static func append(_ bytes: UnsafeRawBufferPointer, to buffer: inout ByteBuffer) {
-        if buffer.writableCount < bytes.count {
-            buffer.compact()
-            if buffer.writableCount < bytes.count {
-                var capacity = max(buffer.capacity, 16 * 1024)
-                while capacity - buffer.readableCount < bytes.count { capacity *= 2 }
-                let block = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-                if buffer.hasStorage {
-                    buffer.move(toNewStorage: block, capacity: capacity)?.deallocate()
-                } else {
-                    buffer.attach(block, capacity: capacity)
-                }
-            }
-        }
-        buffer.append(bytes)
     }
 
     // MARK: - Response

@@ -66,6 +66,26 @@ final class ByteBufferTests: XCTestCase {
     }
 }
 
+final class ByteBufferGrowthTests: XCTestCase {
+    func testAppendGrowingCompactsThenDoubles() {
+        var b = ByteBuffer()
+        let chunk = [UInt8](repeating: 7, count: 100)
+        chunk.withUnsafeBytes { b.appendGrowing($0, minimumCapacity: 256) }
+        XCTAssertEqual(b.capacity, 256)
+        b.readerIndex = 90  // 10 left: room after compacting, no new storage
+        let more = [UInt8](repeating: 8, count: 200)
+        more.withUnsafeBytes { b.appendGrowing($0, minimumCapacity: 256) }
+        XCTAssertEqual(b.capacity, 256)
+        XCTAssertEqual(b.readableCount, 210)
+        let big = [UInt8](repeating: 9, count: 600)
+        big.withUnsafeBytes { b.appendGrowing($0, minimumCapacity: 256) }
+        XCTAssertEqual(b.capacity, 1024)  // 256 doubled until 810 bytes fit
+        XCTAssertEqual(Array(b.readable.prefix(10)), [UInt8](repeating: 7, count: 10))
+        XCTAssertEqual(Array(b.readable.suffix(600)), big)
+        b.detach()?.deallocate()
+    }
+}
+
 final class BufferPoolTests: XCTestCase {
     func testGivenBlocksAreReused() {
         var pool = BufferPool(blockSize: 64, maxFree: 2)
