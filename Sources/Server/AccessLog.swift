@@ -13,8 +13,9 @@ struct AccessLog {
     let format: AccessLogFormat
 
     /// What the line needs of the request, copied before the request's
-    /// bytes are released.
-    struct RequestLine {
+    /// bytes are released. A class: every connection holds an optional one,
+    /// and a reference keeps that slot at 8 bytes when logging is off.
+    final class RequestLine {
         let method: String
         let target: String
         let version: String
