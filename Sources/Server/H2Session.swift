@@ -23,6 +23,8 @@ final class H2Session {
     var streams: [UInt32: H2Stream] = [:]
     /// Streams holding response bytes the core has not taken yet.
     private var sendQueue: [H2Stream] = []
+    /// Streams whose sender waits for output to drain (see waitForDrain).
+    private var drainWaiters: [H2Stream] = []
     /// WSGI requests waiting for the application, in arrival order.
     private var waiting: [H2Stream] = []
     private var waitingHead = 0
@@ -327,15 +329,21 @@ final class H2Session {
         if !sendQueue.contains(where: { $0 === s }) { sendQueue.append(s) }
     }
 
+    /// A stream told its sender to wait (backpressure): it hears
+    /// `outputDrained` once its own pending bytes and the output are low.
+    func waitForDrain(_ s: H2Stream) {
+        guard !s.drainWanted else { return }
+        s.drainWanted = true
+        drainWaiters.append(s)
+    }
+
     private func notifyDrained() {
-        guard core.output.readableCount < H2Session.lowWater else { return }
-        for s in sendQueue where s.drainWanted && s.pendingOutputBytes < H2Session.lowWater {
-            s.drainWanted = false
-            s.delegate?.outputDrained()
-            s.webSocket?.outputDrained()
-        }
-        // Streams that left the queue with everything framed.
-        for s in streams.values where s.drainWanted && !s.hasPendingOutput {
+        guard !drainWaiters.isEmpty, core.output.readableCount < H2Session.lowWater else { return }
+        let waiters = drainWaiters
+        drainWaiters.removeAll(keepingCapacity: true)
+        for s in waiters {
+            guard s.drainWanted, !s.reset else { s.drainWanted = false; continue }
+            guard s.pendingOutputBytes < H2Session.lowWater else { drainWaiters.append(s); continue }
             s.drainWanted = false
             s.delegate?.outputDrained()
             s.webSocket?.outputDrained()

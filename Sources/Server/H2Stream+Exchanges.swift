@@ -181,7 +181,7 @@ extension H2Stream: AsyncExchange {
         if reset || session.closed { return .closed }
         session.scheduleFlush()
         if pendingOutputBytes > H2Session.highWater || session.core.output.readableCount > H2Session.highWater {
-            drainWanted = true
+            session.waitForDrain(self)
             return .backpressure
         }
         return .done

@@ -225,7 +225,7 @@ extension H2Stream: WebSocketTransport {
         guard pendingOutputBytes > H2Session.highWater || session.core.output.readableCount > H2Session.highWater else {
             return false
         }
-        drainWanted = true
+        session.waitForDrain(self)
         return true
     }
 
