@@ -57,9 +57,6 @@ public final class PeerInfo {
     public let serverPort: Int
     public let isUnix: Bool
     public let scheme: StaticString
-    /// Per-connection cache of the Python objects built from the above.
-    public var cachedRemoteAddress: UnsafeMutableRawPointer?
-    public var cachedRemotePort: UnsafeMutableRawPointer?
     /// Set when the connection is TLS, once its handshake completed.
     public var tls: TLSInfo?
 

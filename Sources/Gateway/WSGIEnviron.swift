@@ -14,6 +14,9 @@ struct WSGIEnvironBuilder {
     let rootPath: [UInt8]
     private var headerKeys = FieldNameCache(form: .cgiKey)
     private var decoded = [UInt8](repeating: 0, count: 1024)
+    private var recentRemoteAddress = RecentString()
+    private var recentServerName = RecentString()
+    private var recentServerPort = RecentString()
 
     init(keys: WSGIKeys, rootPath: String, scheme: StaticString, multiprocess: Bool, errors: PyRef, fileWrapper: PyRef) {
         self.keys = keys
@@ -117,21 +120,20 @@ struct WSGIEnvironBuilder {
         return env
     }
 
-    private func setPeer(_ env: PyRef, _ peer: PeerInfo) {
-        if peer.cachedRemoteAddress == nil {
-            let addr = Py.str(peer.isUnix ? "" : peer.remoteAddress)
-            let port = Py.str(peer.isUnix ? "" : String(peer.remotePort))
-            peer.cachedRemoteAddress = UnsafeMutableRawPointer(addr)
-            peer.cachedRemotePort = UnsafeMutableRawPointer(port)
+    /// REMOTE_* and SERVER_*: the address strings repeat from request to
+    /// request (one listener, few client addresses), so the last of each is
+    /// kept; the client's port is new with every connection.
+    private mutating func setPeer(_ env: PyRef, _ peer: PeerInfo) {
+        PyDict_SetItem(env, keys.remoteAddr, recentRemoteAddress.object(peer.isUnix ? "" : peer.remoteAddress))
+        if peer.isUnix {
+            PyDict_SetItem(env, keys.remotePort, recentServerPort.object(""))
+        } else {
+            let port = Py.str(String(peer.remotePort))
+            PyDict_SetItem(env, keys.remotePort, port)
+            Py.decref(port)
         }
-        PyDict_SetItem(env, keys.remoteAddr, peer.cachedRemoteAddress!.assumingMemoryBound(to: PyObject.self))
-        PyDict_SetItem(env, keys.remotePort, peer.cachedRemotePort!.assumingMemoryBound(to: PyObject.self))
-        let name = Py.str(peer.serverName)
-        PyDict_SetItem(env, keys.serverName, name)
-        Py.decref(name)
-        let port = Py.str(String(peer.serverPort))
-        PyDict_SetItem(env, keys.serverPort, port)
-        Py.decref(port)
+        PyDict_SetItem(env, keys.serverName, recentServerName.object(peer.serverName))
+        PyDict_SetItem(env, keys.serverPort, recentServerPort.object(String(peer.serverPort)))
     }
 
     /// PATH_INFO is the percent-decoded path as latin-1 (PEP 3333 "native
@@ -153,3 +155,20 @@ struct WSGIEnvironBuilder {
     }
 }
 
+
+/// A Python str for the most recent text asked for: built again only when
+/// the text changes.
+struct RecentString {
+    private var text: String?
+    private var cached: PyRef?
+
+    /// A borrowed reference, valid until the next call.
+    mutating func object(_ value: String) -> PyRef {
+        if let cached, text == value { return cached }
+        Py.xdecref(cached)
+        let fresh = Py.str(value)
+        cached = fresh
+        text = value
+        return fresh
+    }
+}

@@ -78,7 +78,7 @@ extension H1Connection: AsyncExchange {
         } else {
             guard emitBody(bytes, flush: false, blocking: false) else { return .closed }
         }
-        return outcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false))
+        return outcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false, final: responseComplete))
     }
 
     func sendFile(fd file: Int32, offset: Int64, count: Int64) -> SendOutcome {

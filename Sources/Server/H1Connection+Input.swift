@@ -36,6 +36,14 @@ extension H1Connection {
         inputPooled = false
     }
 
+    /// Gives the parsing state back to the worker (idle or closed).
+    func releaseParsing() {
+        if let p = parsing {
+            parsing = nil
+            worker.giveParsing(p)
+        }
+    }
+
     func releaseInput() {
         guard input.hasStorage, input.isEmpty else { return }
         if let s = input.detach() {
@@ -70,7 +78,7 @@ extension H1Connection {
             var offset = 0
             while true {
                 let rest = UnsafeRawBufferPointer(rebasing: avail[offset...])
-                switch chunked.decode(rest) {
+                switch parsing!.chunked.decode(rest) {
                 case .data(let span, let consumed):
                     // `consumed` covers the framing and the payload; hand out
                     // what fits and keep the rest as carry.
@@ -129,7 +137,7 @@ extension H1Connection {
     /// Runs a copy of the chunked decoder over the buffered body bytes and
     /// returns the framing error, if they contain one.
     func prevalidateChunkedBody() -> H1Error? {
-        var probe = chunked
+        var probe = parsing!.chunked
         var rest = input.readable
         while !rest.isEmpty {
             switch probe.decode(rest) {

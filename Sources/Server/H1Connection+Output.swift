@@ -32,9 +32,23 @@ extension H1Connection {
 
     /// Writes the staged bytes and then `extra`. Returns false if the
     /// connection failed.
-    func transmit(_ extra: UnsafeRawBufferPointer, blocking: Bool) -> Bool {
+    ///
+    /// `final`: these are the last bytes of the response. A small final
+    /// write on a connection that stays open is held for the rest of the
+    /// loop round and written with the round's other responses (see
+    /// CoalescedOutput); anything else written later on this connection
+    /// first lets the held bytes out, so order is kept.
+    func transmit(_ extra: UnsafeRawBufferPointer, blocking: Bool, final: Bool = false) -> Bool {
         if writeFailed { worker.out.count = 0; return false }
         let staged = worker.out.bytes
+        if final && keepAlive && bodyComplete && !hasPendingOutput && !worker.stopRequested
+            && staged.count + extra.count <= CoalescedOutput.maxResponse {
+            heldOutput = true
+            worker.hold(self, staged, extra)
+            worker.out.count = 0
+            return true
+        }
+        if heldOutput { worker.flushHeld() }
         if !hasPendingOutput {
             let (written, failed) = io.writeSome(staged, extra)
             if failed {
@@ -63,6 +77,24 @@ extension H1Connection {
 
     private func queue(_ bytes: UnsafeRawBufferPointer) {
         pending.appendGrowing(bytes)
+    }
+
+    /// Writes bytes held back by CoalescedOutput: what the socket does not
+    /// take becomes pending output, watched like any other.
+    func writeHeld(_ bytes: UnsafeRawBufferPointer) {
+        if writeFailed { return }
+        if hasPendingOutput { queue(bytes); return }
+        let (written, failed) = io.writeSome(bytes, UnsafeRawBufferPointer(start: nil, count: 0))
+        if failed {
+            // The peer reset the connection: its error event closes it.
+            writeFailed = true
+            return
+        }
+        if written < bytes.count {
+            queue(UnsafeRawBufferPointer(rebasing: bytes[written...]))
+            worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
+            updateInterest()
+        }
     }
 
     /// Writes what the socket takes of the pending bytes and file. Returns
@@ -133,6 +165,10 @@ extension H1Connection {
             } else {
                 worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
             }
+        } else if phase == .head && !hasPendingOutput && !requestBytesSeen && input.isEmpty {
+            // A held response that had to wait for the socket is out: the
+            // connection is idle again.
+            worker.arm(self, milliseconds: worker.config.keepAliveMilliseconds)
         }
         updateInterest()
     }
@@ -288,6 +324,7 @@ extension H1Connection {
     static let lingerMaxBytes = 1 << 20
 
     func lingerAfterResponse() {
+        if heldOutput { worker.flushHeld() }
         io.shutdownWrite()
         input.readerIndex = input.writerIndex
         releaseInput()
@@ -328,6 +365,7 @@ extension H1Connection {
 
     func close() {
         guard phase != .closed else { return }
+        if heldOutput { worker.flushHeld() }
         let wasLingering = phase == .lingering
         phase = .closed
         if let session = h2 {
@@ -337,6 +375,7 @@ extension H1Connection {
         worker.disarm(self)
         input.readerIndex = input.writerIndex
         releaseInput()
+        releaseParsing()
         pending.detach()?.deallocate()
         if let file = pendingFile {
             _ = csys_close(file.fd)

@@ -43,6 +43,7 @@ extension H1Connection: WebSocketTransport {
                                extraField: rejection.requiresVersionField ? "sec-websocket-version: 13" : nil)
         case .accept(let key):
             phase = .websocket
+            releaseParsing()
             wsKey = key
             wsCloseWhenFlushed = false
             let conversation = WebSocketConversation(transport: self, request: request)

@@ -46,7 +46,8 @@ final class H1Connection {
     var interest: IOEvents = []
     var input = ByteBuffer()
     var inputPooled = false
-    var parser: H1HeadParser
+    /// Held while a request arrives or is served (nil when idle).
+    var parsing: H1RequestParsing?
     var requestBytesSeen = false
     var requestStart = Instant(nanoseconds: 0)
 
@@ -55,7 +56,6 @@ final class H1Connection {
     var requestKeepAlive = true
     var framing: H1BodyFraming = .none
     var remaining: Int64 = 0
-    var chunked: H1ChunkedDecoder
     var chunkCarry = 0
     var bodyComplete = true
     var bodyReceived: Int64 = 0
@@ -78,6 +78,8 @@ final class H1Connection {
     var bytesOut: Int64 = 0
     var pending = ByteBuffer()
     var pendingFile: PendingFile?
+    /// The worker holds this connection's last response (CoalescedOutput).
+    var heldOutput = false
 
     // ASGI only.
     var delegate: AsyncExchangeDelegate?
@@ -109,8 +111,6 @@ final class H1Connection {
     init(worker: Worker, index: Int, limits: H1Limits) {
         self.worker = worker
         self.index = index
-        parser = H1HeadParser(limits: limits)
-        chunked = H1ChunkedDecoder(limits: limits)
     }
 
     var token: UInt64 { UInt64(generation) << 32 | UInt64(index) }
@@ -123,7 +123,6 @@ final class H1Connection {
         // What updateInterest wants in the head phase (the handshake sets its own).
         interest = tls == nil ? [.readable, .peerClosed] : .readable
         readPaused = false
-        parser.reset()
         requestBytesSeen = false
         aborted = false
         writeFailed = false
@@ -227,7 +226,8 @@ final class H1Connection {
                 requestStart = worker.now
                 worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
             }
-            switch parser.parse(input.readable, headers: worker.headerTable) {
+            if parsing == nil { parsing = worker.takeParsing() }
+            switch parsing!.head.parse(input.readable, headers: worker.headerTable) {
             case .incomplete:
                 if input.writableCount == 0 && input.readerIndex == 0 {
                     // The head fills the buffer: move to a larger one (the
@@ -317,7 +317,7 @@ final class H1Connection {
             remaining = n
             bodyComplete = n == 0
         case .chunked:
-            chunked = H1ChunkedDecoder(limits: parser.limits)
+            parsing!.chunked = H1ChunkedDecoder(limits: worker.limits)
             bodyComplete = false
             // Bad framing in the part of the body already here is refused
             // before the application runs, like a bad head.
@@ -346,7 +346,7 @@ final class H1Connection {
             accessLine = nil
         }
         requestBytesSeen = false
-        parser.reset()
+        parsing?.head.reset()
         if aborted || writeFailed || status == 0 {
             close()
             return
@@ -378,6 +378,7 @@ final class H1Connection {
     /// wait (keep-alive timeout).
     private func becomeIdle() {
         releaseInput()
+        releaseParsing()
         worker.arm(self, milliseconds: worker.config.keepAliveMilliseconds)
     }
 

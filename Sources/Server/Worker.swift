@@ -28,7 +28,7 @@ final class Worker {
     private var timers: TimerWheel
     private var pool = BufferPool()
     let blockSize: Int
-    private let limits: H1Limits
+    let limits: H1Limits
     private var slots: [H1Connection] = []
     private var generations: [UInt32] = []
     private var freeSlots: [Int] = []
@@ -105,6 +105,23 @@ final class Worker {
         for s in sessions { s.deferredFlush() }
     }
 
+    /// Small complete HTTP/1.1 ASGI responses of this loop iteration (see
+    /// CoalescedOutput).
+    private var held = CoalescedOutput()
+
+    func hold(_ c: H1Connection, _ staged: UnsafeRawBufferPointer, _ extra: UnsafeRawBufferPointer) {
+        let first = held.isEmpty
+        if held.hold(c, staged, extra) {
+            flushHeld()
+        } else if first {
+            EventLoopDriver.requestDeferred()
+        }
+    }
+
+    func flushHeld() {
+        held.flush()
+    }
+
     /// After waiting inside a request (WSGI), the loop's clock is stale.
     func refreshClock() { now = Instant.now() }
 
@@ -139,7 +156,10 @@ final class Worker {
             onStarted(name)
             scheduleTimer()
         }
-        EventLoopDriver.deferred = { [unowned self] in flushDeferredSessions() }
+        EventLoopDriver.deferred = { [unowned self] in
+            flushDeferredSessions()
+            flushHeld()
+        }
         EventLoopDriver.poll = { [unowned self] in
             let n = poller.wait(timeoutMilliseconds: 0)
             handle(n)
@@ -433,6 +453,20 @@ final class Worker {
 
     func disarm(_ c: H1Connection) {
         timers.cancel(c.index)
+    }
+
+    /// Parsing state for connections with a request under way; idle
+    /// connections return theirs (a bounded number is kept for reuse).
+    private var parsingPool: [H1RequestParsing] = []
+
+    func takeParsing() -> H1RequestParsing {
+        parsingPool.popLast() ?? H1RequestParsing(limits: limits)
+    }
+
+    func giveParsing(_ p: H1RequestParsing) {
+        guard parsingPool.count < 256 else { return }
+        p.head.reset()
+        parsingPool.append(p)
     }
 
     func takeBlock() -> UnsafeMutableRawPointer { pool.take() }

@@ -737,6 +737,17 @@ async def big_send(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
+@route("sized")
+async def sized(scope: Scope, receive: Receive, send: Send) -> None:
+    """One whole response of ?size= bytes (the 0..250 pattern, starting at ?n= mod 251), Content-Length set."""
+    params = query(scope)
+    size = int(params["size"])
+    start = int(params.get("n", "0")) % 251
+    pattern = bytes(range(251))
+    body = ((pattern[start:] + pattern[:start]) * (size // len(pattern) + 1))[:size]
+    await respond(send, body)
+
+
 @route("drip")
 async def drip(scope: Scope, receive: Receive, send: Send) -> None:
     """Send a small part every 20 ms until a send fails; record how it failed."""

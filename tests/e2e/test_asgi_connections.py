@@ -75,6 +75,49 @@ def test_100_pipelined_requests_are_answered_in_order(raw_server: Server) -> Non
                 assert response.status == 200 + index % 7
 
 
+def _sized_body(size: int, n: int) -> bytes:
+    start = n % 251
+    pattern = bytes(range(251))
+    return ((pattern[start:] + pattern[:start]) * (size // len(pattern) + 1))[:size]
+
+
+@pytest.mark.parametrize("size", [13, 20_000, 32_700, 40_000])
+def test_pipelined_responses_stay_whole_and_in_order_when_the_client_reads_late(raw_server: Server, size: int) -> None:
+    """200 pipelined requests for `size`-byte responses, read only after all are sent.
+
+    Small final responses are held for the end of the loop iteration and
+    written together (CoalescedOutput); a client that does not read fills the
+    socket, so held writes go out in part and the rest waits as pending
+    output. Every response must arrive whole and in request order, on either
+    side of the 32 KiB holding limit.
+    """
+    count = 200
+    data = b"".join(request("GET", f"/sized?size={size}&n={index}") for index in range(count))
+    with RawConnection.to(raw_server) as connection:
+        connection.send(data)
+        time.sleep(0.5)
+        for index in range(count):
+            response = connection.read_response()
+            assert response.status == 200
+            assert response.body == _sized_body(size, index), f"response {index} of {count}"
+    assert_raw_still_serving(raw_server)
+
+
+def test_many_connections_answered_in_one_iteration_each_get_their_own_response(raw_server: Server) -> None:
+    """64 connections send at once, so their responses are held and written together: none is mixed up."""
+    connections = [RawConnection.to(raw_server) for _ in range(64)]
+    try:
+        for round_ in range(5):
+            for index, connection in enumerate(connections):
+                connection.send(request("GET", f"/sized?size={100 + index}&n={index + round_}"))
+            for index, connection in enumerate(connections):
+                response = connection.read_response()
+                assert response.body == _sized_body(100 + index, index + round_)
+    finally:
+        for connection in connections:
+            connection.close()
+
+
 def test_connection_close_from_the_client_is_honoured(raw_server: Server) -> None:
     with RawConnection.to(raw_server) as connection:
         connection.send(request("GET", "/hello", [("Connection", "close")]))
