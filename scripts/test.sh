@@ -10,7 +10,9 @@
 #   5. a short libFuzzer run over each fuzz target (HTTP/1, HPACK/HTTP/2 frames);
 #   5b. the benchmark harness in smoke mode (one short round, peregrine only);
 #   6. pytest: end-to-end tests against the installed server, and the install
-#      test (fresh venvs of two interpreters).
+#      test (fresh venvs of two interpreters);
+#   7. the ASGI, HTTP/2 and WebSocket end-to-end tests again on a debug build,
+#      which keeps Swift's run-time exclusivity checks.
 #
 # Environment: PYTHON (default python3) picks the interpreter of the test venv;
 # FUZZ_SECONDS (default 20) the fuzzing time per fuzz target.
@@ -60,3 +62,11 @@ step "benchmark smoke (benchmarks/run.py --quick)"
 
 step "pytest"
 "$venv/bin/python" -m pytest tests -q -p no:cacheprovider
+
+# Release builds run without Swift's run-time exclusivity checks (see
+# Package.swift); the asynchronous paths, where an overlapping access could
+# hide, run once more on a debug build that keeps them.
+step "pytest: ASGI, HTTP/2 and WebSocket end-to-end on a debug build (exclusivity checks on)"
+PYTHON="$venv/bin/python" scripts/swiftpm build --product peregrine -j 2 2>&1 | tail -n 3
+PEREGRINE_BIN="$root/.build/debug/peregrine" "$venv/bin/python" -m pytest tests/e2e -q -p no:cacheprovider \
+    -k "asgi or http2 or websocket"

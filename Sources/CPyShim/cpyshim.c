@@ -42,6 +42,27 @@ PyObject *pshim_unicode_latin1_new(const char *data, Py_ssize_t length) {
     return PyUnicode_DecodeLatin1(data, length, NULL);
 }
 
+PyObject *pshim_unicode_decimal(long long value) {
+    char digits[24];
+    int n = 0;
+    unsigned long long v = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+    do { digits[sizeof digits - 1 - n++] = (char)('0' + v % 10); v /= 10; } while (v != 0);
+    if (value < 0) digits[sizeof digits - 1 - n++] = '-';
+    PyObject *s = PyUnicode_New(n, 127);
+    if (s == NULL) return NULL;
+    memcpy(PyUnicode_1BYTE_DATA(s), digits + sizeof digits - n, (size_t)n);
+    return s;
+}
+
+PyObject *pshim_dict_new_presized(Py_ssize_t minused) {
+#if PY_VERSION_HEX < 0x030F0000
+    return _PyDict_NewPresized(minused);
+#else
+    (void)minused;
+    return PyDict_New();
+#endif
+}
+
 PyTypeObject *pshim_type(PyObject *o) { return Py_TYPE(o); }
 const char *pshim_type_name(PyObject *o) { return Py_TYPE(o)->tp_name; }
 

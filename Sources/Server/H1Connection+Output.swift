@@ -188,10 +188,13 @@ extension H1Connection {
 
     /// Stages the status line and fields, choosing the framing.
     func stageHead(_ head: ResponseHead, trailers: Bool) {
+        // One strong reference for the whole head: each access through the
+        // unowned(unsafe) `worker` would otherwise retain and release it.
+        let w = worker
         status = head.status
         let s = head.status
         bodyless = isHeadRequest || s < 200 || s == 204 || s == 304
-        if head.close || worker.stopRequested { keepAlive = false }
+        if head.close || w.stopRequested { keepAlive = false }
         // Trailers need chunked framing, which a 1.0 client cannot take.
         trailersOut = trailers && !bodyless && !isHTTP10
         let length = trailersOut ? nil : head.contentLength
@@ -199,43 +202,45 @@ extension H1Connection {
         // delimited by closing the connection (RFC 9112 §6.3).
         if length == nil && !bodyless && isHTTP10 { keepAlive = false }
         chunkedOut = length == nil && !bodyless && !isHTTP10
-        worker.out.append("HTTP/1.1 ")
-        worker.out.append(decimal: Int64(s))
-        worker.out.append(" ")
-        worker.out.append(head.reason.isEmpty ? reasonBytes(s) : head.reason)
-        worker.out.append("\r\n")
+        lengthOut = length ?? -1
+        w.out.append("HTTP/1.1 ")
+        w.out.append(decimal: Int64(s))
+        w.out.append(" ")
+        w.out.append(head.reason.isEmpty ? reasonBytes(s) : head.reason)
+        w.out.append("\r\n")
         let sawDate = stageFields(head.fields)
         if !sawDate {
-            worker.out.append("date: ")
-            worker.out.append(worker.date.bytes)
-            worker.out.append("\r\n")
+            w.out.append("date: ")
+            w.out.append(w.date.bytes)
+            w.out.append("\r\n")
         }
         if let length, s != 204, s != 304, s >= 200 {
-            worker.out.append("content-length: ")
-            worker.out.append(decimal: length)
-            worker.out.append("\r\n")
+            w.out.append("content-length: ")
+            w.out.append(decimal: length)
+            w.out.append("\r\n")
         } else if chunkedOut {
-            worker.out.append("transfer-encoding: chunked\r\n")
+            w.out.append("transfer-encoding: chunked\r\n")
         }
         if !keepAlive {
-            worker.out.append("connection: close\r\n")
+            w.out.append("connection: close\r\n")
         } else if isHTTP10 {
-            worker.out.append("connection: keep-alive\r\n")
+            w.out.append("connection: keep-alive\r\n")
         }
-        worker.out.append("\r\n")
+        w.out.append("\r\n")
         headSent = true
     }
 
     /// Stages `name: value` lines; true if one of them was `Date`.
     @discardableResult
     func stageFields(_ fields: UnsafeBufferPointer<ResponseField>) -> Bool {
+        let w = worker
         var sawDate = false
         for f in fields {
             if f.name.count == 4 && isDateName(f.name) { sawDate = true }
-            worker.out.append(f.name)
-            worker.out.append(": ")
-            worker.out.append(f.value)
-            worker.out.append("\r\n")
+            w.out.append(f.name)
+            w.out.append(": ")
+            w.out.append(f.value)
+            w.out.append("\r\n")
         }
         return sawDate
     }
@@ -257,7 +262,11 @@ extension H1Connection {
             worker.out.reserve(H1ChunkedEncoder.maxSizeLineLength)
             worker.out.count += H1ChunkedEncoder.writeSizeLine(bytes.count, into: worker.out.base + worker.out.count)
         }
-        if bytes.count <= 16 * 1024 {
+        // A WSGI block that completes a Content-Length body goes out with
+        // the staged head in one writev instead of being copied after it
+        // (a 12 KiB body: 12 KiB less to copy per response).
+        let completesBody = blocking && !chunkedOut && bytesOut == lengthOut && bytes.count >= 2048
+        if bytes.count <= 16 * 1024 && !completesBody {
             worker.out.append(bytes)
             if chunkedOut { worker.out.append("\r\n") }
             if flush || worker.out.count > 64 * 1024 {

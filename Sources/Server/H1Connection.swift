@@ -76,6 +76,8 @@ final class H1Connection {
     var writeFailed = false
     var status = 0
     var bytesOut: Int64 = 0
+    /// The response's Content-Length (-1: none, or not framed by it).
+    var lengthOut: Int64 = -1
     var pending = ByteBuffer()
     var pendingFile: PendingFile?
     /// The worker holds this connection's last response (CoalescedOutput).
@@ -214,20 +216,21 @@ final class H1Connection {
     /// (pipelining: responses go out strictly in request order, since each
     /// is finished before the next head is looked at).
     func process() {
+        let w = worker  // one retain for the call, not one per use
         while phase == .head || phase == .discarding {
             if phase == .discarding {
                 guard discardBody() else { return }
                 continue
             }
             if input.isEmpty { becomeIdle(); return }
-            if firstBytes && phase == .head && worker.config.http2 && detectHTTP2Preface() { return }
+            if firstBytes && phase == .head && w.config.http2 && detectHTTP2Preface() { return }
             if !requestBytesSeen {
                 requestBytesSeen = true
-                requestStart = worker.now
-                worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
+                requestStart = w.now
+                w.arm(self, milliseconds: w.config.requestTimeoutMilliseconds)
             }
-            if parsing == nil { parsing = worker.takeParsing() }
-            switch parsing!.head.parse(input.readable, headers: worker.headerTable) {
+            if parsing == nil { parsing = w.takeParsing() }
+            switch parsing!.head.parse(input.readable, headers: w.headerTable) {
             case .incomplete:
                 if input.writableCount == 0 && input.readerIndex == 0 {
                     // The head fills the buffer: move to a larger one (the
@@ -246,18 +249,19 @@ final class H1Connection {
     }
 
     private func serve(_ head: H1RequestHead) {
+        let w = worker  // one retain for the call, not one per use
         firstBytes = false
-        if worker.config.http2Only {
+        if w.config.http2Only {
             // HTTP/1.1 is refused on this server (RFC 9110 §15.6.6).
             sendErrorAndLinger(505)
             return
         }
-        worker.disarm(self)
+        w.disarm(self)
         let base = UnsafeRawPointer(input.readable.baseAddress!)
         input.readerIndex += head.headLength
         guard beginRequest(head) else { return }
-        let table = worker.headerTable
-        let spans = worker.fieldSpans
+        let table = w.headerTable
+        let spans = w.fieldSpans
         for i in 0..<table.count {
             spans[i] = FieldSpans(name: table.name(i), value: table.value(i))
         }
@@ -265,17 +269,17 @@ final class H1Connection {
             base: base, method: head.methodSpan, target: head.target, path: head.path, query: head.query,
             httpVersion: isHTTP10 ? "HTTP/1.0" : "HTTP/1.1", isHead: isHeadRequest,
             fieldCount: table.count, fields: UnsafePointer(spans), peer: peer)
-        accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(request) : nil
-        worker.requestsServed += 1
-        if head.upgrade, worker.asgi != nil, let verdict = webSocketVerdict(head) {
-            if worker.config.websockets {
+        accessLine = w.accessLog.enabled ? AccessLog.RequestLine(request) : nil
+        w.requestsServed += 1
+        if head.upgrade, w.asgi != nil, let verdict = webSocketVerdict(head) {
+            if w.config.websockets {
                 startWebSocket(verdict, request: request)
             } else {
                 sendErrorAndLinger(501)
             }
             return
         }
-        if let asgi = worker.asgi {
+        if let asgi = w.asgi {
             phase = .request
             responseComplete = false
             bodyWanted = false
@@ -284,9 +288,9 @@ final class H1Connection {
         } else {
             // While the application runs inline this worker cannot accept:
             // siblings must not leave connections to it meanwhile.
-            worker.publishBusy()
-            worker.wsgi!.serve(request, exchange: self, token: worker.nextRequestToken())
-            worker.publishLoad()
+            w.publishBusy()
+            w.wsgi!.serve(request, exchange: self, token: w.nextRequestToken())
+            w.publishLoad()
             afterResponse()
         }
     }

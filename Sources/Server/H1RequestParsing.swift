@@ -1,7 +1,7 @@
 import HTTP1
 
 /// A connection's request-parsing state: the head parser and the chunked
-/// body decoder (about 350 bytes). A connection holds one only while a
+/// body decoder (about 310 bytes). A connection holds one only while a
 /// request arrives or is served; an idle keep-alive connection gives it back
 /// to the worker's pool (see Worker.takeParsing), which is most of why an
 /// idle connection costs well under a kilobyte.

@@ -44,6 +44,11 @@ Py_ssize_t pshim_list_size(PyObject *o);
 int pshim_unicode_latin1(PyObject *s, const unsigned char **data, Py_ssize_t *length);
 // A new str from latin-1 bytes.
 PyObject *pshim_unicode_latin1_new(const char *data, Py_ssize_t length);
+/// The decimal digits of `value` as a new str (a port number for REMOTE_PORT).
+PyObject *pshim_unicode_decimal(long long value);
+/// A dict with room for `minused` items before it must grow (copies of it
+/// keep that room: see the WSGI environ template).
+PyObject *pshim_dict_new_presized(Py_ssize_t minused);
 
 PyTypeObject *pshim_type(PyObject *o);
 const char *pshim_type_name(PyObject *o);
