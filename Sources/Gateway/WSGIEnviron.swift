@@ -14,9 +14,9 @@ struct WSGIEnvironBuilder {
     let rootPath: [UInt8]
     private var headerKeys = FieldNameCache(form: .cgiKey)
     private var decoded = [UInt8](repeating: 0, count: 1024)
-    private var recentRemoteAddress = RecentString()
-    private var recentServerName = RecentString()
-    private var recentServerPort = RecentPort()
+    private var recentRemoteAddress = RecentString<String>(Py.str)
+    private var recentServerName = RecentString<String>(Py.str)
+    private var recentServerPort = RecentString<Int> { pshim_unicode_decimal(Int64($0))! }
 
     init(keys: WSGIKeys, rootPath: String, scheme: StaticString, multiprocess: Bool, errors: PyRef, fileWrapper: PyRef) {
         self.keys = keys
@@ -165,36 +165,22 @@ struct WSGIEnvironBuilder {
     }
 }
 
-/// A Python str for the most recent text asked for: built again only when
-/// the text changes.
-struct RecentString {
-    private var text: String?
+/// The Python str of the most recent value asked for (an address, a port):
+/// built again only when the value changes.
+struct RecentString<Value: Equatable> {
+    private let make: (Value) -> PyRef
+    private var value: Value?
     private var cached: PyRef?
 
-    /// A borrowed reference, valid until the next call.
-    mutating func object(_ value: String) -> PyRef {
-        if let cached, text == value { return cached }
-        Py.xdecref(cached)
-        let fresh = Py.str(value)
-        cached = fresh
-        text = value
-        return fresh
-    }
-}
-
-/// The decimal str of the most recent port asked for (SERVER_PORT, the same
-/// for every request on one listener).
-struct RecentPort {
-    private var port = -1
-    private var cached: PyRef?
+    init(_ make: @escaping (Value) -> PyRef) { self.make = make }
 
     /// A borrowed reference, valid until the next call.
-    mutating func object(_ value: Int) -> PyRef {
-        if let cached, port == value { return cached }
+    mutating func object(_ v: Value) -> PyRef {
+        if let cached, value == v { return cached }
         Py.xdecref(cached)
-        let fresh = pshim_unicode_decimal(Int64(value))!
+        let fresh = make(v)
         cached = fresh
-        port = value
+        value = v
         return fresh
     }
 }

@@ -30,7 +30,8 @@ _BIG_START: Message = {
 _BIG_BODY: Message = {"type": "http.response.body", "body": BIG}
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
+async def lifespan(receive: Receive, send: Send) -> None:
+    """Complete startup and shutdown (shared with the WebSocket apps)."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
@@ -43,7 +44,7 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 async def hello(scope: Message, receive: Receive, send: Send) -> None:
     """Answer every request with the 13-byte text."""
     if scope["type"] != "http":
-        await _lifespan(receive, send)
+        await lifespan(receive, send)
         return
     await send(_HELLO_START)
     await send(_HELLO_BODY)
@@ -52,7 +53,7 @@ async def hello(scope: Message, receive: Receive, send: Send) -> None:
 async def big(scope: Message, receive: Receive, send: Send) -> None:
     """Answer every request with a 12 KiB body."""
     if scope["type"] != "http":
-        await _lifespan(receive, send)
+        await lifespan(receive, send)
         return
     await send(_BIG_START)
     await send(_BIG_BODY)
@@ -61,7 +62,7 @@ async def big(scope: Message, receive: Receive, send: Send) -> None:
 async def echo(scope: Message, receive: Receive, send: Send) -> None:
     """Send the request body back."""
     if scope["type"] != "http":
-        await _lifespan(receive, send)
+        await lifespan(receive, send)
         return
     chunks: list[bytes] = []
     while True:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from apps.asgi_apps import lifespan
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
@@ -34,13 +36,7 @@ async def _other(scope: Message, receive: Receive, send: Send) -> None:
         await send(_NOT_FOUND_START)
         await send(_NOT_FOUND_BODY)
         return
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+    await lifespan(receive, send)
 
 
 def _reply(message: Message) -> Message:
