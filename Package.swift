@@ -1,9 +1,24 @@
 // swift-tools-version:6.0
 // The Python include and link flags are not known until install time: they
 // come from the interpreter doing the install. `scripts/swiftpm` (and the pip
-// build) computes them with sysconfig and passes them as -Xcc/-Xlinker flags,
-// so this manifest stays free of any interpreter path.
+// build) computes them with sysconfig and passes the include flags as -Xcc
+// flags and the link flags in PEREGRINE_PYTHON_LINK (separated by 0x1F),
+// which link only the worker executable to libpython: the supervisor
+// (`peregrine`) must not map it. So this manifest stays free of any
+// interpreter path.
 import PackageDescription
+
+let pythonLink: [LinkerSetting] = {
+    let flags = (Context.environment["PEREGRINE_PYTHON_LINK"] ?? "").split(separator: "\u{1F}").map(String.init)
+    return flags.isEmpty ? [] : [.unsafeFlags(flags.flatMap { ["-Xlinker", $0] })]
+}()
+
+// The supervisor is linked fully static when the build asks for it (the pip
+// build does when the toolchain has the static Swift runtime): it then maps
+// nothing but itself, about 2 MiB resident instead of 4.5 with the shared C
+// and C++ runtimes (BENCHMARKS.md, memory).
+let supervisorLink: [LinkerSetting] =
+    Context.environment["PEREGRINE_STATIC_SUPERVISOR"] == "1" ? [.unsafeFlags(["-static-executable"])] : []
 
 // Release builds drop the run-time exclusivity checks (debug builds, which
 // the tests run, keep them): on a WSGI hello request they were 4,200 of the
@@ -17,7 +32,10 @@ let strict: [SwiftSetting] = [
 let package = Package(
     name: "peregrine",
     products: [
+        // The supervisor: options, listening socket, worker processes. No Python.
         .executable(name: "peregrine", targets: ["peregrine"]),
+        // A worker: Python, the application, the protocols. Run by `peregrine`.
+        .executable(name: "peregrine-worker", targets: ["peregrine-worker"]),
     ],
     targets: [
         // C: syscalls, socket options, epoll, sendfile, clock, signals.
@@ -39,13 +57,22 @@ let package = Package(
         // Sans-I/O RFC 6455 framing and handshake helpers; permessage-deflate (RFC 7692) over CZlib.
         .target(name: "WebSocket", dependencies: ["Core", "CZlib"], swiftSettings: strict),
         // TLS contexts and sessions for the server (over CTLS).
-        .target(name: "TLS", dependencies: ["CTLS"], swiftSettings: strict),
-        .target(name: "PyBridge", dependencies: ["CPython", "CPyShim", "Core"], swiftSettings: strict),
+        .target(name: "TLS", dependencies: ["CTLS", "Core"], swiftSettings: strict),
+        .target(name: "PyBridge", dependencies: ["CPython", "CPyShim", "Core"], swiftSettings: strict,
+                linkerSettings: pythonLink),
         // The gateways are Python adapters by nature, so they see the C API too;
         // the protocol cores and the server do not.
         .target(name: "Gateway", dependencies: ["PyBridge", "CPython", "CPyShim", "Core", "CSys"], swiftSettings: strict),
-        .target(name: "Server", dependencies: ["Gateway", "PyBridge", "HTTP1", "HTTP2", "WebSocket", "Core", "CSys", "TLS"], swiftSettings: strict),
-        .executableTarget(name: "peregrine", dependencies: ["Server"], swiftSettings: strict),
+        // The command line, the configuration it makes and the listening
+        // socket: shared by the supervisor and the workers.
+        .target(name: "Options", dependencies: ["Core", "CSys"], swiftSettings: strict),
+        // The supervisor process (no Python, no OpenSSL, no protocol code).
+        .target(name: "Supervision", dependencies: ["Options", "Core", "CSys"], swiftSettings: strict),
+        .target(name: "Server", dependencies: ["Options", "Gateway", "PyBridge", "HTTP1", "HTTP2", "WebSocket", "Core", "CSys", "TLS"],
+                swiftSettings: strict),
+        .executableTarget(name: "peregrine", dependencies: ["Supervision"], swiftSettings: strict,
+                          linkerSettings: supervisorLink),
+        .executableTarget(name: "peregrine-worker", dependencies: ["Server"], swiftSettings: strict),
 
         // libFuzzer entry point for the HTTP/1 parsers (see fuzz/README.md).
         .executableTarget(name: "fuzz-http1", dependencies: ["HTTP1", "Core"], path: "fuzz/Sources/fuzz-http1", swiftSettings: strict),

@@ -3,10 +3,11 @@
 Metadata lives in pyproject.toml. This file only adds what declarative
 setuptools cannot say:
 
-- `build_py` also runs `swift build -c release --product peregrine` with the
-  include/link flags of the interpreter doing the install (build_support/) and
-  copies the executable to peregrine/_bin/peregrine, beside a small JSON
-  record of which interpreter it was built for;
+- `build_py` also runs `swift build -c release` for the two executables, the
+  supervisor `peregrine` and the `peregrine-worker` it runs, with the
+  include/link flags of the interpreter doing the install (build_support/),
+  and copies them to peregrine/_bin/, beside a small JSON record of which
+  interpreter they were built for;
 - the distribution claims to have extension modules, so the wheel is tagged
   for this CPython ABI and platform (cp311-cp311-linux_x86_64): the binary
   links this interpreter's libpython.
@@ -31,7 +32,8 @@ import preflight  # noqa: E402  (found through the sys.path entry above)
 import pyflags  # noqa: E402
 import swiftbuild  # noqa: E402
 
-BINARY = "_bin/peregrine"
+#: The supervisor (what the launcher runs) and the worker executable it starts from its own directory.
+BINARIES = ("_bin/peregrine-worker", "_bin/peregrine")
 BUILD_INFO = "_bin/build.json"
 
 
@@ -56,10 +58,11 @@ class BuildPyWithSwift(build_py):
             raise SystemExit(f"peregrine build: {error}") from None
         # An editable install imports the package from the source tree.
         package_dir = ROOT / "python" / "peregrine" if self.editable_mode else Path(self.build_lib) / "peregrine"
-        target = package_dir / BINARY
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(built, target)
-        target.chmod(0o755)
+        for source, name in zip(built, BINARIES, strict=True):
+            target = package_dir / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            target.chmod(0o755)
         info = {
             "python_version": f"{sys.version_info[0]}.{sys.version_info[1]}",
             "base_prefix": sys.base_prefix,
@@ -73,7 +76,7 @@ class BuildPyWithSwift(build_py):
         if self.editable_mode:
             return list(super().get_outputs(include_bytecode))
         package_dir = Path(self.build_lib) / "peregrine"
-        extra = [str(package_dir / BINARY), str(package_dir / BUILD_INFO)]
+        extra = [*(str(package_dir / name) for name in BINARIES), str(package_dir / BUILD_INFO)]
         return [*super().get_outputs(include_bytecode), *extra]
 
 

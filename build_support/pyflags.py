@@ -6,7 +6,8 @@ interpreter's libpython: shared when the interpreter has one, static otherwise
 (then the executable exports its symbols so C extension modules resolve them).
 
 Used by setup.py at `pip install` time and by scripts/swiftpm for development.
-Run directly, it prints one flag per line.
+Run directly, it prints one -Xcc flag per line; with --link, the libpython
+link flags for PEREGRINE_PYTHON_LINK.
 """
 
 from __future__ import annotations
@@ -108,24 +109,32 @@ def link_flags() -> list[str]:
 
 
 def swiftpm_flags(default_python: str | None = None) -> list[str]:
-    """-Xcc/-Xlinker flags for SwiftPM.
+    """-Xcc flags for SwiftPM (the link flags travel in PEREGRINE_PYTHON_LINK, see `link_environment`).
 
     `default_python` is the interpreter baked in as the binary's default
     program name (PEREGRINE_BUILD_PYTHON); sys.executable if not given.
     """
     baked = default_python or sys.executable
-    flags = ["-Xcc", "-I" + include_dir()]
-    flags += ["-Xcc", f'-DPEREGRINE_BUILD_PYTHON="{baked}"']
-    for flag in link_flags():
-        flags += ["-Xlinker", flag]
-    return flags
+    return ["-Xcc", "-I" + include_dir(), "-Xcc", f'-DPEREGRINE_BUILD_PYTHON="{baked}"']
 
 
-def main() -> int:
-    """Print one flag per line, or the missing prerequisite."""
+#: Package.swift reads the libpython link flags from this variable and gives them to the worker executable only.
+LINK_VARIABLE = "PEREGRINE_PYTHON_LINK"
+
+
+def link_environment() -> dict[str, str]:
+    """The environment entry carrying the link flags, separated by 0x1F (a flag may hold a space)."""
+    return {LINK_VARIABLE: "\x1f".join(link_flags())}
+
+
+def main(arguments: list[str]) -> int:
+    """Print one -Xcc flag per line, or with --link the value of PEREGRINE_PYTHON_LINK; or the missing prerequisite."""
     try:
-        for flag in swiftpm_flags():
-            print(flag)
+        if arguments == ["--link"]:
+            print(link_environment()[LINK_VARIABLE])
+        else:
+            for flag in swiftpm_flags():
+                print(flag)
     except MissingPrerequisiteError as error:
         print(f"peregrine build: {error}", file=sys.stderr)
         return 1
@@ -133,4 +142,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

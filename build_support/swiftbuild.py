@@ -1,4 +1,4 @@
-"""Build the `peregrine` executable with SwiftPM for the interpreter doing the install.
+"""Build the `peregrine` executables (supervisor and worker) with SwiftPM for the interpreter doing the install.
 
 setup.py calls `build_binary`. The scratch directory lives in the source tree
 (.build/pip-<interpreter>) and survives between installs, so a second
@@ -51,40 +51,47 @@ def _tail(log: Path, lines: int = 40) -> str:
     return "\n".join(shown)
 
 
+def has_static_runtime(swift: str) -> bool:
+    """Whether the toolchain ships the static Swift runtime (lib/swift_static)."""
+    found = shutil.which(swift) or swift
+    toolchain = Path(os.path.realpath(found)).parent.parent
+    return (toolchain / "lib" / "swift_static" / "linux" / "libswiftCore.a").is_file()
+
+
 def static_stdlib_flags(swift: str, environ: Mapping[str, str]) -> list[str]:
     """`-static-stdlib` when the toolchain ships the static Swift runtime (PEREGRINE_STATIC_STDLIB=0: never).
 
-    Linked into the executable, the Swift runtime costs each process about 2.5 MiB less resident memory than
-    the shared libswiftCore and its companions (which are relocated and paged in whole): the supervisor and
-    every worker carry one.
+    Linked into the executable, the Swift runtime costs each worker about 2.5 MiB less resident memory than
+    the shared libswiftCore and its companions (which are relocated and paged in whole).
     """
-    if environ.get("PEREGRINE_STATIC_STDLIB", "1") == "0":
-        return []
-    found = shutil.which(swift) or swift
-    toolchain = Path(os.path.realpath(found)).parent.parent
-    if not (toolchain / "lib" / "swift_static" / "linux" / "libswiftCore.a").is_file():
+    if environ.get("PEREGRINE_STATIC_STDLIB", "1") == "0" or not has_static_runtime(swift):
         return []
     return ["-Xswiftc", "-static-stdlib"]
 
 
-def build_binary(swift: str, root: Path, environ: Mapping[str, str]) -> Path:
-    """Run `swift build -c release --product peregrine`; return the built executable."""
+def build_environment(swift: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of `swift build`: the libpython link flags, and whether the supervisor links fully static.
+
+    Package.swift reads both (see there). The supervisor (`peregrine`) is linked with `-static-executable`
+    under the same condition as `-static-stdlib`: it then maps nothing but itself.
+    """
+    env = {**environ, **pyflags.link_environment()}
+    static = environ.get("PEREGRINE_STATIC_STDLIB", "1") != "0" and has_static_runtime(swift)
+    env["PEREGRINE_STATIC_SUPERVISOR"] = "1" if static else "0"
+    return env
+
+
+#: The executables a build produces: the supervisor, and the worker it runs (beside it, same directory).
+PRODUCTS = ("peregrine-worker", "peregrine")
+
+
+def build_binary(swift: str, root: Path, environ: Mapping[str, str]) -> list[Path]:
+    """Run `swift build -c release` for each product; return the built executables (in PRODUCTS order)."""
     scratch = scratch_dir(root, environ)
     scratch.mkdir(parents=True, exist_ok=True)
     flags = pyflags.swiftpm_flags(default_python=pyflags.base_executable()) + static_stdlib_flags(swift, environ)
-    common = [
-        swift,
-        "build",
-        "-c",
-        "release",
-        "--product",
-        "peregrine",
-        "--package-path",
-        str(root),
-        "--scratch-path",
-        str(scratch),
-    ]
-    command = [*common, "-j", jobs(environ), *flags]
+    env = build_environment(swift, environ)
+    common = [swift, "build", "-c", "release", "--package-path", str(root), "--scratch-path", str(scratch)]
     log = scratch / "pip-build.log"
     print(
         f"peregrine: swift build -c release for {pyflags.base_executable()} in {scratch} (log: {log})",
@@ -92,9 +99,13 @@ def build_binary(swift: str, root: Path, environ: Mapping[str, str]) -> Path:
     )
     started = time.monotonic()
     with log.open("w") as sink:
-        sink.write(" ".join(command) + "\n")
-        sink.flush()
-        status = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, check=False).returncode
+        for product in PRODUCTS:
+            command = [*common, "--product", product, "-j", jobs(environ), *flags]
+            sink.write(" ".join(command) + "\n")
+            sink.flush()
+            status = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, env=env, check=False).returncode
+            if status != 0:
+                break
     elapsed = time.monotonic() - started
     if status != 0:
         print(_tail(log), file=sys.stderr, flush=True)
@@ -102,9 +113,11 @@ def build_binary(swift: str, root: Path, environ: Mapping[str, str]) -> Path:
             f"swift build failed (exit {status}) after {elapsed:.0f}s; the errors are above, the full log is {log}"
         )
     print(f"peregrine: swift build finished in {elapsed:.0f}s", flush=True)
-    shown = subprocess.run([*common, "--show-bin-path", *flags], capture_output=True, text=True, check=False)
+    shown = subprocess.run([*common, "--show-bin-path", *flags], capture_output=True, text=True, env=env, check=False)
     output = shown.stdout.strip().splitlines()
-    binary = Path(output[-1] if output else scratch / "release") / "peregrine"
-    if not binary.is_file():
-        raise BuildFailedError(f"swift build succeeded but {binary} does not exist")
-    return binary
+    bin_dir = Path(output[-1] if output else scratch / "release")
+    binaries = [bin_dir / product for product in PRODUCTS]
+    for binary in binaries:
+        if not binary.is_file():
+            raise BuildFailedError(f"swift build succeeded but {binary} does not exist")
+    return binaries

@@ -67,6 +67,8 @@ step "pytest"
 # Package.swift); the asynchronous paths, where an overlapping access could
 # hide, run once more on a debug build that keeps them.
 step "pytest: ASGI, HTTP/2 and WebSocket end-to-end on a debug build (exclusivity checks on)"
-PYTHON="$venv/bin/python" scripts/swiftpm build --product peregrine -j 2 2>&1 | tail -n 3
+for product in peregrine-worker peregrine; do
+    PYTHON="$venv/bin/python" scripts/swiftpm build --product "$product" -j 2 2>&1 | tail -n 3
+done
 PEREGRINE_BIN="$root/.build/debug/peregrine" "$venv/bin/python" -m pytest tests/e2e -q -p no:cacheprovider \
     -k "asgi or http2 or websocket"

@@ -47,6 +47,24 @@ def peregrine_command() -> list[str]:
     pytest.skip("no installed peregrine: run `pip install .` in this venv or set PEREGRINE_BIN")
 
 
+def server_executable() -> Path:
+    """The `peregrine` supervisor executable itself (not the console script), with `peregrine-worker` beside it."""
+    command = Path(peregrine_command()[0])
+    with command.open("rb") as head:
+        if head.read(4) == b"\x7fELF":
+            return command.resolve()
+    # A console script: ask its interpreter where the package keeps the binary.
+    interpreter = command.read_text().splitlines()[0].removeprefix("#!").strip()
+    found = subprocess.run(
+        [interpreter, "-c", "import peregrine; print(peregrine.binary_path())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={key: value for key, value in os.environ.items() if key != "PEREGRINE_BINARY"},
+    )
+    return Path(found.stdout.strip())
+
+
 @dataclass(frozen=True, kw_only=True)
 class Venv:
     """A virtual environment made for a test."""

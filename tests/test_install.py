@@ -93,9 +93,10 @@ def test_python_dash_m_runs_the_binary(installed_venv: Venv) -> None:
 @pytest.mark.install
 def test_binary_ships_executable_inside_the_package(installed_venv: Venv) -> None:
     package = _site_packages(installed_venv) / "peregrine"
-    binary = package / "_bin" / "peregrine"
-    assert binary.is_file()
-    assert os.access(binary, os.X_OK)
+    for name in ("peregrine", "peregrine-worker"):  # the supervisor runs the worker from its own directory
+        binary = package / "_bin" / name
+        assert binary.is_file()
+        assert os.access(binary, os.X_OK)
     info = json.loads((package / "_bin" / "build.json").read_text())
     version = installed_venv.run("-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')")
     assert info["python_version"] == version.stdout.strip()
@@ -111,8 +112,8 @@ def test_wheel_is_tagged_for_the_interpreter_abi(installed_venv: Venv) -> None:
 
 
 @pytest.mark.install
-def test_binary_links_the_installing_interpreters_libpython(installed_venv: Venv) -> None:
-    binary = _site_packages(installed_venv) / "peregrine" / "_bin" / "peregrine"
+def test_worker_links_the_installing_interpreters_libpython(installed_venv: Venv) -> None:
+    binary = _site_packages(installed_venv) / "peregrine" / "_bin" / "peregrine-worker"
     libdir = installed_venv.run("-c", "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))")
     ldd = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=True).stdout
     libpython = [line for line in ldd.splitlines() if "libpython" in line]
@@ -120,6 +121,16 @@ def test_binary_links_the_installing_interpreters_libpython(installed_venv: Venv
         pytest.skip("linked statically against libpython")
     assert "not found" not in libpython[0]
     assert libdir.stdout.strip() in libpython[0]
+
+
+@pytest.mark.install
+def test_supervisor_maps_neither_python_nor_openssl(installed_venv: Venv) -> None:
+    """The supervisor process only waits on workers: it links no libpython, libssl or libcrypto."""
+    binary = _site_packages(installed_venv) / "peregrine" / "_bin" / "peregrine"
+    ldd = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=False)
+    shown = ldd.stdout + ldd.stderr
+    for library in ("libpython", "libssl", "libcrypto"):
+        assert library not in shown, shown
 
 
 APP = """

@@ -349,6 +349,17 @@ int csys_reap(int *exit_status, int *signal) {
     return pid;
 }
 
+int csys_wait(int pid, int *exit_status, int *signal) {
+    int status = 0;
+    pid_t r;
+    do r = waitpid(pid, &status, 0);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0) return -1;
+    *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    *signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    return 0;
+}
+
 int csys_kill(int pid, int sig) { return kill(pid, sig); }
 
 int csys_pipe(int fds[2]) {
@@ -404,6 +415,30 @@ int csys_inotify_read(int fd, int *wds, int *is_dir, char *names, size_t names_l
 unsigned csys_random(void) {
     unsigned r = 0;
     if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) r = (unsigned)getpid() * 2654435761u;
+    return r;
+}
+
+int csys_export_random_secret(const char *name, size_t len) {
+    static const char digits[] = "0123456789abcdef";
+    unsigned char bytes[64];
+    char hex[2 * sizeof bytes + 1];
+    if (len > sizeof bytes) return -1;
+    // getrandom(2) without GRND_NONBLOCK: a secret waits for an
+    // initialised entropy pool rather than being weak.
+    for (size_t got = 0; got < len;) {
+        ssize_t n = getrandom(bytes + got, len - got, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        got += (size_t)n;
+    }
+    for (size_t i = 0; i < len; i++) {
+        hex[2 * i] = digits[bytes[i] >> 4];
+        hex[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    hex[2 * len] = 0;
+    int r = setenv(name, hex, 1);
+    explicit_bzero(bytes, sizeof bytes);
+    explicit_bzero(hex, sizeof hex);
     return r;
 }
 

@@ -402,7 +402,6 @@ void ctls_server_free(ctls_server *s) {
     free(s);
 }
 
-int ctls_random(uint8_t *out, size_t len) { return RAND_bytes(out, (int)len) == 1 ? 0 : -1; }
 
 // MARK: - Connections
 
@@ -644,20 +643,6 @@ char *ctls_peer_cert_field(ctls_conn *c, int field) {
 }
 
 void ctls_free(void *p) { free(p); }
-
-int ctls_export_secret(const char *name, const uint8_t *bytes, size_t len) {
-    static const char digits[] = "0123456789abcdef";
-    char hex[2 * 64 + 1];
-    if (len > 64) return -1;
-    for (size_t i = 0; i < len; i++) {
-        hex[2 * i] = digits[bytes[i] >> 4];
-        hex[2 * i + 1] = digits[bytes[i] & 15];
-    }
-    hex[2 * len] = 0;
-    int r = setenv(name, hex, 1);
-    OPENSSL_cleanse(hex, sizeof hex);
-    return r;
-}
 
 static int hexval(char ch) {
     if (ch >= '0' && ch <= '9') return ch - '0';

@@ -1,5 +1,6 @@
 import CPython
 import CPyShim
+import Core
 
 /// Builds a C-level Python type (a heap type from `PyType_FromSpec`) whose
 /// instances carry a fixed Swift payload after the object header.
@@ -24,16 +25,16 @@ public struct NativeTypeBuilder {
 
     /// A METH_FASTCALL method: (self, args, nargs).
     public mutating func method(_ name: String, _ function: FastMethod, doc: String? = nil) {
-        methods.append(PyMethodDef(ml_name: permanent(name),
+        methods.append(PyMethodDef(ml_name: allocateCString(name),
                                    ml_meth: unsafeBitCast(function, to: PyCFunction.self),
                                    ml_flags: METH_FASTCALL,
-                                   ml_doc: doc.map(permanent)))
+                                   ml_doc: doc.map { UnsafePointer(allocateCString($0)) }))
     }
 
     /// A METH_NOARGS method.
     public mutating func method(noArgs name: String, _ function: PyCFunction, doc: String? = nil) {
-        methods.append(PyMethodDef(ml_name: permanent(name), ml_meth: function, ml_flags: METH_NOARGS,
-                                   ml_doc: doc.map(permanent)))
+        methods.append(PyMethodDef(ml_name: allocateCString(name), ml_meth: function, ml_flags: METH_NOARGS,
+                                   ml_doc: doc.map { UnsafePointer(allocateCString($0)) }))
     }
 
     public func build() -> PyRef {
@@ -48,20 +49,12 @@ public struct NativeTypeBuilder {
         let slotTable = UnsafeMutablePointer<PyType_Slot>.allocate(capacity: allSlots.count)
         for (i, s) in allSlots.enumerated() { slotTable[i] = s }
         let spec = UnsafeMutablePointer<PyType_Spec>.allocate(capacity: 1)
-        spec.initialize(to: PyType_Spec(name: UnsafePointer(permanent(name)), basicsize: Int32(basicSize), itemsize: 0,
+        spec.initialize(to: PyType_Spec(name: UnsafePointer(allocateCString(name)), basicsize: Int32(basicSize), itemsize: 0,
                                         flags: UInt32(Py_TPFLAGS_DEFAULT), slots: slotTable))
         guard let type = PyType_FromSpec(spec) else {
             fatalError("cannot create native type \(name)")
         }
         return type
-    }
-
-    private func permanent(_ s: String) -> UnsafeMutablePointer<CChar> {
-        let utf8 = Array(s.utf8)
-        let p = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count + 1)
-        for (i, b) in utf8.enumerated() { p[i] = CChar(bitPattern: b) }
-        p[utf8.count] = 0
-        return p
     }
 }
 

@@ -1,6 +1,7 @@
 import CSys
 import Core
 import Gateway
+import Options
 
 /// One line per request on standard output, as text or JSON.
 ///

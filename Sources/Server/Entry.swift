@@ -1,50 +1,34 @@
 import CSys
 import Core
 import Gateway
+import Options
 import PyBridge
 
-/// The `peregrine` command. Run by a person it is the supervisor: parse
-/// options, bind, start the workers (see Supervisor). Run with the hidden
-/// `--worker` option it is a worker: start Python, import the application,
-/// serve from the inherited socket. Every startup problem is one line on
-/// standard error and exit status 2.
+/// The `peregrine-worker` executable, started by the `peregrine` supervisor
+/// (Supervision) with the user's options and the hidden `--worker
+/// LISTEN:STATUS[...]`: start Python, import the application, serve from
+/// the inherited socket. With `--worker check` it only loads the TLS files
+/// and exits (0, or one `peregrine: error:` line and 2). Every startup
+/// problem is one `peregrine: error:` line on standard error and exit
+/// status 2.
 public enum Main {
     public static func run() -> Never {
-        let args = Array(CommandLine.arguments.dropFirst())
-        let config: Config
-        do {
-            switch try CommandLineParser.parse(args) {
-            case .printAndExit(let text, let status):
-                Log.writeAll(status == 0 ? 1 : 2, text)
-                csys_exit(status)
-            case .run(let c):
-                config = c
-            }
-        } catch {
-            fail(error.message)
-        }
+        let config = ProcessStart.configuration()
         Log.level = config.logLevel
         csys_ignore_sigpipe()
         do {
-            if config.isWorker {
+            if config.checkOnly {
+                try TLSSetup.check(config)
+            } else if config.isWorker {
                 try serve(config)
             } else {
-                try TLSSetup.prepareSupervisor(config)
-                var listener = try Listener.bind(config)
-                listener.secure = config.tlsEnabled
-                let supervisor = try Supervisor(config: config, listener: listener, arguments: args)
-                csys_exit(supervisor.run())
+                ProcessStart.fail("peregrine-worker is started by peregrine; run peregrine")
             }
         } catch {
             if let detail = error.detail, !detail.isEmpty { Log.writeAll(2, detail.hasSuffix("\n") ? detail : detail + "\n") }
-            fail(error.message)
+            ProcessStart.fail(error.message)
         }
         csys_exit(0)
-    }
-
-    static func fail(_ message: String) -> Never {
-        Log.writeAll(2, "peregrine: error: \(message)\n")
-        csys_exit(2)
     }
 
     static func serve(_ config: Config) throws(StartupFailure) {

@@ -1,16 +1,17 @@
 import Core
+import Options
 import TLS
 
 /// From the TLS options to a `TLSContext`, in both processes.
 ///
-/// The supervisor never serves, but it loads every certificate, key and CA
-/// file once before any worker starts, so a mistake is one
-/// `peregrine: error:` line and exit 2 rather than N failing workers. It
-/// also makes the session-ticket secret and leaves it in its environment,
-/// which the workers it spawns inherit; each worker takes it out of its
-/// own environment before Python starts and derives the ticket keys from
-/// it (HKDF per `ticketPeriodSeconds`), so a ticket one worker issued
-/// resumes on any other, with no IPC.
+/// The supervisor has no OpenSSL (Supervision.SupervisorMain): before any
+/// worker starts it runs this executable in check mode, which loads every
+/// certificate, key and CA file once, so a mistake is one
+/// `peregrine: error:` line and exit 2 rather than N failing workers. Each
+/// worker takes the session-ticket secret the supervisor made out of its
+/// environment before Python starts and derives the ticket keys from it
+/// (HKDF per `ticketPeriodSeconds`), so a ticket one worker issued resumes
+/// on any other, with no IPC (Options.TicketSecretHandoff).
 enum TLSSetup {
     /// A ticket key is used to issue tickets for this long, and accepted
     /// for as long again.
@@ -35,19 +36,16 @@ enum TLSSetup {
         }
     }
 
-    /// Supervisor: check the configuration and publish the ticket secret.
-    static func prepareSupervisor(_ config: Config) throws(StartupFailure) {
+    /// `peregrine-worker --worker check`, run by the supervisor before it
+    /// binds: load every certificate, key and CA file once.
+    static func check(_ config: Config) throws(StartupFailure) {
         guard config.tlsEnabled else { return }
         _ = try makeContext(config, ticketSecret: nil)
-        guard let secret = TicketSecret.generate() else {
-            throw StartupFailure("cannot get random bytes for the TLS session-ticket secret")
-        }
-        TicketSecret.export(secret)
     }
 
     /// Worker: the context its connections use (nil without TLS).
     static func workerContext(_ config: Config) throws(StartupFailure) -> TLSContext? {
-        let secret = TicketSecret.take()
+        let secret = TicketSecret.take(environmentName: TicketSecretHandoff.environmentName)
         guard config.tlsEnabled else { return nil }
         if secret == nil { Log.warning("no TLS ticket secret from the supervisor: tickets resume on this worker only") }
         return try makeContext(config, ticketSecret: secret)

@@ -2,6 +2,7 @@ import CSys
 import Core
 import Gateway
 import HTTP1
+import Options
 import PyBridge
 import TLS
 

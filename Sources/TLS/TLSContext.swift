@@ -1,15 +1,5 @@
 import CTLS
-
-/// Whether the server asks for client certificates (mTLS).
-public enum ClientCertificateMode: String, Sendable {
-    /// Not asked for.
-    case off
-    /// Asked for; a client without one (or with one that does not verify)
-    /// still connects, and the application sees the verification result.
-    case optional
-    /// Asked for and verified; without a valid one the handshake fails.
-    case required
-}
+import Core
 
 /// A certificate chain file and its private key file (PEM).
 public struct TLSCertificatePair: Sendable {
@@ -99,25 +89,13 @@ public final class TLSContext {
     }
 }
 
-/// The secret session-ticket keys derive from: made once by the supervisor,
-/// handed to each worker it spawns through the environment, and taken out
-/// of the worker's environment before Python starts.
+/// The secret session-ticket keys derive from: made once by the supervisor
+/// (Options.TicketSecretHandoff), handed to each worker it spawns through
+/// the environment, and taken out of the worker's environment before
+/// Python starts.
 public enum TicketSecret {
-    public static let environmentName = "PEREGRINE_TLS_TICKET_SECRET"
-
-    /// 32 bytes from OpenSSL's CSPRNG.
-    public static func generate() -> [UInt8]? {
-        var bytes = [UInt8](repeating: 0, count: 32)
-        return ctls_random(&bytes, bytes.count) == 0 ? bytes : nil
-    }
-
-    /// Makes `secret` inherited by the processes spawned from now on.
-    public static func export(_ secret: [UInt8]) {
-        _ = ctls_export_secret(environmentName, secret, secret.count)
-    }
-
     /// The secret the supervisor passed, removed from the environment.
-    public static func take() -> [UInt8]? {
+    public static func take(environmentName: String) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: 64)
         let n = ctls_import_secret(environmentName, &bytes, bytes.count)
         return n > 0 ? Array(bytes.prefix(n)) : nil

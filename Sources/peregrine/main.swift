@@ -1,3 +1,3 @@
-import Server
+import Supervision
 
-Main.run()
+SupervisorMain.run()

@@ -85,9 +85,14 @@ int csys_spawn(const char *exe, char *const argv[], const int *keep, int nkeep);
 // A child that has exited: its pid (0 if none, -1 on error), with either
 // its exit status or the signal that killed it.
 int csys_reap(int *exit_status, int *signal);
+// Waits for child `pid` to end: 0 with its exit status or signal, or -1.
+int csys_wait(int pid, int *exit_status, int *signal);
 int csys_kill(int pid, int sig);
 // Random bits for jitter (not for secrets).
 unsigned csys_random(void);
+// `len` (<= 64) random bytes from getrandom(2), set hex-encoded as the
+// environment variable `name` (inherited by processes spawned after).
+int csys_export_random_secret(const char *name, size_t len);
 // pipe2 with O_CLOEXEC; read end non-blocking.
 int csys_pipe(int fds[2]);
 // CPUs this process may run on.

@@ -51,8 +51,6 @@ int ctls_server_add_pair(ctls_server *s, const char *cert_file, const char *key_
 int ctls_server_set_ticket_secret(ctls_server *s, const uint8_t *secret, size_t len, int period_seconds);
 void ctls_server_free(ctls_server *s);
 
-// Random bytes from OpenSSL's CSPRNG; 0 on success.
-int ctls_random(uint8_t *out, size_t len);
 
 // Connections. ctls_conn_new takes no ownership of `fd`.
 ctls_conn *ctls_conn_new(ctls_server *s, int fd);
@@ -101,11 +99,10 @@ void ctls_free(void *p);
 const char *ctls_last_error(void);
 
 // The session-ticket secret travels from the supervisor to the workers it
-// spawns in an environment variable, as hex. Export sets it (inherited by
-// children); import reads it into `out` and removes it from the environment
-// (before Python starts, so applications never see it). Import returns the
-// length, or -1.
-int ctls_export_secret(const char *name, const uint8_t *bytes, size_t len);
+// spawns in an environment variable, as hex (the supervisor sets it with
+// csys_export_random_secret). Import reads it into `out` and removes it
+// from the environment (before Python starts, so applications never see
+// it); it returns the length, or -1.
 long ctls_import_secret(const char *name, uint8_t *out, size_t cap);
 
 #endif

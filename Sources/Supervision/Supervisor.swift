@@ -1,12 +1,15 @@
 import CSys
 import Core
+import Options
 
 /// The `peregrine` process: binds the listening socket once, runs the worker
 /// processes, and keeps them running.
 ///
-/// Theory of operation. The supervisor never starts Python. It creates the
-/// listening socket, then starts each worker by re-executing this binary
-/// with `--worker LISTEN:STATUS`: the worker inherits the socket and the
+/// Theory of operation. The supervisor never starts Python: it is an
+/// executable of its own, without libpython, OpenSSL or the protocol code
+/// (SupervisorMain). It creates the listening socket, then starts each
+/// worker by executing `peregrine-worker` (beside it) with the same options
+/// and `--worker LISTEN:STATUS`: the worker inherits the socket and the
 /// write end of a status pipe, imports the application, and reports over the
 /// pipe: `R` when it accepts connections, `H` every second from its loop
 /// (a heartbeat), `Q` when it has served --max-requests.
@@ -73,13 +76,11 @@ final class Supervisor {
     /// Startup failures in a row (per worker slot) before giving up.
     static let maxStartupFailures = 5
 
-    init(config: Config, listener: Listener, arguments: [String]) throws(StartupFailure) {
+    init(config: Config, listener: Listener, arguments: [String], workerExecutable: String) throws(StartupFailure) {
         self.config = config
         self.listener = listener
         self.arguments = arguments
-        var buf = [CChar](repeating: 0, count: 4096)
-        guard csys_self_exe(&buf, 4096) == 0 else { throw StartupFailure("cannot find this executable (/proc/self/exe)") }
-        executable = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        executable = workerExecutable
         workerCount = config.workers == 0 ? Int(csys_cpu_count()) : config.workers
         signalFD = csys_signalfd_open(1)
         if workerCount > 1 {
@@ -169,10 +170,7 @@ final class Supervisor {
             workerArg += ":\(boardFD):\(boardSlot):\(2 * workerCount)"
             keep.append(boardFD)
         }
-        let args = [executable] + arguments + ["--worker", workerArg]
-        var cargs: [UnsafeMutablePointer<CChar>?] = args.map { strdupC($0) } + [nil]
-        let pid = csys_spawn(executable, &cargs, keep, Int32(keep.count))
-        for p in cargs { p?.deallocate() }
+        let pid = spawnProcess(executable, arguments: arguments + ["--worker", workerArg], keeping: keep)
         _ = csys_close(fds[1])
         guard pid > 0 else {
             _ = csys_close(fds[0])
@@ -385,12 +383,4 @@ final class Supervisor {
     private func killAll() {
         for pid in workers.keys { _ = csys_kill(pid, csys_sig_kill()) }
     }
-}
-
-private func strdupC(_ s: String) -> UnsafeMutablePointer<CChar> {
-    let utf8 = Array(s.utf8)
-    let p = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count + 1)
-    for (i, b) in utf8.enumerated() { p[i] = CChar(bitPattern: b) }
-    p[utf8.count] = 0
-    return p
 }

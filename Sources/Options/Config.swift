@@ -1,5 +1,4 @@
 import Core
-import TLS
 
 /// Which gateway serves the application.
 public enum AppProtocol: String, Sendable {
@@ -108,6 +107,9 @@ public struct Config: Sendable {
     public var boardSlot = 0
     public var boardSlots = 0
     public var isWorker: Bool { inheritedListener >= 0 }
+    /// `--worker check`: the supervisor asks the worker executable to load
+    /// what only it can (certificates and keys, with OpenSSL) and exit.
+    public var checkOnly = false
 
     public init() {}
 }

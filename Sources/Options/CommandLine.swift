@@ -1,5 +1,4 @@
 import Core
-import TLS
 
 /// The result of reading argv: run, or print something and exit.
 public enum CommandLineAction {
@@ -170,9 +169,14 @@ public enum CommandLineParser {
             case "--reload-dir": config.reloadDirs.append(try value())
             case "--reload-include": config.reloadIncludes.append(try value())
             case "--worker":
-                let parts = try value().split(separator: ":").compactMap { Int32($0) }
+                let v = try value()
+                if v == "check" {
+                    config.checkOnly = true
+                    break
+                }
+                let parts = v.split(separator: ":").compactMap { Int32($0) }
                 guard parts.count == 2 || parts.count == 5 else {
-                    throw UsageError(message: "--worker is internal (LISTEN:STATUS[:BOARD:SLOT:SLOTS])")
+                    throw UsageError(message: "--worker is internal (LISTEN:STATUS[:BOARD:SLOT:SLOTS] or check)")
                 }
                 config.inheritedListener = parts[0]
                 config.statusFD = parts[1]

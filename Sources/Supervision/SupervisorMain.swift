@@ -1,0 +1,72 @@
+import CSys
+import Core
+import Options
+
+/// The `peregrine` command: parse the options, bind, start the workers and
+/// keep them running (Supervisor). Every startup problem is one
+/// `peregrine: error:` line on standard error and exit status 2.
+///
+/// This executable links neither libpython nor OpenSSL nor the protocol
+/// code: those live in `peregrine-worker`, installed beside it, which the
+/// supervisor runs for each worker. A process that only waits on its
+/// workers then holds about 2 MiB instead of 11 (pip builds link it fully
+/// static; BENCHMARKS.md, memory). What the supervisor cannot check
+/// without those libraries, the TLS files, it has `peregrine-worker --worker
+/// check` check before it binds, so a bad key still stops everything before
+/// any worker starts.
+public enum SupervisorMain {
+    public static let workerExecutableName = "peregrine-worker"
+
+    public static func run() -> Never {
+        let args = ProcessStart.arguments
+        let config = ProcessStart.configuration()
+        if config.isWorker || config.checkOnly {
+            ProcessStart.fail("--worker is internal: workers run \(workerExecutableName)")
+        }
+        Log.level = config.logLevel
+        csys_ignore_sigpipe()
+        do throws(StartupFailure) {
+            let worker = try locateWorkerExecutable()
+            if config.tlsEnabled {
+                try check(config, arguments: args, worker: worker)
+                guard TicketSecretHandoff.publish() else {
+                    throw StartupFailure("cannot get random bytes for the TLS session-ticket secret")
+                }
+            }
+            var listener = try Listener.bind(config)
+            listener.secure = config.tlsEnabled
+            let supervisor = try Supervisor(config: config, listener: listener, arguments: args, workerExecutable: worker)
+            csys_exit(supervisor.run())
+        } catch {
+            ProcessStart.fail(error.message)
+        }
+    }
+
+    /// `peregrine-worker` in this executable's directory.
+    static func locateWorkerExecutable() throws(StartupFailure) -> String {
+        var buf = [CChar](repeating: 0, count: 4096)
+        guard csys_self_exe(&buf, 4096) == 0 else { throw StartupFailure("cannot find this executable (/proc/self/exe)") }
+        let own = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let directory = own.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(own[..<$0]) } ?? "."
+        let path = directory + "/" + workerExecutableName
+        guard fileExists(path) else {
+            throw StartupFailure("\(path) is missing: the worker executable is installed beside \(own); reinstall peregrine")
+        }
+        return path
+    }
+
+    /// Runs the worker executable in check mode and waits for it: it loads
+    /// the certificates and keys and, on a mistake, prints the one error line
+    /// itself and exits 2, which becomes this process's status.
+    static func check(_ config: Config, arguments: [String], worker: String) throws(StartupFailure) {
+        let pid = spawnProcess(worker, arguments: arguments + ["--worker", "check"])
+        guard pid > 0 else { throw StartupFailure("cannot run \(worker): \(SystemError(call: "fork", errno: csys_errno()))") }
+        var status: Int32 = 0, signal: Int32 = 0
+        guard csys_wait(pid, &status, &signal) == 0 else {
+            throw StartupFailure("cannot wait for \(worker): \(SystemError(call: "waitpid", errno: csys_errno()))")
+        }
+        if signal != 0 { throw StartupFailure("\(worker) was killed by signal \(signal) while checking the TLS files") }
+        if status == 127 { throw StartupFailure("cannot run \(worker)") }
+        if status != 0 { csys_exit(status) }
+    }
+}

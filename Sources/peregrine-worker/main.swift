@@ -1,0 +1,3 @@
+import Server
+
+Main.run()
