@@ -15,7 +15,7 @@ let pythonLink: [LinkerSetting] = {
 
 // The supervisor is linked fully static when the build asks for it (the pip
 // build does when the toolchain has the static Swift runtime): it then maps
-// nothing but itself, about 2 MiB resident instead of 4.5 with the shared C
+// nothing but itself, about 4.1 MiB resident instead of 6.2 with the shared C
 // and C++ runtimes (BENCHMARKS.md, memory).
 let supervisorLink: [LinkerSetting] =
     Context.environment["PEREGRINE_STATIC_SUPERVISOR"] == "1" ? [.unsafeFlags(["-static-executable"])] : []

@@ -9,7 +9,7 @@ import Options
 /// This executable links neither libpython nor OpenSSL nor the protocol
 /// code: those live in `peregrine-worker`, installed beside it, which the
 /// supervisor runs for each worker. A process that only waits on its
-/// workers then holds about 2 MiB instead of 11 (pip builds link it fully
+/// workers then holds about 4 MiB instead of 11 (pip builds link it fully
 /// static; BENCHMARKS.md, memory). What the supervisor cannot check
 /// without those libraries, the TLS files, it has `peregrine-worker --worker
 /// check` check before it binds, so a bad key still stops everything before
