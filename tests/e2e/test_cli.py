@@ -18,7 +18,7 @@ import pytest
 from rawhttp import RawConnection, request
 
 from conftest import APPS, CRASH_MARKERS, start
-from installed import peregrine_command
+from installed import REPO, peregrine_command
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -214,6 +214,15 @@ def test_help() -> None:
         "--help",
     ):
         assert option in result.stdout, option
+
+
+def test_every_option_is_in_config_md_and_back() -> None:
+    """CONFIG.md documents exactly the options --help lists (it is the reference, so it must not drift)."""
+    listed = set(re.findall(r"^  (--[a-z0-9-]+)", run("--help").stdout, re.MULTILINE))
+    config = (REPO / "CONFIG.md").read_text()
+    documented = set(re.findall(r"^\| `(--[a-z0-9-]+)", config, re.MULTILINE))
+    assert {"--host", "--tls-cert", "--ws-compress"} <= listed
+    assert listed - {"--version", "--help"} == documented
 
 
 # --- serving variants ----------------------------------------------------------------------------
