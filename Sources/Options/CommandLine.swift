@@ -43,8 +43,8 @@ options:
   --access-log             log one line per request to standard output
   --access-log-format F    text (default) or json; implies --access-log
   --workers N              worker processes (default 1; 0 = one per CPU)
-  --worker-timeout MS      kill and replace a worker unresponsive this long
-                           (default 30000; 0 = never)
+  --worker-timeout MS      kill and replace a worker unresponsive (or not yet
+                           ready) this long (default 30000; 0 = never)
   --graceful-timeout MS    time in-flight requests get on stop or restart
                            (default 10000)
   --max-requests N         recycle a worker after N requests (default 0: never)

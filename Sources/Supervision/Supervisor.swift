@@ -21,8 +21,9 @@ import Options
 ///
 ///   start ─▶ starting ─R─▶ ready ─(replaced, recycled)─▶ draining ─exit─▶ gone
 ///                │            └─(died, silent past --worker-timeout)─▶ replaced
-///                └─(died before R)─▶ retried with backoff; the first
-///                  generation failing ends the supervisor with its status
+///                └─(died before R, or no R within --worker-timeout: killed)─▶
+///                  retried with backoff; the first generation failing ends
+///                  the supervisor with its status
 ///
 /// Replacing (SIGHUP, --reload, --max-requests) starts the new worker
 /// first; only when it reports `R` is the old one told to drain (SIGUSR1):
@@ -43,6 +44,8 @@ final class Supervisor {
         /// The worker this one replaces, told to drain once this is ready.
         var replaces: Int32?
         var recycleRequested = false
+        /// Killed for not becoming ready within --worker-timeout.
+        var startTimedOut = false
         /// Its slot on the load board.
         var boardSlot = 0
     }
@@ -253,7 +256,8 @@ final class Supervisor {
                 poller.remove(rec.statusFD)
                 _ = csys_close(rec.statusFD)
             }
-            let how = signal != 0 ? "killed by signal \(signal)" : "exited with status \(status)"
+            let how = rec.startTimedOut ? "not ready within --worker-timeout, \(config.workerTimeoutMilliseconds) ms"
+                : signal != 0 ? "killed by signal \(signal)" : "exited with status \(status)"
             if stopping || rec.state == .draining {
                 Log.info("worker \(pid) \(how)")
                 continue
@@ -298,6 +302,14 @@ final class Supervisor {
     private func checkHeartbeats(_ now: Instant) {
         for rec in workers.values {
             switch rec.state {
+            case .starting where config.workerTimeoutMilliseconds > 0 && !rec.startTimedOut:
+                // An import or a lifespan startup that never finishes would
+                // otherwise hold a rolling restart (or the first start) forever.
+                if now.milliseconds(since: rec.started) > config.workerTimeoutMilliseconds {
+                    Log.error("worker \(rec.pid) did not become ready within \(config.workerTimeoutMilliseconds) ms (--worker-timeout); killing it")
+                    _ = csys_kill(rec.pid, csys_sig_kill())
+                    workers[rec.pid]!.startTimedOut = true
+                }
             case .ready where config.workerTimeoutMilliseconds > 0:
                 if now.milliseconds(since: rec.lastBeat) > config.workerTimeoutMilliseconds {
                     Log.error("worker \(rec.pid) has not responded for \(now.milliseconds(since: rec.lastBeat)) ms (--worker-timeout); killing it")

@@ -163,6 +163,65 @@ def test_first_generation_import_failure_exits_2_with_one_error(tmp_path: Path, 
     assert (APPS / "broken_import.py").exists()
 
 
+HANGING = '''\
+"""An application whose import never finishes (a deploy waiting on something that never comes)."""
+
+import time
+
+time.sleep(3600)
+'''
+
+
+def test_a_first_worker_never_ready_is_killed_after_worker_timeout_and_the_server_exits(tmp_path: Path) -> None:
+    (tmp_path / "hanging_app.py").write_text(HANGING, encoding="utf-8")
+    process, args = launch(
+        "hanging_app:app", "--port", "0", "--worker-timeout", "1500", "--python-path", str(tmp_path), state=tmp_path
+    )
+    assert process.stderr is not None
+    assert process.stdout is not None
+    stderr, stdout = Lines(process.stderr), Lines(process.stdout)
+    started = time.monotonic()
+    try:
+        code = process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        pytest.fail(f"{' '.join(args)} still running 15 s after a worker that never gets ready:\n{stderr.text()}")
+    took = time.monotonic() - started
+    stderr.join()
+    stdout.join()
+    text = stderr.text()
+    assert code == 1, text
+    assert 1.4 <= took < 6, f"gave up after {took:.1f}s"
+    assert re.search(r"worker \d+ did not become ready within 1500 ms \(--worker-timeout\); killing it", text), text
+    errors = [line for line in stderr.lines if line.startswith("peregrine: error:")]
+    assert errors == ["peregrine: error: the worker failed to start (not ready within --worker-timeout, 1500 ms)"], text
+    assert "listening on" not in text
+
+
+@pytest.mark.timeout(45)
+def test_a_replacement_never_ready_is_killed_and_retried_while_the_old_worker_serves(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    (tmp_path / "crashy_app.py").write_text(CRASHY, encoding="utf-8")
+    server = serve("crashy_app:app", "--python-path", str(tmp_path), "--worker-timeout", "1500", cwd=tmp_path)
+    (old,) = wait_for_workers(server, 1)
+    (tmp_path / "crashy_app.py").write_text(HANGING, encoding="utf-8")
+    mark = len(server.stderr.lines)
+    server.process.send_signal(signal.SIGHUP)
+    hupped = time.monotonic()
+    killed = log_after(server, r"worker (\d+) did not become ready within 1500 ms \(--worker-timeout\)", mark, 8)
+    assert killed is not None, server.excerpt(80)
+    assert 1.4 <= time.monotonic() - hupped < 6
+    retry = log_after(
+        server, r"failed to start \(not ready within --worker-timeout, 1500 ms\); retrying in \d+ ms", mark, 5
+    )
+    assert retry is not None, server.excerpt(80)
+    for _ in range(5):
+        assert get_pid(server, "/", timeout=5) == old  # the old worker went on serving throughout
+    assert alive(old)
+
+
 @pytest.mark.parametrize("kind", ["wsgi", "asgi"])
 def test_a_stuck_worker_is_killed_after_worker_timeout(serve: Callable[..., Server], kind: str) -> None:
     server = serve(TARGETS[kind], "--worker-timeout", "2000")
