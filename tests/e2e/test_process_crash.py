@@ -137,22 +137,28 @@ def test_crash_loop_retries_with_backoff_then_exits_1(serve: Callable[..., Serve
     assert not workers(server)
 
 
-@pytest.mark.parametrize("count", ["1", "4"])
-def test_first_generation_import_failure_exits_2_with_one_error(tmp_path: Path, count: str) -> None:
-    process, args = launch("broken_import:app", "--port", "0", "--workers", count, state=tmp_path)
+def run_until_exit(target: str, *options: str, state: Path, timeout: float = 15) -> tuple[int, float, Lines]:
+    """Start a server that must end by itself; its exit status, how long it ran, and its standard error."""
+    process, args = launch(target, *options, state=state)
     assert process.stderr is not None
     assert process.stdout is not None
     stderr, stdout = Lines(process.stderr), Lines(process.stdout)
     started = time.monotonic()
     try:
-        code = process.wait(10)
+        code = process.wait(timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-        pytest.fail(f"{' '.join(args)} still running after 10 s:\n{stderr.text()}")
+        pytest.fail(f"{' '.join(args)} still running after {timeout:.0f} s:\n{stderr.text()}")
     took = time.monotonic() - started
     stderr.join()
     stdout.join()
+    return code, took, stderr
+
+
+@pytest.mark.parametrize("count", ["1", "4"])
+def test_first_generation_import_failure_exits_2_with_one_error(tmp_path: Path, count: str) -> None:
+    code, took, stderr = run_until_exit("broken_import:app", "--port", "0", "--workers", count, state=tmp_path)
     text = stderr.text()
     assert code == 2, text
     assert took < 5, f"took {took:.1f}s to give up"
@@ -174,22 +180,9 @@ time.sleep(3600)
 
 def test_a_first_worker_never_ready_is_killed_after_worker_timeout_and_the_server_exits(tmp_path: Path) -> None:
     (tmp_path / "hanging_app.py").write_text(HANGING, encoding="utf-8")
-    process, args = launch(
+    code, took, stderr = run_until_exit(
         "hanging_app:app", "--port", "0", "--worker-timeout", "1500", "--python-path", str(tmp_path), state=tmp_path
     )
-    assert process.stderr is not None
-    assert process.stdout is not None
-    stderr, stdout = Lines(process.stderr), Lines(process.stdout)
-    started = time.monotonic()
-    try:
-        code = process.wait(15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        pytest.fail(f"{' '.join(args)} still running 15 s after a worker that never gets ready:\n{stderr.text()}")
-    took = time.monotonic() - started
-    stderr.join()
-    stdout.join()
     text = stderr.text()
     assert code == 1, text
     assert 1.4 <= took < 6, f"gave up after {took:.1f}s"
