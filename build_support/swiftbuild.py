@@ -51,22 +51,22 @@ def _tail(log: Path, lines: int = 40) -> str:
     return "\n".join(shown)
 
 
-def has_static_runtime(swift: str) -> bool:
-    """Whether the toolchain ships the static Swift runtime (lib/swift_static)."""
+def static_runtime(swift: str, environ: Mapping[str, str]) -> bool:
+    """Link the Swift runtime statically: the toolchain ships it (lib/swift_static), and PEREGRINE_STATIC_STDLIB≠0."""
+    if environ.get("PEREGRINE_STATIC_STDLIB", "1") == "0":
+        return False
     found = shutil.which(swift) or swift
     toolchain = Path(os.path.realpath(found)).parent.parent
     return (toolchain / "lib" / "swift_static" / "linux" / "libswiftCore.a").is_file()
 
 
 def static_stdlib_flags(swift: str, environ: Mapping[str, str]) -> list[str]:
-    """`-static-stdlib` when the toolchain ships the static Swift runtime (PEREGRINE_STATIC_STDLIB=0: never).
+    """`-static-stdlib` when `static_runtime`.
 
     Linked into the executable, the Swift runtime costs each worker about 2.5 MiB less resident memory than
     the shared libswiftCore and its companions (which are relocated and paged in whole).
     """
-    if environ.get("PEREGRINE_STATIC_STDLIB", "1") == "0" or not has_static_runtime(swift):
-        return []
-    return ["-Xswiftc", "-static-stdlib"]
+    return ["-Xswiftc", "-static-stdlib"] if static_runtime(swift, environ) else []
 
 
 def build_environment(swift: str, environ: Mapping[str, str]) -> dict[str, str]:
@@ -76,8 +76,7 @@ def build_environment(swift: str, environ: Mapping[str, str]) -> dict[str, str]:
     under the same condition as `-static-stdlib`: it then maps nothing but itself.
     """
     env = {**environ, **pyflags.link_environment()}
-    static = environ.get("PEREGRINE_STATIC_STDLIB", "1") != "0" and has_static_runtime(swift)
-    env["PEREGRINE_STATIC_SUPERVISOR"] = "1" if static else "0"
+    env["PEREGRINE_STATIC_SUPERVISOR"] = "1" if static_runtime(swift, environ) else "0"
     return env
 
 
