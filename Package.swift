@@ -58,17 +58,20 @@ let package = Package(
         .target(name: "WebSocket", dependencies: ["Core", "CZlib"], swiftSettings: strict),
         // TLS contexts and sessions for the server (over CTLS).
         .target(name: "TLS", dependencies: ["CTLS", "Core"], swiftSettings: strict),
+        // One request/response exchange, whatever carries it: the per-request
+        // state and the decisions that do not depend on framing. No Python.
+        .target(name: "Exchanges", dependencies: ["Core"], swiftSettings: strict),
         .target(name: "PyBridge", dependencies: ["CPython", "CPyShim", "Core"], swiftSettings: strict,
                 linkerSettings: pythonLink),
         // The gateways are Python adapters by nature, so they see the C API too;
         // the protocol cores and the server do not.
-        .target(name: "Gateway", dependencies: ["PyBridge", "CPython", "CPyShim", "Core", "CSys"], swiftSettings: strict),
+        .target(name: "Gateway", dependencies: ["Exchanges", "PyBridge", "CPython", "CPyShim", "Core", "CSys"], swiftSettings: strict),
         // The command line, the configuration it makes and the listening
         // socket: shared by the supervisor and the workers.
         .target(name: "Options", dependencies: ["Core", "CSys"], swiftSettings: strict),
         // The supervisor process (no Python, no OpenSSL, no protocol code).
         .target(name: "Supervision", dependencies: ["Options", "Core", "CSys"], swiftSettings: strict),
-        .target(name: "Server", dependencies: ["Options", "Gateway", "PyBridge", "HTTP1", "HTTP2", "WebSocket", "Core", "CSys", "TLS"],
+        .target(name: "Server", dependencies: ["Options", "Exchanges", "Gateway", "PyBridge", "HTTP1", "HTTP2", "WebSocket", "Core", "CSys", "TLS"],
                 swiftSettings: strict),
         .executableTarget(name: "peregrine", dependencies: ["Supervision"], swiftSettings: strict,
                           linkerSettings: supervisorLink),
@@ -82,6 +85,7 @@ let package = Package(
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "Core"], swiftSettings: strict),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Core"], swiftSettings: strict),
+        .testTarget(name: "ExchangesTests", dependencies: ["Exchanges", "Core"], swiftSettings: strict),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Core"], swiftSettings: strict),
     ]
 )

@@ -28,6 +28,13 @@ struct AccessLog {
         }
     }
 
+    /// The line for a request that reached the application (or a response
+    /// the server made for it), from what its exchange recorded.
+    func record(_ line: RequestLine, _ exchange: HTTPExchange, peer: PeerInfo, now: Instant) {
+        record(line, status: exchange.status, bytes: exchange.bytesOut, peer: peer,
+               milliseconds: exchange.milliseconds(until: now))
+    }
+
     func record(_ line: RequestLine, status: Int, bytes: Int64, peer: PeerInfo, milliseconds: Double) {
         let ms = formatMilliseconds(milliseconds)
         let text: String

@@ -133,9 +133,8 @@ final class H2Session {
                 s.webSocketData(bytes, end: end)
                 return
             }
-            s.bodyReceived += Int64(bytes.count)
-            if s.bodyReceived > worker.config.maxBody {
-                s.tooLarge = true
+            if s.exchange.receiveBody(count: bytes.count) == .tooLarge {
+                // Reads fail with 413 from now on; the bytes are dropped.
                 core.consumed(streamID: id, bytes.count)
             } else if s.responseEnded {
                 // The response is complete: the rest of the body is not wanted.
@@ -204,13 +203,12 @@ final class H2Session {
             openWebSocket(s, protocolName: head.protocolName)
             return
         }
-        if let length = head.contentLength, length > worker.config.maxBody {
+        if let status = s.exchange.refusal {
             streams[id] = s
-            respondDirectly(s, status: 413)
+            respondDirectly(s, status: status)
             return
         }
         streams[id] = s
-        s.start = worker.now
         s.accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(s.request) : nil
         worker.requestsServed += 1
         if let asgi = worker.asgi {
@@ -389,7 +387,7 @@ final class H2Session {
             _ = csys_close(file.fd)
             s.pendingFile = nil
         }
-        if s.status != 0 || s.accessLine != nil { record(s) }
+        if s.exchange.headSent || s.accessLine != nil { record(s) }
         s.bodyWanted = false
         let d = s.delegate
         s.delegate = nil
@@ -399,8 +397,7 @@ final class H2Session {
     func record(_ s: H2Stream) {
         guard let line = s.accessLine else { return }
         s.accessLine = nil
-        worker.accessLog.record(line, status: s.status, bytes: s.bytesOut, peer: connection.peer,
-                                milliseconds: Double(Instant.now().nanoseconds - s.start.nanoseconds) / 1e6)
+        worker.accessLog.record(line, s.exchange, peer: connection.peer, now: Instant.now())
     }
 
     // MARK: - Connection
@@ -515,7 +512,7 @@ final class H2Session {
             let limit = worker.config.requestTimeoutMilliseconds
             let now = Instant.now()
             for s in bodyWaiters where s.bodyWanted && now.milliseconds(since: s.bodyWaitSince) >= limit {
-                s.bodyFailure = 408
+                s.exchange.failBody(status: 408)
                 wakeReader(s)
             }
             if !closed { afterIO() }

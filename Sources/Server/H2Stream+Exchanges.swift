@@ -12,7 +12,7 @@ extension H2Stream: Exchange {
         var lastProgress = Instant.now()
         while true {
             if reset { return .failed("the stream was reset", status: 0) }
-            if tooLarge { return .tooLarge }
+            if exchange.bodyFailure == 413 { return .tooLarge }
             let n = takeBody(into: buffer)
             if n > 0 {
                 session.flush()
@@ -46,7 +46,7 @@ extension H2Stream: Exchange {
         while offset < bytes.count {
             let n = frame(UnsafeRawBufferPointer(rebasing: bytes[offset...]), end: false)
             offset += n
-            bytesOut += Int64(n)
+            exchange.countOut(n)
             if offset == bytes.count { break }
             if n > 0 { lastProgress = Instant.now() }
             // Window or socket room is short: write what is framed, then
@@ -96,8 +96,7 @@ extension H2Stream: AsyncExchange {
 
     func pollBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyPoll {
         if reset { return .failed(status: 0) }
-        if tooLarge { return .failed(status: 413) }
-        if let failure = bodyFailure { return .failed(status: failure) }
+        if let failure = exchange.bodyFailure { return .failed(status: failure) }
         let n = takeBody(into: buffer)
         if n > 0 {
             // The WINDOW_UPDATE leaves with this iteration's writes.
@@ -109,7 +108,7 @@ extension H2Stream: AsyncExchange {
 
     func wantBody() {
         guard !reset else { return }
-        if body.readableCount > 0 || bodyEnded || tooLarge || bodyFailure != nil {
+        if body.readableCount > 0 || bodyEnded || exchange.bodyFailure != nil {
             delegate?.bodyReady()
             return
         }
@@ -137,17 +136,17 @@ extension H2Stream: AsyncExchange {
         if end { endAfterPending = true }
         if !hasPendingOutput {
             let n = data.isEmpty && !end ? 0 : frame(data, end: end)
-            bytesOut += Int64(n)
+            exchange.countOut(n)
             if n < data.count {
                 pendingOut.appendGrowing(UnsafeRawBufferPointer(rebasing: data[n...]))
-                bytesOut += Int64(data.count - n)
+                exchange.countOut(data.count - n)
                 session.enqueueForSending(self)
             } else if end && !responseEnded {
                 session.enqueueForSending(self)
             }
         } else {
             if !data.isEmpty { pendingOut.appendGrowing(data) }
-            bytesOut += Int64(data.count)
+            exchange.countOut(data.count)
         }
         return outcome()
     }

@@ -54,7 +54,6 @@ extension H2Session {
             return
         }
         s.isWebSocket = true
-        s.start = worker.now
         s.accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(request) : nil
         worker.requestsServed += 1
         webSockets.append(s)
@@ -152,21 +151,17 @@ extension H2Stream: WebSocketTransport {
     func webSocketSendAccept(subprotocol: UnsafeRawBufferPointer?, deflate: PerMessageDeflateParameters?,
                              fields: UnsafeBufferPointer<ResponseField>) -> Bool {
         guard !reset, !session.closed, !headSent else { return false }
-        status = 200
+        let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+        let plan = exchange.beginResponse(ResponseHead(status: 200, reason: empty, fields: fields, contentLength: nil, close: false))
         session.core.beginHeaders(streamID: id, status: 200)
         if let subprotocol { session.core.addField(name: H2Stream.bytes("sec-websocket-protocol"), value: subprotocol) }
         if let deflate {
             var value = deflate.responseValue
             value.withUTF8 { session.core.addField(name: H2Stream.bytes("sec-websocket-extensions"), value: UnsafeRawBufferPointer($0)) }
         }
-        var sawDate = false
-        for f in fields {
-            if f.name.count == 4 && isDate(f.name) { sawDate = true }
-            session.core.addField(name: f.name, value: f.value)
-        }
-        if !sawDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
+        for f in fields { session.core.addField(name: f.name, value: f.value) }
+        if plan.addsDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
         session.core.endHeaders(endStream: false)
-        headSent = true
         session.record(self)
         return true
     }
@@ -214,7 +209,7 @@ extension H2Stream: WebSocketTransport {
     /// Frames what the windows take now; the rest waits in `pendingOut`.
     private func queueWebSocketBytes(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
-        bytesOut += Int64(bytes.count)
+        exchange.countOut(bytes.count)
         let n = hasPendingOutput ? 0 : frame(bytes, end: false)
         guard n < bytes.count else { return }
         pendingOut.appendGrowing(UnsafeRawBufferPointer(rebasing: bytes[n...]))

@@ -21,30 +21,21 @@ final class H2Stream {
     var fields: UnsafeMutablePointer<FieldSpans>
     var fieldCount: Int
     var request: GatewayRequest!
-    var isHead = false
+    /// The request's bookkeeping and decisions (body limits, the response
+    /// head's status, date and length, what the access log reports).
+    var exchange: HTTPExchange
     var accessLine: AccessLog.RequestLine?
-    var start = Instant(nanoseconds: 0)
 
     // Request body.
     var body = ByteBuffer()
     /// END_STREAM (or trailers) arrived.
     var bodyEnded = false
-    var declaredLength: Int64?
-    var bodyReceived: Int64 = 0
-    /// The body grew past --max-body: reads fail with 413.
-    var tooLarge = false
-    /// The client stalled mid-body past --request-timeout (ASGI): 408.
-    var bodyFailure: Int?
     var bodyWaitSince = Instant(nanoseconds: 0)
     /// The peer reset the stream, or it was reset for an error: the
     /// application's reads and writes fail from now on.
     var reset = false
 
     // Response.
-    var headSent = false
-    var bodyless = false
-    var status = 0
-    var bytesOut: Int64 = 0
     /// Response bytes the windows have not taken yet (ASGI).
     var pendingOut = ByteBuffer()
     var pendingFile: PendingFile?
@@ -76,7 +67,10 @@ final class H2Stream {
     init(session: H2Session, id: UInt32, head: H2RequestHead) {
         self.session = session
         self.id = id
-        declaredLength = head.contentLength
+        let isHead = head.method.count == 4 && head.storage[head.method.start..<head.method.end].elementsEqual("HEAD".utf8)
+        exchange = HTTPExchange(isHead: isHead,
+                                declaredBodyLength: head.contentLength,
+                                maxBody: session.worker.config.maxBody, start: session.worker.now)
         // One allocation for the request's bytes; the spans keep their offsets.
         // The name `host` goes after the decoded bytes (see prepareRequest).
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: head.storage.count + 4, alignment: 1)
@@ -98,6 +92,9 @@ final class H2Stream {
         pendingOut.detach()?.deallocate()
         if let file = pendingFile { _ = csys_close(file.fd) }
     }
+
+    var headSent: Bool { exchange.headSent }
+    var bodyless: Bool { exchange.bodyless }
 
     var hasPendingOutput: Bool { pendingOut.readableCount > 0 || pendingFile != nil }
     var pendingOutputBytes: Int { pendingOut.readableCount + Int(pendingFile?.remaining ?? 0) }
@@ -123,7 +120,6 @@ final class H2Stream {
         }
         fieldCount = n
         let method = UnsafeRawBufferPointer(start: base + head.method.start, count: head.method.count)
-        isHead = method.count == 4 && method[0] == 0x48 && method[1] == 0x45 && method[2] == 0x41 && method[3] == 0x44
         if method.count == 7 && method[0] == 0x43 && method[1] == 0x4F && head.path.count == 0 { return false }
         var path = head.path
         var query = ByteSpan(offset: head.path.start + head.path.count, length: 0)
@@ -133,7 +129,7 @@ final class H2Stream {
             query = ByteSpan(offset: head.path.start + q + 1, length: head.path.count - q - 1)
         }
         request = GatewayRequest(base: base, method: head.method, target: head.path, path: path, query: query,
-                                 httpVersion: "HTTP/2", isHead: isHead, fieldCount: n,
+                                 httpVersion: "HTTP/2", isHead: exchange.isHead, fieldCount: n,
                                  fields: UnsafePointer(fields), peer: peer)
         return true
     }
@@ -167,22 +163,14 @@ final class H2Stream {
 
     // MARK: - Response
 
-    /// Encodes the response head: the application's fields, then `date`
-    /// and `content-length` as HTTP/1.1 adds them.
+    /// Encodes the response head the exchange plans: the application's
+    /// fields, then `date` and `content-length` as HTTP/1.1 adds them.
     func encodeHead(_ head: ResponseHead, endStream: Bool) {
-        // HTTP/2 has no 101 and no final 1xx (RFC 9113 §8.1.1): an
-        // application that asks for one gets a 500 instead.
-        let s = (200...999).contains(head.status) ? head.status : 500
-        status = s
-        bodyless = isHead || s == 204 || s == 304
-        session.core.beginHeaders(streamID: id, status: s)
-        var sawDate = false
-        for f in head.fields {
-            if f.name.count == 4 && isDate(f.name) { sawDate = true }
-            session.core.addField(name: f.name, value: f.value)
-        }
-        if !sawDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
-        if let length = head.contentLength, s != 204, s != 304 {
+        let plan = exchange.beginResponse(head)
+        session.core.beginHeaders(streamID: id, status: plan.status)
+        for f in head.fields { session.core.addField(name: f.name, value: f.value) }
+        if plan.addsDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
+        if let length = plan.contentLength {
             var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
             withUnsafeMutableBytes(of: &digits) { d in
                 let n = H2Stream.decimal(length, into: d)
@@ -190,7 +178,6 @@ final class H2Stream {
             }
         }
         session.core.endHeaders(endStream: endStream)
-        headSent = true
         if endStream { responseEnded = true }
     }
 
@@ -245,7 +232,7 @@ final class H2Stream {
                 let n = frame(UnsafeRawBufferPointer(rebasing: scratch[0..<got]), end: last)
                 file.offset += Int64(n)
                 file.remaining -= Int64(n)
-                bytesOut += Int64(n)
+                exchange.countOut(n)
                 progressed = true
                 if n < got { break }
             }
@@ -301,9 +288,4 @@ final class H2Stream {
 @inline(__always)
 private func isHost(_ b: UnsafeRawBufferPointer) -> Bool {
     (b[0] | 0x20) == 0x68 && (b[1] | 0x20) == 0x6F && (b[2] | 0x20) == 0x73 && (b[3] | 0x20) == 0x74
-}
-
-@inline(__always)
-func isDate(_ b: UnsafeRawBufferPointer) -> Bool {
-    (b[0] | 0x20) == 0x64 && (b[1] | 0x20) == 0x61 && (b[2] | 0x20) == 0x74 && (b[3] | 0x20) == 0x65
 }

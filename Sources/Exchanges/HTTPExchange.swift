@@ -1,0 +1,143 @@
+import Core
+
+/// One request and its response, whatever carries them (an HTTP/1.1
+/// connection, an HTTP/2 stream, later an HTTP/3 stream): the per-request
+/// bookkeeping, and every decision about the exchange that does not depend
+/// on how its bytes are framed.
+///
+/// A transport makes one when a request head arrives, asks it what to do
+/// at each step, and frames what it is told:
+///
+///     var exchange = HTTPExchange(isHead: ..., declaredBodyLength: ..., maxBody: ..., start: now)
+///     if let status = exchange.refusal { answer `status` without the application }
+///     body bytes arrive:  exchange.receiveBody(count: n)  -> .tooLarge: the reader gets 413
+///     the client stalls:  exchange.failBody(status: 408) (or 0: gone, 400: bad framing)
+///     the head is sent:   let plan = exchange.beginResponse(head)  -> status, bodyless, date, content-length
+///     body is sent:       exchange.countOut(n)
+///     at the end:         access log from `status`, `bytesOut`, `start`
+///
+/// What stays with the transport is framing: HTTP/1.1's choice between
+/// Content-Length, chunked and close-delimited bodies and the keep-alive
+/// decision (`HTTP1`), HTTP/2's HEADERS and DATA frames (`HTTP2`).
+///
+/// No clock is read here: the transport passes the worker's reading.
+public struct HTTPExchange: Sendable {
+    /// The request's method is HEAD: the response has no body (RFC 9110 §9.3.2).
+    public let isHead: Bool
+    /// When the request head was complete (the access log's start).
+    public let start: Instant
+    /// --max-body.
+    public let maxBody: Int64
+    /// The request's Content-Length, when it declared one.
+    public let declaredBodyLength: Int64?
+
+    /// Request body bytes received so far.
+    public private(set) var bodyReceived: Int64 = 0
+    /// The status owed once the body cannot be read on: 400 (framing), 408
+    /// (the client stalled past --request-timeout), 413 (past --max-body),
+    /// or 0 (the client went away: nobody to answer).
+    public private(set) var bodyFailure: Int?
+
+    /// The response's status once its head was sent (0 before).
+    public private(set) var status = 0
+    /// The response has no body: HEAD, 1xx, 204 and 304 (RFC 9110 §6.4.1).
+    public private(set) var bodyless = false
+    /// Response body bytes handed to the transport.
+    public private(set) var bytesOut: Int64 = 0
+
+    public init(isHead: Bool, declaredBodyLength: Int64?, maxBody: Int64, start: Instant) {
+        self.isHead = isHead
+        self.declaredBodyLength = declaredBodyLength
+        self.maxBody = maxBody
+        self.start = start
+    }
+
+    /// The head has gone to the transport.
+    public var headSent: Bool { status != 0 }
+
+    // MARK: - Request body
+
+    /// A status to answer with before the application runs, decided from
+    /// the head alone: 413 when the declared body is larger than --max-body
+    /// (RFC 9110 §15.5.14), before any of it is read.
+    public var refusal: Int? {
+        if let length = declaredBodyLength, length > maxBody { return 413 }
+        return nil
+    }
+
+    public enum BodyVerdict: Sendable, Equatable {
+        case accepted
+        /// The body grew past --max-body: the reader gets 413 from now on,
+        /// and the bytes are dropped.
+        case tooLarge
+    }
+
+    /// `count` more body bytes arrived (a body without a declared length,
+    /// chunked or HTTP/2 DATA, is held to --max-body as it grows).
+    public mutating func receiveBody(count: Int) -> BodyVerdict {
+        bodyReceived += Int64(count)
+        guard bodyReceived <= maxBody else {
+            if bodyFailure == nil { bodyFailure = 413 }
+            return .tooLarge
+        }
+        return .accepted
+    }
+
+    /// The body cannot be read on (see `bodyFailure`); the first failure is
+    /// the one reported.
+    public mutating func failBody(status: Int) {
+        if bodyFailure == nil { bodyFailure = status }
+    }
+
+    // MARK: - Response
+
+    /// What to send for the application's response head.
+    public struct ResponsePlan: Sendable, Equatable {
+        /// The status to send: the application's, or 500 for one no final
+        /// response may carry.
+        public var status: Int
+        /// No body may follow (the transport drops what the application sends).
+        public var bodyless: Bool
+        /// Add a `date` field (the application gave none).
+        public var addsDate: Bool
+        /// The `content-length` field to send, if any.
+        public var contentLength: Int64?
+    }
+
+    /// Decides the head of the final response the application gave.
+    ///
+    /// - A final response has a status of 200–999: 1xx are interim (RFC 9110
+    ///   §15.2; HTTP/2 has no 101 either, RFC 9113 §8.1.1), so anything else
+    ///   becomes 500. The gateways refuse such statuses already; this keeps
+    ///   a transport from ever framing one.
+    /// - An origin server with a clock MUST send `Date` (RFC 9110 §6.6.1):
+    ///   added unless the application gave one.
+    /// - 204 and 304 carry no `content-length` (RFC 9110 §8.6); a response
+    ///   to HEAD keeps the one the application gave (it describes the body a
+    ///   GET would get).
+    public mutating func beginResponse(_ head: ResponseHead) -> ResponsePlan {
+        let s = (200...999).contains(head.status) ? head.status : 500
+        status = s
+        bodyless = isHead || s == 204 || s == 304
+        let length = s == 204 || s == 304 ? nil : head.contentLength
+        return ResponsePlan(status: s, bodyless: bodyless, addsDate: !head.fields.contains { $0.isDate },
+                            contentLength: length)
+    }
+
+    /// The server answers by itself (a refusal, an error before the
+    /// application answered): the status the access log records.
+    public mutating func respondDirectly(status s: Int) {
+        status = s
+        bodyless = isHead || s < 200 || s == 204 || s == 304
+    }
+
+    /// `count` response body bytes were handed to the transport.
+    public mutating func countOut(_ count: Int) {
+        bytesOut += Int64(count)
+    }
+
+    /// The duration the access log reports, in milliseconds.
+    public func milliseconds(until now: Instant) -> Double {
+        Double(now.nanoseconds - start.nanoseconds) / 1e6
+    }
+}

@@ -1,0 +1,134 @@
+import XCTest
+import Core
+@testable import Exchanges
+
+/// The per-request decisions every transport takes from `HTTPExchange`
+/// (RFC 9110 §6.4.1, §6.6.1, §8.6, §15.2; --max-body).
+final class HTTPExchangeTests: XCTestCase {
+    let t0 = Instant(nanoseconds: 5_000_000_000)
+
+    func exchange(isHead: Bool = false, declared: Int64? = nil, maxBody: Int64 = 100) -> HTTPExchange {
+        HTTPExchange(isHead: isHead, declaredBodyLength: declared, maxBody: maxBody, start: t0)
+    }
+
+    /// Builds a head over `fields` (names only; values empty) and plans it.
+    func plan(_ e: inout HTTPExchange, status: Int, length: Int64? = nil, fields: [StaticString] = []) -> HTTPExchange.ResponsePlan {
+        let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+        let list = fields.map { ResponseField(name: UnsafeRawBufferPointer(start: $0.utf8Start, count: $0.utf8CodeUnitCount), value: empty) }
+        return list.withUnsafeBufferPointer { f in
+            e.beginResponse(ResponseHead(status: status, reason: empty, fields: f, contentLength: length, close: false))
+        }
+    }
+
+    // MARK: - --max-body
+
+    func testDeclaredBodyOverMaxBodyIsRefusedWith413BeforeReading() {
+        XCTAssertEqual(exchange(declared: 101).refusal, 413)
+        XCTAssertNil(exchange(declared: 100).refusal)
+        XCTAssertNil(exchange(declared: 0).refusal)
+        XCTAssertNil(exchange(declared: nil).refusal)
+    }
+
+    func testBodyWithoutDeclaredLengthIsHeldToMaxBodyAsItGrows() {
+        var e = exchange(maxBody: 10)
+        XCTAssertEqual(e.receiveBody(count: 6), .accepted)
+        XCTAssertEqual(e.receiveBody(count: 4), .accepted)  // exactly the limit
+        XCTAssertNil(e.bodyFailure)
+        XCTAssertEqual(e.receiveBody(count: 1), .tooLarge)
+        XCTAssertEqual(e.bodyFailure, 413)
+        XCTAssertEqual(e.receiveBody(count: 1), .tooLarge)
+        XCTAssertEqual(e.bodyReceived, 12)
+    }
+
+    func testFirstBodyFailureIsTheOneReported() {
+        var e = exchange()
+        e.failBody(status: 408)
+        e.failBody(status: 0)
+        XCTAssertEqual(e.bodyFailure, 408)
+        var f = exchange(maxBody: 1)
+        _ = f.receiveBody(count: 2)
+        f.failBody(status: 400)
+        XCTAssertEqual(f.bodyFailure, 413)
+    }
+
+    // MARK: - Response head
+
+    func testFinalStatusOutsideTwoHundredToNineNineNineBecomes500() {
+        for requested in [0, 100, 101, 103, 199, 1000, -1] {
+            var e = exchange()
+            let p = plan(&e, status: requested, length: 5)
+            XCTAssertEqual(p.status, 500, "status \(requested)")
+            XCTAssertFalse(p.bodyless)
+            XCTAssertEqual(p.contentLength, 5)
+            XCTAssertEqual(e.status, 500)
+        }
+        for requested in [200, 299, 404, 599, 999] {
+            var e = exchange()
+            XCTAssertEqual(plan(&e, status: requested).status, requested)
+        }
+    }
+
+    func testNoContentAndNotModifiedAreBodylessWithoutContentLength() {
+        for status in [204, 304] {
+            var e = exchange()
+            let p = plan(&e, status: status, length: 12)
+            XCTAssertTrue(p.bodyless)
+            XCTAssertNil(p.contentLength, "RFC 9110 §8.6: no content-length on \(status)")
+            XCTAssertTrue(e.bodyless)
+        }
+    }
+
+    func testHeadResponseIsBodylessButKeepsTheDeclaredLength() {
+        var e = exchange(isHead: true)
+        let p = plan(&e, status: 200, length: 42)
+        XCTAssertTrue(p.bodyless)
+        XCTAssertEqual(p.contentLength, 42)
+        var unknown = exchange(isHead: true)
+        XCTAssertNil(plan(&unknown, status: 200).contentLength)
+    }
+
+    func testOtherFinalResponsesHaveBodiesAndTheirLength() {
+        var e = exchange()
+        let p = plan(&e, status: 200, length: 0)
+        XCTAssertFalse(p.bodyless)
+        XCTAssertEqual(p.contentLength, 0)
+        var streamed = exchange()
+        XCTAssertNil(plan(&streamed, status: 200).contentLength)
+    }
+
+    func testDateIsAddedUnlessTheApplicationGaveOneInAnyCase() {
+        for (fields, adds) in [([], true), (["content-type"], true), (["Date"], false), (["DATE"], false),
+                               (["x-a", "date"], false), (["dates"], true), (["dat"], true)] as [([StaticString], Bool)] {
+            var e = exchange()
+            XCTAssertEqual(plan(&e, status: 200, fields: fields).addsDate, adds, "\(fields)")
+        }
+    }
+
+    func testHeadSentOnceAStatusIsChosen() {
+        var e = exchange()
+        XCTAssertFalse(e.headSent)
+        _ = plan(&e, status: 200)
+        XCTAssertTrue(e.headSent)
+    }
+
+    func testDirectResponsesRecordTheirStatus() {
+        var e = exchange(declared: 1000)
+        XCTAssertEqual(e.refusal, 413)
+        e.respondDirectly(status: 413)
+        XCTAssertEqual(e.status, 413)
+        XCTAssertFalse(e.bodyless)
+        var h = exchange(isHead: true)
+        h.respondDirectly(status: 500)
+        XCTAssertTrue(h.bodyless)
+    }
+
+    // MARK: - Accounting
+
+    func testBytesOutAndDurationForTheAccessLog() {
+        var e = exchange()
+        e.countOut(5)
+        e.countOut(7)
+        XCTAssertEqual(e.bytesOut, 12)
+        XCTAssertEqual(e.milliseconds(until: t0.adding(milliseconds: 250)), 250, accuracy: 0.001)
+    }
+}
