@@ -358,9 +358,11 @@ final class WebSocketConversation: WebSocketExchange {
             // Nothing is half sent (every message leaves as one frame), so
             // the answer goes at once (RFC 6455 §5.5.1), with no reason.
             perform(closing.sendClose(code), reason: Self.none)
-        case .writeClose, .nothing:
-            // Not a decision these inputs produce (`writeClose` is for the
-            // application's close, which waits for the peer's).
+        case .nothing:
+            break  // the handshake is over already
+        case .writeClose:
+            // Only the application's close in `open` gets this answer, and
+            // `sendClose(code:reason:)` handles it (it waits for the peer's).
             break
         }
     }
