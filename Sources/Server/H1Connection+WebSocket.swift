@@ -156,7 +156,7 @@ extension H1Connection: WebSocketTransport {
     // MARK: - Events
 
     func webSocketReadable(_ events: IOEvents) {
-        guard let conversation = ws, conversation.accepted && !conversation.closeReceived else {
+        guard let conversation = ws, conversation.accepted && !conversation.doneReading else {
             if events.contains(.peerClosed) || events.contains(.error) { clientGone() }
             return
         }

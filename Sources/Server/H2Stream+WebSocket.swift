@@ -105,7 +105,7 @@ extension H2Stream: WebSocketTransport {
             return
         }
         if end { bodyEnded = true }
-        if conversation.closeReceived {
+        if conversation.doneReading {
             // Nothing after a close frame is read (RFC 6455 §5.5.1).
             session.core.consumed(streamID: id, bytes.count)
             return
@@ -116,7 +116,7 @@ extension H2Stream: WebSocketTransport {
             webSocketDirectInput = UnsafeMutableRawBufferPointer(mutating: bytes)
             conversation.inputArrived()
             if let left = webSocketDirectInput, !left.isEmpty {
-                if webSocket != nil && !conversation.closeReceived && !reset {
+                if webSocket != nil && !conversation.doneReading && !reset {
                     body.appendGrowing(UnsafeRawBufferPointer(left))
                 } else {
                     session.core.consumed(streamID: id, left.count)

@@ -74,8 +74,8 @@ protocol WebSocketTransport: AnyObject {
 /// peer window). Pings are answered here; a protocol error closes with its
 /// code (1002, 1007, 1009) and ends the transport once the close frame is
 /// out. A close from either side completes the closing handshake (RFC 6455
-/// §7); a peer that never answers our close is cut after
-/// min(--request-timeout, 5 s).
+/// §7), whose decisions are `CloseHandshake`'s; a peer that never answers
+/// our close is cut after min(--request-timeout, 5 s).
 ///
 /// With `--ws-compress`, permessage-deflate (RFC 7692) is negotiated from
 /// the client's offers (`PerMessageDeflateParameters`) and answered with
@@ -92,8 +92,9 @@ final class WebSocketConversation: WebSocketExchange {
     private(set) var accepted = false
     private(set) var denying = false
     private(set) var paused = false
-    private(set) var closeSent = false
-    private(set) var closeReceived = false
+    /// The closing handshake: whether data may still be sent or read, and
+    /// what each close (ours, the peer's, a failure) calls for.
+    private var closing = CloseHandshake()
     /// A keepalive ping is out and its pong not yet back.
     private(set) var pingOutstanding = false
     /// The message being assembled from fragments.
@@ -136,7 +137,11 @@ final class WebSocketConversation: WebSocketExchange {
     }
 
     /// Whether frames should be read and decoded now.
-    var wantsInput: Bool { transport != nil && accepted && !paused && !closeReceived }
+    var wantsInput: Bool { transport != nil && accepted && !paused && closing.mayReceiveData }
+
+    /// The peer's frames are done with: its close arrived (RFC 6455 §1.4:
+    /// anything after it is discarded) or the connection failed.
+    var doneReading: Bool { !closing.mayReceiveData }
 
     private static var none: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: nil, count: 0) }
 
@@ -176,7 +181,8 @@ final class WebSocketConversation: WebSocketExchange {
     }
 
     func sendMessage(_ bytes: UnsafeRawBufferPointer, text: Bool) -> SendOutcome {
-        guard let transport, accepted, !closeSent else { return .closed }
+        // RFC 6455 §5.5.1: no data frames after our close.
+        guard let transport, accepted, closing.maySendData else { return .closed }
         if let deflater, deflater.shouldCompress(length: bytes.count) {
             stageCompressed(bytes, text: text, deflater)
             return outcome(transport.webSocketTransmit(Self.none))
@@ -226,11 +232,22 @@ final class WebSocketConversation: WebSocketExchange {
     }
 
     func sendClose(code: Int, reason: UnsafeRawBufferPointer) -> SendOutcome {
-        guard let transport, accepted, !closeSent else { return .closed }
-        stageClose(code: CloseCode(rawValue: UInt16(clamping: code)), reason: reason)
-        // Wait for the peer's close, but not forever.
-        transport.webSocketArmTimer(milliseconds: min(worker.config.requestTimeoutMilliseconds, 5000))
-        return outcome(transport.webSocketTransmit(Self.none))
+        guard let transport, accepted else { return .closed }
+        let step = closing.sendClose(CloseCode(rawValue: UInt16(clamping: code)))
+        switch step {
+        case .writeClose(let code):
+            stageClose(code: code, reason: reason)
+            // Wait for the peer's close, but not forever.
+            transport.webSocketArmTimer(milliseconds: min(worker.config.requestTimeoutMilliseconds, 5000))
+            return outcome(transport.webSocketTransmit(Self.none))
+        case .writeCloseThenCloseTransport:
+            // The answer to a close of the peer's (not reached: the
+            // conversation answers at once), and the end.
+            perform(step, reason: reason)
+            return self.transport == nil ? .closed : .done
+        case .nothing, .replyWithClose, .closeTransport:
+            return .closed  // a close frame is out already
+        }
     }
 
     func pauseReading() {
@@ -261,7 +278,7 @@ final class WebSocketConversation: WebSocketExchange {
 
     /// All pending output is written.
     func outputFlushed() {
-        if !closeSent { armKeepalive() }
+        armKeepalive()
     }
 
     /// The transport is gone (closed, reset, or finished): the application
@@ -274,32 +291,34 @@ final class WebSocketConversation: WebSocketExchange {
     /// Graceful shutdown: close with 1001 (going away).
     func closeGoingAway() {
         guard let transport else { return }
-        guard accepted, !closeSent else { if !accepted { transport.webSocketAbort() }; return }
-        _ = sendClose(code: 1001, reason: Self.none)
+        guard accepted else { transport.webSocketAbort(); return }
+        _ = sendClose(code: 1001, reason: Self.none)  // nothing if our close is out already
     }
 
     // MARK: - Keepalive
 
     /// The conversation's timer: the keepalive ping after silence, then the
-    /// wait for its pong; after our close, the wait for the peer's.
+    /// wait for its pong; after our close, the wait for the peer's (armed by
+    /// `sendClose`), so no more pings.
     func armKeepalive() {
-        guard let transport, !closeSent, !denying, accepted else { return }
+        guard let transport, closing.maySendData, !denying, accepted else { return }
         let interval = pingOutstanding ? worker.config.wsPingTimeoutMilliseconds : worker.config.wsPingIntervalMilliseconds
         transport.webSocketArmTimer(milliseconds: interval > 0 ? interval : nil)
     }
 
     func timeout() {
         guard let transport else { return }
-        if transport.webSocketTimerBusy || closeSent || !accepted {
+        if transport.webSocketTimerBusy || !closing.maySendData || !accepted {
             // Not draining, or the peer never answered our close.
             transport.webSocketAbort()
             return
         }
         if pingOutstanding {
-            // RFC 6455 §7.4.1 1011: the keepalive pong never came.
-            stageClose(code: CloseCode(rawValue: 1011), reason: Self.none)
+            // RFC 6455 §7.4.1 1011: the keepalive pong never came, so the
+            // connection fails (§7.1.7); the application sees it lost.
+            let step = closing.failConnection(.internalError)
             endWebSocket(code: 1006, reason: Self.none)
-            transmitAndFinish()
+            perform(step, reason: Self.none)
             return
         }
         let payload: StaticString = "peregrine"
@@ -314,13 +333,38 @@ final class WebSocketConversation: WebSocketExchange {
 
     // MARK: - Output helpers
 
-    func stageClose(code: CloseCode?, reason: UnsafeRawBufferPointer) {
+    /// Stages a close frame; only on `CloseHandshake`'s say-so.
+    private func stageClose(code: CloseCode?, reason: UnsafeRawBufferPointer) {
         let length = FrameEncoder.closeFrameLength(code: code, reasonLength: reason.count)
         worker.out.reserve(length)
         worker.out.count += FrameEncoder.writeClose(
             code: code, reason: reason,
             into: UnsafeMutableRawBufferPointer(start: worker.out.base + worker.out.count, count: length))
-        closeSent = true
+    }
+
+    /// Carries out a decision of the closing handshake that ends the
+    /// conversation (the peer's close, or a failure); `reason` goes with a
+    /// close frame it calls for.
+    private func perform(_ step: CloseStep, reason: UnsafeRawBufferPointer) {
+        switch step {
+        case .writeCloseThenCloseTransport(let code):
+            stageClose(code: code, reason: reason)
+            transport?.webSocketReadingChanged()
+            transmitAndFinish()
+        case .closeTransport:
+            transport?.webSocketReadingChanged()
+            transmitAndFinish()
+        case .replyWithClose(let code):
+            // Nothing is half sent (every message leaves as one frame), so
+            // the answer goes at once (RFC 6455 §5.5.1), with no reason.
+            perform(closing.sendClose(code), reason: Self.none)
+        case .nothing:
+            break  // the handshake is over already
+        case .writeClose:
+            // Only the application's close in `open` gets this answer, and
+            // `sendClose(code:reason:)` handles it (it waits for the peer's).
+            break
+        }
     }
 
     /// Sends what is staged (a last close frame) and ends the transport
@@ -354,7 +398,7 @@ final class WebSocketConversation: WebSocketExchange {
 
     /// Decodes and delivers the frames in the transport's input.
     func processInput() {
-        decoding: while let transport, accepted, !paused, !closeReceived, var decoder {
+        decoding: while let transport, accepted, !paused, closing.mayReceiveData, var decoder {
             let input = transport.webSocketInput
             if input.isEmpty { break }
             let step: DecodeStep
@@ -378,7 +422,7 @@ final class WebSocketConversation: WebSocketExchange {
         // The peer ended its side with no close frame (HTTP/2 END_STREAM, the
         // TCP FIN of RFC 8441 §5) and nothing decodable is left: the
         // connection is lost, not closed.
-        if let transport, !paused, !closeReceived, transport.webSocketInputEnded {
+        if let transport, !paused, closing.mayReceiveData, transport.webSocketInputEnded {
             endWebSocket(code: 1006, reason: Self.none)
             transport.webSocketAbort()
         }
@@ -420,7 +464,8 @@ final class WebSocketConversation: WebSocketExchange {
                 message.removeAll(keepingCapacity: message.capacity <= 1 << 20)
             }
         case .pingReceived(let span):
-            guard !closeSent, let transport else { return }
+            // Our close frame is the last frame we send (RFC 6455 §5.5.1).
+            guard closing.maySendData, let transport else { return }
             let payload = bytes(span)
             worker.out.reserve(2 + payload.count)
             worker.out.count += FrameEncoder.writePong(
@@ -431,30 +476,21 @@ final class WebSocketConversation: WebSocketExchange {
             pingOutstanding = false
             if let transport, !transport.webSocketTimerBusy { armKeepalive() }
         case .closeReceived(let code, let reasonSpan):
-            closeReceived = true
-            if !closeSent {
-                // Echo the peer's code (RFC 6455 §5.5.1), then close.
-                stageClose(code: code, reason: Self.none)
-            }
+            // Our close answered, or the peer's to echo (RFC 6455 §5.5.1).
+            // The application learns the code, 1005 for an empty close (§7.1.5).
+            let step = closing.receiveClose(code)
+            guard step != .nothing else { return }
             endWebSocket(code: Int(code?.rawValue ?? 1005), reason: bytes(reasonSpan))
-            transport?.webSocketReadingChanged()
-            transmitAndFinish()
+            perform(step, reason: Self.none)
         }
     }
 
-    /// A protocol error from the peer: close with its code, then end.
+    /// A protocol error from the peer fails the connection (RFC 6455
+    /// §7.1.7): close with the error's code and reason, then end.
     private func fail(_ error: WebSocketError) {
-        if !closeSent {
-            worker.out.reserve(4 + 123)
-            worker.out.count += FrameEncoder.writeClose(
-                for: error, into: UnsafeMutableRawBufferPointer(start: worker.out.base + worker.out.count, count: 4 + 123))
-            closeSent = true
-        }
-        closeReceived = true
-        let reason = error.reason
-        endWebSocket(code: Int(error.closeCode.rawValue),
-                     reason: UnsafeRawBufferPointer(start: reason.utf8Start, count: reason.utf8CodeUnitCount))
-        transport?.webSocketReadingChanged()
-        transmitAndFinish()
+        let step = closing.failConnection(error.closeCode)
+        let reason = UnsafeRawBufferPointer(start: error.reason.utf8Start, count: error.reason.utf8CodeUnitCount)
+        endWebSocket(code: Int(error.closeCode.rawValue), reason: reason)
+        perform(step, reason: reason)
     }
 }

@@ -1,15 +1,17 @@
 /// The closing handshake (RFC 6455 §5.5.1, §7.1.2–§7.1.5) from the
 /// server's side, as decisions for the driver.
 ///
-/// Theory of operation. Four states; every transition is in the two
+/// Theory of operation. Four states; every transition is in the three
 /// `switch`es below and nothing else can change the state:
 ///
-///                 sendClose                     receiveClose
-///     open ─────────────────> closeSent ─────────────────────> closed
-///       │                                                 (close TCP)
-///       │ receiveClose(code)              sendClose
-///       └──────────────────> closeReceived ─────────> closed
-///         (reply: echo code)                     (write close, close TCP)
+///               sendClose                  receiveClose: close TCP
+///     open ────────────────────> closeSent ───────────────────────> closed
+///      │ │                            │  failConnection: close TCP    ▲
+///      │ │                            └───────────────────────────────┤
+///      │ │ receiveClose(code)           sendClose, failConnection:    │
+///      │ └───────────────────> closeReceived ─────────────────────────┤
+///      │   (reply: echo code)           write close, close TCP        │
+///      └── failConnection(code): write close, close TCP ──────────────┘
 ///
 /// - §5.5.1: "If an endpoint receives a Close frame and did not previously
 ///   send a Close frame, the endpoint MUST send a Close frame in response.
@@ -19,13 +21,18 @@
 ///   calls `sendClose`. An empty close (no code) is answered with an empty one.
 /// - §5.5.1: "after sending a Close frame, the endpoint MUST NOT send any
 ///   more data frames": `maySendData` is false from `closeSent` on.
+/// - §1.4: "after receiving a control frame indicating the connection
+///   should be closed, a peer discards any further data received":
+///   `mayReceiveData` is false from `closeReceived` on (and once failed).
 /// - §7.1.1: "the server SHOULD close [the TCP connection] first", so once
 ///   both close frames have passed the decision is `closeTransport`. While
 ///   in `closeSent` the driver arms its close timeout and closes the TCP
 ///   connection when it fires (not modelled here: this type has no clock).
-/// - Failing the connection for a protocol error (§7.1.7) is `sendClose`
-///   with the error's code, followed by closing the TCP connection without
-///   waiting (the decoder is failed and will report nothing more).
+/// - Failing the connection (§7.1.7: a protocol error, or an unexpected
+///   condition such as a keepalive ping never answered) is
+///   `failConnection(code)`: a close frame with the failure's code unless
+///   one was already sent (§5.5.1 allows one), then the TCP connection is
+///   closed without waiting for the peer's close; nothing more is read.
 /// - Repeated or late inputs (a second `sendClose`, a close after `closed`)
 ///   answer `.nothing`.
 ///
@@ -37,6 +44,8 @@
 ///             act(close.sendClose(echo))   // .writeCloseThenCloseTransport
 ///         } else { close the connection }  // .closeTransport: our close was answered
 ///     application closes with code c: act(close.sendClose(c)); arm the close timeout
+///     decoder throws e: act(close.failConnection(e.closeCode))
+///     while close.mayReceiveData: decode the next frame
 public struct CloseHandshake: Sendable, Equatable {
     private enum State: Sendable, Equatable {
         case open
@@ -55,6 +64,15 @@ public struct CloseHandshake: Sendable, Equatable {
         switch state {
         case .open, .closeReceived: return true
         case .closeSent, .closed: return false
+        }
+    }
+
+    /// The peer's frames are still read: before its close frame, and
+    /// unless the connection failed.
+    public var mayReceiveData: Bool {
+        switch state {
+        case .open, .closeSent: return true
+        case .closeReceived, .closed: return false
         }
     }
 
@@ -86,6 +104,25 @@ public struct CloseHandshake: Sendable, Equatable {
             state = .closed
             return .closeTransport
         case .closeReceived, .closed:
+            return .nothing
+        }
+    }
+
+    /// Fails the WebSocket connection (§7.1.7) with `code`: the peer broke
+    /// the protocol (1002, 1007, 1009, ...) or the server gives up on it
+    /// (1011). Nothing more is read and the TCP connection is closed without
+    /// waiting for the peer's close.
+    public mutating func failConnection(_ code: CloseCode) -> CloseStep {
+        switch state {
+        case .open, .closeReceived:
+            // A close frame is still owed; the failure's code replaces an echo.
+            state = .closed
+            return .writeCloseThenCloseTransport(code)
+        case .closeSent:
+            // §5.5.1: our close is out already, and it is the last frame we send.
+            state = .closed
+            return .closeTransport
+        case .closed:
             return .nothing
         }
     }
