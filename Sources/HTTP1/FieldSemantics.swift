@@ -22,15 +22,20 @@ import Core
 ///    respond with the 400 (Bad Request) status code". Other codings before
 ///    chunked -> 501 (§6.1: "A server that receives a request message with a
 ///    transfer coding it does not understand SHOULD respond with 501").
-/// 5. Content-Length = 1*DIGIT; several values (lines or a comma list) must
-///    be identical (RFC 9110 §8.6), else 400; §6.3 "If a message is received
-///    without Transfer-Encoding and with an invalid Content-Length header
-///    field, ... the server MUST respond with a 400".
+/// 5. Content-Length = 1*DIGIT (RFC 9110 §8.6), exactly one field line with
+///    exactly one value, else 400; §6.3 "If a message is received without
+///    Transfer-Encoding and with an invalid Content-Length header field, ...
+///    the server MUST respond with a 400". §8.6 lets a recipient of
+///    `Content-Length: 42, 42` (or of the same value on two lines) either
+///    reject it or replace it by the one value; we reject: a proxy in front
+///    may have framed the body by another reading of the list, and a single
+///    decimal is what reaches the application (WSGI `CONTENT_LENGTH`, ASGI
+///    headers) unchanged.
 /// 6. Neither -> no body (§6.3: "the message body length is zero").
 struct FieldSemantics {
     private var hostCount = 0
     private var host = ByteSpan.empty
-    private var contentLength: Int64 = -1
+    private var contentLength: Int64 = -1  // -1: no Content-Length line yet
     private var transferEncodingLines = 0
     private var transferEncoding = ByteSpan.empty
     private var expectContinue = false
@@ -73,22 +78,28 @@ struct FieldSemantics {
         }
     }
 
+    /// Rule 5: one line, one 1*DIGIT value (the field parser has already
+    /// removed the OWS around it).
     private mutating func noteContentLength(_ b: Bytes, _ v0: Int, _ v1: Int) throws(H1Error) {
-        var list = ListElements(b, start: v0, end: v1)
-        while let e = list.next() {
-            guard e.start < e.end else { throw .invalidContentLength }
-            var value: Int64 = 0
-            for i in e.start..<e.end {
-                let c = b[i]
-                guard ByteClass.isDigit(c) else { throw .invalidContentLength }
-                let (times10, o1) = value.multipliedReportingOverflow(by: 10)
-                let (sum, o2) = times10.addingReportingOverflow(Int64(c &- 0x30))
-                guard !o1 && !o2 else { throw .invalidContentLength }
-                value = sum
-            }
-            if contentLength >= 0 && contentLength != value { throw .conflictingContentLength }
-            contentLength = value
+        if contentLength >= 0 { throw .repeatedContentLength }
+        guard v0 < v1 else { throw .invalidContentLength }
+        var value: Int64 = 0
+        for i in v0..<v1 {
+            let c = b[i]
+            guard ByteClass.isDigit(c) else { throw Self.contentLengthError(b, v0, v1) }
+            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times10.addingReportingOverflow(Int64(c &- 0x30))
+            guard !o1 && !o2 else { throw .invalidContentLength }
+            value = sum
         }
+        contentLength = value
+    }
+
+    /// Names what is wrong with a value that is not all digits: a comma
+    /// makes it a list (even `5, 5`), anything else is just invalid.
+    private static func contentLengthError(_ b: Bytes, _ v0: Int, _ v1: Int) -> H1Error {
+        for i in v0..<v1 where b[i] == Byte.comma { return .contentLengthList }
+        return .invalidContentLength
     }
 
     /// Applies the rules that need the whole head and assembles it.

@@ -38,8 +38,14 @@ extension H1Error {
     public static let missingHost = H1Error(status: 400, reason: "HTTP/1.1 request without Host")
     public static let multipleHost = H1Error(status: 400, reason: "more than one Host field")
     public static let invalidHost = H1Error(status: 400, reason: "invalid Host")
+    /// RFC 9110 §8.6: Content-Length = 1*DIGIT.
     public static let invalidContentLength = H1Error(status: 400, reason: "invalid Content-Length")
-    public static let conflictingContentLength = H1Error(status: 400, reason: "conflicting Content-Length values")
+    /// RFC 9110 §8.6 allows rejecting a list such as `42, 42` rather than
+    /// replacing it by one value; we reject it, identical values or not.
+    public static let contentLengthList = H1Error(status: 400, reason: "Content-Length with a list of values")
+    /// The same rule for the list spread over field lines (RFC 9110 §5.3:
+    /// two lines mean the comma-joined list).
+    public static let repeatedContentLength = H1Error(status: 400, reason: "Content-Length in more than one field line")
     public static let contentLengthWithTransferEncoding = H1Error(status: 400, reason: "Content-Length with Transfer-Encoding")
     public static let transferEncodingInHTTP10 = H1Error(status: 400, reason: "Transfer-Encoding in an HTTP/1.0 request")
     public static let repeatedTransferEncoding = H1Error(status: 400, reason: "Transfer-Encoding in more than one field line")

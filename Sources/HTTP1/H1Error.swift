@@ -1,3 +1,5 @@
+import Core
+
 /// A "remote" error: the peer's bytes broke HTTP/1.1, and the request must be
 /// answered with `status` and the connection closed. The application never
 /// sees such a request (DESIGN principle 7).
@@ -20,17 +22,9 @@ public struct H1Error: Error, Sendable {
 }
 
 extension H1Error: Equatable {
-    /// Same status and same reason text (pointer identity is the fast path).
+    /// Same status and same reason text.
     public static func == (lhs: H1Error, rhs: H1Error) -> Bool {
-        guard lhs.status == rhs.status else { return false }
-        return lhs.reason.withUTF8Buffer { a in
-            rhs.reason.withUTF8Buffer { b in
-                if a.count != b.count { return false }
-                if a.baseAddress == b.baseAddress { return true }
-                for i in 0..<a.count where a[i] != b[i] { return false }
-                return true
-            }
-        }
+        lhs.status == rhs.status && lhs.reason.sameText(as: rhs.reason)
     }
 }
 

@@ -2,7 +2,7 @@
 /// out each element with the OWS around it removed. Empty elements are
 /// reported (as start == end) and each caller decides what they mean.
 /// Quoted strings are not special: none of the lists we interpret
-/// (Content-Length, Transfer-Encoding, Connection, Expect) has a valid value
+/// (Transfer-Encoding, Connection, Expect) has a valid value
 /// containing one, and a comma inside quotes only yields extra elements that
 /// are rejected or ignored anyway.
 struct ListElements {

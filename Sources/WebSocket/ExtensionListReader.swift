@@ -49,12 +49,7 @@ public struct ExtensionListReader {
     /// The next extension offer, or nil at the end of the value.
     public mutating func next() throws(HandshakeRejection) -> ExtensionOffer? {
         var i = position
-        while true {
-            FieldSyntax.skipOWS(value, &i)
-            guard i < value.count else { position = i; return nil }
-            if value[i] == UInt8(ascii: ",") { i += 1; continue }
-            break
-        }
+        guard FieldSyntax.skipToListElement(value, &i) else { position = i; return nil }
         let nameStart = i
         guard FieldSyntax.scanToken(value, &i) else { throw .malformedExtensionList }
         let name = ByteSpan(offset: nameStart, length: i - nameStart)
@@ -67,10 +62,7 @@ public struct ExtensionListReader {
             guard ExtensionParameter.scan(value, &i) != nil else { throw .malformedExtensionList }
             parametersEnd = i
         }
-        if i < value.count {
-            guard value[i] == UInt8(ascii: ",") else { throw .malformedExtensionList }
-            i += 1
-        }
+        guard FieldSyntax.endListElement(value, &i) else { throw .malformedExtensionList }
         position = i
         return ExtensionOffer(name: name, parameterSection: ByteSpan(offset: parametersStart, length: parametersEnd - parametersStart))
     }

@@ -1,3 +1,5 @@
+import Core
+
 /// Why an opening handshake is refused, as the HTTP status to answer with
 /// (RFC 6455 §4.2.2: "the server MUST stop processing the client's handshake
 /// and return an HTTP response with an appropriate error code (such as 400
@@ -54,12 +56,7 @@ public struct HandshakeRejection: Error, Sendable {
 
 extension HandshakeRejection: Equatable {
     public static func == (lhs: HandshakeRejection, rhs: HandshakeRejection) -> Bool {
-        guard lhs.status == rhs.status, lhs.requiresVersionField == rhs.requiresVersionField else { return false }
-        return lhs.reason.withUTF8Buffer { a in
-            rhs.reason.withUTF8Buffer { b in
-                a.count == b.count && (a.baseAddress == b.baseAddress || a.elementsEqual(b))
-            }
-        }
+        lhs.status == rhs.status && lhs.requiresVersionField == rhs.requiresVersionField && lhs.reason.sameText(as: rhs.reason)
     }
 }
 

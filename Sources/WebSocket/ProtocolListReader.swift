@@ -27,20 +27,11 @@ public struct ProtocolListReader {
     /// The next offered subprotocol, or nil at the end of the value.
     public mutating func next() throws(HandshakeRejection) -> ByteSpan? {
         var i = position
-        while true {
-            FieldSyntax.skipOWS(value, &i)
-            guard i < value.count else { position = i; return nil }
-            if value[i] == UInt8(ascii: ",") { i += 1; continue }
-            break
-        }
+        guard FieldSyntax.skipToListElement(value, &i) else { position = i; return nil }
         let start = i
         guard FieldSyntax.scanToken(value, &i) else { throw .malformedProtocolList }
         let end = i
-        FieldSyntax.skipOWS(value, &i)
-        if i < value.count {
-            guard value[i] == UInt8(ascii: ",") else { throw .malformedProtocolList }
-            i += 1
-        }
+        guard FieldSyntax.endListElement(value, &i) else { throw .malformedProtocolList }
         position = i
         return ByteSpan(offset: start, length: end - start)
     }

@@ -1,3 +1,5 @@
+import Core
+
 /// A "remote" error: the peer's bytes broke RFC 6455, and the connection must
 /// be failed (§7.1.7) by sending a close frame with `closeCode` and then
 /// closing the TCP connection without waiting for more data. During the
@@ -24,17 +26,9 @@ public struct WebSocketError: Error, Sendable {
 }
 
 extension WebSocketError: Equatable {
-    /// Same code and same reason text (pointer identity is the fast path).
+    /// Same code and same reason text.
     public static func == (lhs: WebSocketError, rhs: WebSocketError) -> Bool {
-        guard lhs.closeCode == rhs.closeCode else { return false }
-        return lhs.reason.withUTF8Buffer { a in
-            rhs.reason.withUTF8Buffer { b in
-                if a.count != b.count { return false }
-                if a.baseAddress == b.baseAddress { return true }
-                for i in 0..<a.count where a[i] != b[i] { return false }
-                return true
-            }
-        }
+        lhs.closeCode == rhs.closeCode && lhs.reason.sameText(as: rhs.reason)
     }
 }
 

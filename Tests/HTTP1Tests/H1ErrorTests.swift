@@ -15,7 +15,7 @@ final class H1ErrorTests: XCTestCase {
             .bareLF, .bareCR, .tooManyEmptyLines, .headTooLarge, .tooManyFields, .invalidMethod, .methodTooLong, .emptyTarget,
             .invalidTargetByte, .invalidTargetForm, .invalidTargetAuthority, .targetTooLong, .malformedVersion,
             .unsupportedVersion, .obsFold, .whitespaceBeforeColon, .invalidFieldName, .missingColon, .invalidFieldValue,
-            .missingHost, .multipleHost, .invalidHost, .invalidContentLength, .conflictingContentLength,
+            .missingHost, .multipleHost, .invalidHost, .invalidContentLength, .contentLengthList, .repeatedContentLength,
             .contentLengthWithTransferEncoding, .transferEncodingInHTTP10, .repeatedTransferEncoding,
             .invalidTransferEncoding, .chunkedNotLast, .chunkedRepeated, .unsupportedTransferCoding,
             .unsupportedExpectation, .invalidChunkSize, .chunkSizeOverflow, .invalidChunkExtension,

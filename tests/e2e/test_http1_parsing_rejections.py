@@ -89,11 +89,39 @@ def test_invalid_content_length_is_refused_400(wsgi_server: Server, value: str) 
 
 
 @pytest.mark.parametrize(
-    "fields", [("Content-Length: 5", "Content-Length: 6"), ("Content-Length: 5, 6",)], ids=["two-lines", "list"]
+    "fields",
+    [
+        pytest.param(("Content-Length: 5, 5",), id="list-of-one-value"),
+        pytest.param(("Content-Length: 5,5",), id="list-without-space"),
+        pytest.param(("Content-Length: 5 ,\t5",), id="list-with-ows"),
+        pytest.param(("Content-Length: 5, 6",), id="list-of-two-values"),
+        pytest.param(("Content-Length: 5,",), id="list-with-empty-element"),
+        pytest.param(("Content-Length: 5", "Content-Length: 5"), id="two-identical-lines"),
+        pytest.param(("Content-Length: 5", "content-length:5"), id="two-identical-lines-other-spelling"),
+        pytest.param(("Content-Length: 5", "Content-Length: 6"), id="two-differing-lines"),
+    ],
 )
-def test_differing_content_lengths_are_refused_400(wsgi_server: Server, fields: tuple[str, ...]) -> None:
+def test_content_length_that_is_not_one_decimal_is_refused_400(wsgi_server: Server, fields: tuple[str, ...]) -> None:
+    """RFC 9110 §8.6 lets a server reject `Content-Length: 5, 5` or replace it by 5; peregrine rejects every list
+    and every repeated line (DESIGN principle 7), so CONTENT_LENGTH only ever holds one decimal."""
     marker = _marker()
-    assert_rejected(wsgi_server, head(marker, *fields) + b"hello!", 400, marker)
+    data = head(marker, *fields) + b"hello"
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(data)
+        response = connection.read_response()
+        assert response.status == 400, f"{data!r}: got {response.status} {response.reason}"
+        assert response.header("connection") == "close"
+        assert connection.closed_by_server(), "connection left open after an error response"
+    assert not [call for call in wsgi_server.calls() if marker in call], "the application was called"
+    assert_still_serving(wsgi_server)
+
+
+def test_single_content_length_with_leading_zeros_is_still_served(wsgi_server: Server) -> None:
+    """Content-Length = 1*DIGIT (RFC 9110 §8.6): `005` is one decimal and frames a five-byte body."""
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(head("/echo/leading-zeros", "Content-Length: 005") + b"hello")
+        response = connection.read_response("POST")
+        assert (response.status, response.body) == (200, b"hello")
 
 
 # --- field lines (RFC 9112 §5, RFC 9110 §5.5) ---------------------------------------------------

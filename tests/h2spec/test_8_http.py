@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 pytest.register_assert_rewrite("h2wire", "h2support")
+from h2support import peregrine_only  # noqa: E402
 from h2wire import (  # noqa: E402
     E,
     FrameConn,
@@ -130,6 +131,46 @@ def test_matching_content_length_is_served(target: Target) -> None:
         conn.data(1, b"test")
         conn.data(1, b"more", end_stream=True)
         assert conn.response(1).body == b"testmore"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param([("content-length", "5, 5")], id="list-of-one-value"),
+        pytest.param([("content-length", "5,5")], id="list-without-space"),
+        pytest.param([("content-length", "5"), ("content-length", "5")], id="repeated-same-value"),
+        pytest.param([("content-length", "5"), ("accept", "*/*"), ("content-length", "5")], id="repeated-apart"),
+    ],
+)
+def test_content_length_list_or_repeat_of_one_value_is_reset_and_the_connection_serves_on(
+    target: Target, fields: HeaderList
+) -> None:
+    """RFC 9110 §8.6: content-length = 1*DIGIT; of `42, 42` (or the same value twice) a recipient may reject the
+    message or replace the value. peregrine rejects (DESIGN principle 7): the request is malformed, a stream error
+    PROTOCOL_ERROR (RFC 9113 §8.1.1), never seen by the application; other streams on the connection go on."""
+    peregrine_only(target, "RFC 9110 §8.6 lets a server replace the list by its one value instead")
+    path = unique("/echo")
+    with FrameConn.open(target) as conn:
+        conn.headers(1, request_headers(target, path, "POST", fields), end_stream=False)
+        conn.wait_for(lambda r: r.kind == T.RST_STREAM and r.stream_id == 1, "RST_STREAM on stream 1")
+        assert conn.stream_state(1).reset == E.PROTOCOL_ERROR, conn.log()
+        assert conn.goaway is None, conn.log()
+        served = conn.request("/echo", "POST", [("content-length", "5")], b"hello")
+        assert conn.response(served).body == b"hello"
+    assert not [event for event in target.events() if event.endswith(" " + path)], "the application was called"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param([("content-length", "5, 6")], id="list-of-two-values"),
+        pytest.param([("content-length", "5"), ("content-length", "6")], id="repeated-differing"),
+    ],
+)
+def test_content_length_of_differing_values_is_malformed(target: Target, fields: HeaderList) -> None:
+    """RFC 9110 §8.6 / RFC 9113 §8.1.1: differing content-length values are an invalid value: malformed."""
+    path = unique("/echo")
+    send_malformed(target, request_headers(target, path, "POST", fields), path, end_stream=False)
 
 
 def test_complete_response_before_the_request_ends(target: Target) -> None:

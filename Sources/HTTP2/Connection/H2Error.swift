@@ -15,7 +15,7 @@ public struct H2Error: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public static func == (lhs: H2Error, rhs: H2Error) -> Bool {
-        lhs.code == rhs.code && staticStringsEqual(lhs.reason, rhs.reason)
+        lhs.code == rhs.code && lhs.reason.sameText(as: rhs.reason)
     }
 
     public var description: String { "\(code.rawValue) \(reason)" }

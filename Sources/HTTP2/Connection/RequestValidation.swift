@@ -16,7 +16,11 @@
 //   * connection-specific fields (§8.2.2: connection, keep-alive,
 //     proxy-connection, transfer-encoding, upgrade) are malformed, and `te`
 //     may only say "trailers";
-//   * content-length is 1*DIGIT; repeated, it must repeat the same value;
+//   * content-length is one field holding one 1*DIGIT value (RFC 9110
+//     §8.6). §8.6 lets a recipient of a list such as "5, 5" (or of the same
+//     value in two fields) reject it or replace it by the one value; we
+//     reject it like HTTP/1.1 does (DESIGN principle 7), so the application
+//     only ever sees one decimal;
 //   * cookie crumbs are joined with "; " (§8.2.3), in order;
 //   * then the pseudo-header set: :method always; CONNECT (§8.5) has
 //     :authority with a port and neither :scheme nor :path; extended CONNECT
@@ -38,7 +42,9 @@ extension H2Error {
     public static let invalidFieldValue = H2Error(code: .protocolError, reason: "invalid octet or surrounding whitespace in a field value")
     public static let connectionSpecificField = H2Error(code: .protocolError, reason: "connection-specific field")
     public static let teNotTrailers = H2Error(code: .protocolError, reason: "te other than \"trailers\"")
-    public static let invalidContentLength = H2Error(code: .protocolError, reason: "invalid or conflicting content-length")
+    public static let invalidContentLength = H2Error(code: .protocolError, reason: "content-length not 1*DIGIT")
+    public static let contentLengthList = H2Error(code: .protocolError, reason: "content-length with a list of values")
+    public static let repeatedContentLength = H2Error(code: .protocolError, reason: "repeated content-length field")
     public static let duplicateHost = H2Error(code: .protocolError, reason: "repeated host field")
     public static let missingMethod = H2Error(code: .protocolError, reason: "missing :method")
     public static let invalidMethod = H2Error(code: .protocolError, reason: ":method not a token")
@@ -117,8 +123,10 @@ struct RequestValidator {
                      17 where FieldSyntax.equals(name, "transfer-encoding"):
                     return .connectionSpecificField
                 case 14 where !trailers && FieldSyntax.equals(name, "content-length"):
-                    guard let n = FieldSyntax.contentLength(value) else { return .invalidContentLength }
-                    if let previous = head.contentLength, previous != n { return .invalidContentLength }
+                    guard head.contentLength == nil else { return .repeatedContentLength }
+                    guard let n = FieldSyntax.contentLength(value) else {
+                        return value.contains(UInt8(ascii: ",")) ? .contentLengthList : .invalidContentLength
+                    }
                     head.contentLength = n
                 default:
                     break

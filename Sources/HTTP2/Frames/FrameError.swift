@@ -13,6 +13,8 @@
 // Every error the frame layer produces is a named constant (FrameError+
 // Catalogue.swift); the code for each rule is chosen there, once.
 
+import Core
+
 /// A frame-layer protocol violation: scope, wire code and a fixed reason.
 public struct FrameError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Scope: Sendable, Equatable {
@@ -42,7 +44,7 @@ public struct FrameError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public static func == (lhs: FrameError, rhs: FrameError) -> Bool {
-        lhs.scope == rhs.scope && lhs.code == rhs.code && staticStringsEqual(lhs.reason, rhs.reason)
+        lhs.scope == rhs.scope && lhs.code == rhs.code && lhs.reason.sameText(as: rhs.reason)
     }
 
     public var description: String { "\(scope) \(code.rawValue) \(reason)" }

@@ -16,6 +16,8 @@
 // Every error the module throws is a named constant below, so tests compare
 // against the very constant the decoder used.
 
+import Core
+
 /// An HPACK decoding failure: its scope and a fixed description.
 public struct HPACKError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Scope: Sendable, Equatable {
@@ -55,7 +57,7 @@ public struct HPACKError: Error, Sendable, Equatable, CustomStringConvertible {
     public var status: UInt16? { scope == .headerListTooLarge ? 431 : nil }
 
     public static func == (lhs: HPACKError, rhs: HPACKError) -> Bool {
-        lhs.scope == rhs.scope && staticStringsEqual(lhs.reason, rhs.reason)
+        lhs.scope == rhs.scope && lhs.reason.sameText(as: rhs.reason)
     }
 
     public var description: String { "\(scope) \(reason)" }
@@ -78,17 +80,4 @@ extension HPACKError {
     public static let tableSizeUpdateMissing = HPACKError(scope: .compression, reason: "dynamic table size update required after SETTINGS_HEADER_TABLE_SIZE was lowered")
     // RFC 9113 §6.5.2 SETTINGS_MAX_HEADER_LIST_SIZE, §10.5.1.
     public static let headerListTooLarge = HPACKError(scope: .headerListTooLarge, reason: "header list larger than SETTINGS_MAX_HEADER_LIST_SIZE")
-}
-
-/// Same text; pointer identity is the fast path.
-@usableFromInline
-func staticStringsEqual(_ a: StaticString, _ b: StaticString) -> Bool {
-    a.withUTF8Buffer { x in
-        b.withUTF8Buffer { y in
-            if x.count != y.count { return false }
-            if x.baseAddress == y.baseAddress { return true }
-            for i in 0..<x.count where x[i] != y[i] { return false }
-            return true
-        }
-    }
 }

@@ -113,15 +113,40 @@ final class RequestValidationTests: XCTestCase {
         assertMalformed(base + [("te", "trailers, deflate")], .teNotTrailers)
     }
 
-    func testContentLengthRules() {
-        assertMalformed(base + [("content-length", "abc")], .invalidContentLength, endStream: false)
-        assertMalformed(base + [("content-length", "-1")], .invalidContentLength, endStream: false)
-        assertMalformed(base + [("content-length", "1, 1")], .invalidContentLength, endStream: false)
-        assertMalformed(base + [("content-length", "1"), ("content-length", "2")], .invalidContentLength, endStream: false)
+    // RFC 9110 §8.6: content-length = 1*DIGIT.
+    func testContentLengthIsOneDecimal() {
         let h = H2Harness()
-        guard case .request(_, let head, _)? = h.feed(h.headers(1, base + [("content-length", "5"), ("content-length", "5")], endStream: false)).first
+        guard case .request(_, let head, _)? = h.feed(h.headers(1, base + [("content-length", "5")], endStream: false)).first
         else { return XCTFail() }
         XCTAssertEqual(head.contentLength, 5)
+        guard case .request(_, let zeros, _)? = h.feed(h.headers(3, base + [("content-length", "007")], endStream: false)).first
+        else { return XCTFail() }
+        XCTAssertEqual(zeros.contentLength, 7)
+    }
+
+    func testContentLengthNotADecimalIsMalformed() {
+        assertMalformed(base + [("content-length", "abc")], .invalidContentLength, endStream: false)
+        assertMalformed(base + [("content-length", "-1")], .invalidContentLength, endStream: false)
+        assertMalformed(base + [("content-length", "+1")], .invalidContentLength, endStream: false)
+        assertMalformed(base + [("content-length", "1 2")], .invalidContentLength, endStream: false)
+        assertMalformed(base + [("content-length", "")], .invalidContentLength, endStream: false)
+        // Surrounding whitespace is no part of any HTTP/2 field value (§8.2.1).
+        assertMalformed(base + [("content-length", " 5")], .invalidFieldValue, endStream: false)
+    }
+
+    // §8.6 lets a recipient reject "42, 42" or replace it by 42; we reject
+    // (RFC 9113 §8.1.1: a malformed request is a stream error PROTOCOL_ERROR).
+    func testContentLengthListIsMalformedEvenOfIdenticalValues() {
+        assertMalformed(base + [("content-length", "5, 5")], .contentLengthList, endStream: false)
+        assertMalformed(base + [("content-length", "5,5")], .contentLengthList, endStream: false)
+        assertMalformed(base + [("content-length", "1, 2")], .contentLengthList, endStream: false)
+        assertMalformed(base + [("content-length", "5,")], .contentLengthList, endStream: false)
+    }
+
+    func testRepeatedContentLengthFieldIsMalformedEvenWithTheSameValue() {
+        assertMalformed(base + [("content-length", "5"), ("content-length", "5")], .repeatedContentLength, endStream: false)
+        assertMalformed(base + [("content-length", "1"), ("content-length", "2")], .repeatedContentLength, endStream: false)
+        assertMalformed(base + [("content-length", "0"), ("accept", "*/*"), ("content-length", "0")], .repeatedContentLength, endStream: false)
     }
 
     func testNonZeroContentLengthWithEndStreamIsMalformed() {
