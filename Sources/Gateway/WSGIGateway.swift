@@ -75,7 +75,8 @@ public final class WSGIGateway {
         _ = WSGIInput.type
         _ = WSGICallables.startResponseType
         _ = WSGICallables.writeType
-        let errorStream = pshim_call0(Runtime.attribute("ErrorStream").ref)!
+        let errorStreamType = Runtime.attribute("ErrorStream")
+        let errorStream = pshim_call0(errorStreamType.ref)!
         // Kept (a strong reference) for the gateway's life: an application
         // rebinding _peregrine.FileWrapper does not free it under us.
         fileWrapperType = Runtime.attribute("FileWrapper").take()

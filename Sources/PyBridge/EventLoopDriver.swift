@@ -55,7 +55,8 @@ public final class EventLoopDriver {
         pshim_tuple_set_item(args, 3, attachFn)
         pshim_tuple_set_item(args, 4, Py.bool(lifespan))
         pshim_tuple_set_item(args, 5, Py.bool(uvloop))
-        let result = PyObject_Call(Runtime.attribute("serve_asgi").ref, args, nil)
+        let serve = Runtime.attribute("serve_asgi")  // held until the loop is done
+        let result = PyObject_Call(serve.ref, args, nil)
         Py.decref(args)
         defer {
             Py.xdecref(callSoon); callSoon = nil

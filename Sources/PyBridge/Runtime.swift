@@ -257,7 +257,8 @@ class FileWrapper:
 
     /// "asgi", "wsgi" or nil.
     public static func detectProtocol(_ app: PyRef) -> String? {
-        guard let r = pshim_call1(attribute("detect_protocol").ref, app) else {
+        let detect = attribute("detect_protocol")
+        guard let r = pshim_call1(detect.ref, app) else {
             PyErr_Clear()
             return nil
         }

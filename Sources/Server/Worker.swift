@@ -51,10 +51,10 @@ final class Worker {
     private var recycleAsked = false
     /// --max-requests plus this worker's jitter (0: never recycle).
     private let recycleLimit: Int
+    private var requestTokens: UInt64
     var requestsServed = 0
     private var expired: [Int] = []
     private let board: UnsafeMutablePointer<Int64>?
-    private var requestTokens: UInt64
     private var deferringSince: Instant?
     /// The TLS configuration (nil: plain connections); set by Main.serve.
     var tlsContext: TLSContext?
