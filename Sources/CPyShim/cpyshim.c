@@ -31,6 +31,43 @@ void pshim_tuple_set_item(PyObject *o, Py_ssize_t i, PyObject *v) { PyTuple_SET_
 PyObject *pshim_list_item(PyObject *o, Py_ssize_t i) { return PyList_GET_ITEM(o, i); }
 Py_ssize_t pshim_list_size(PyObject *o) { return PyList_GET_SIZE(o); }
 
+PyObject *pshim_list_get_ref(PyObject *list, Py_ssize_t i) {
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyList_GetItemRef(list, i);
+#else
+    PyObject *item = PyList_GetItem(list, i);
+    Py_XINCREF(item);
+    return item;
+#endif
+}
+
+PyObject *pshim_dict_get_ref(PyObject *dict, PyObject *key) {
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *item = NULL;
+    (void)PyDict_GetItemRef(dict, key, &item);
+    return item;
+#else
+    PyObject *item = PyDict_GetItemWithError(dict, key);
+    Py_XINCREF(item);
+    return item;
+#endif
+}
+
+PyObject *pshim_dict_get_ref_string(PyObject *dict, const char *key) {
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *item = NULL;
+    (void)PyDict_GetItemStringRef(dict, key, &item);
+    return item;
+#else
+    PyObject *k = PyUnicode_FromString(key);
+    if (k == NULL) return NULL;
+    PyObject *item = PyDict_GetItemWithError(dict, k);
+    Py_DECREF(k);
+    Py_XINCREF(item);
+    return item;
+#endif
+}
+
 int pshim_unicode_latin1(PyObject *s, const unsigned char **data, Py_ssize_t *length) {
     if (PyUnicode_KIND(s) != PyUnicode_1BYTE_KIND) return 0;
     *data = (const unsigned char *)PyUnicode_DATA(s);

@@ -27,17 +27,17 @@ enum ASGICallables {
         var kind: Int
     }
 
-    nonisolated(unsafe) static var type: PyRef?
-
-    static func install() {
+    /// Once per process (see `ProcessObject`); each instance carries its
+    /// own conversation, so nothing here is shared between workers.
+    static let type = ProcessObject({
         var b = NativeTypeBuilder(name: "peregrine.ASGICallable", payload: MemoryLayout<Payload>.stride)
         b.slot(Py_tp_call, unsafeBitCast(call, to: UnsafeMutableRawPointer.self))
         b.slot(Py_tp_dealloc, unsafeBitCast(dealloc, to: UnsafeMutableRawPointer.self))
-        type = b.build()
-    }
+        return b.build()
+    }())
 
     static func make(_ kind: Kind, for request: ASGIConversation) -> PyRef? {
-        guard let o = nativeAllocate(type!) else { return nil }
+        guard let o = nativeAllocate(type.ref) else { return nil }
         nativePayload(o, as: Payload.self).initialize(to: Payload(conversation: request, kind: kind.rawValue))
         return o
     }

@@ -32,9 +32,11 @@ public final class ASGIGateway {
     public init(app: PyRef, rootPath: String, scheme: String) {
         self.app = app
         scope = ASGIScopeBuilder(keys: keys, rootPath: rootPath, scheme: scheme)
-        ASGICallables.install()
-        ReadyAwaitable.install()
-        clientDisconnected = Runtime.attribute("ClientDisconnected")
+        // The process's native types exist before any worker thread does
+        // (see ProcessObject).
+        _ = ASGICallables.type
+        ReadyAwaitable.prepare()
+        clientDisconnected = Runtime.attribute("ClientDisconnected").take()  // kept for the gateway's life
     }
 
     /// Called once the loop runs: the loop's factories, and the lifespan

@@ -127,7 +127,8 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     // MARK: - send()
 
     func send(_ message: PyRef) -> PyRef? {
-        guard let type = messageType(message, keys) else { return nil }
+        guard let typeItem = messageType(message, keys) else { return nil }
+        let type = typeItem.ref  // typeItem holds it to the end of send()
         let ok: Bool
         if keys.same(type, keys.responseBody) {
             return sendBody(message)
@@ -151,7 +152,8 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
             Py.raise(Py.runtimeError, "http.response.start sent twice")
             return false
         }
-        guard let statusObj = PyDict_GetItemWithError(message, keys.status), pshim_long_check(statusObj) != 0,
+        let statusItem = Py.dictItem(message, keys.status)
+        guard let statusObj = statusItem.ref, pshim_long_check(statusObj) != 0,
               pshim_bool_check(statusObj) == 0 else {
             if PyErr_Occurred() == nil { Py.raise(Py.typeError, "http.response.start needs an int 'status'") }
             return false
@@ -162,12 +164,14 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
             return false
         }
         var store = HeaderStore()
-        if let headers = PyDict_GetItemWithError(message, keys.headers) {
+        let headersItem = Py.dictItem(message, keys.headers)
+        if let headers = headersItem.ref {
             guard store.load(headers, context: "http.response.start") else { return false }
         } else if PyErr_Occurred() != nil {
             return false
         }
-        if let t = PyDict_GetItemWithError(message, keys.trailers) {
+        let trailersItem = Py.dictItem(message, keys.trailers)
+        if let t = trailersItem.ref {
             trailers = PyObject_IsTrue(t) == 1
         }
         if disconnected || exchange == nil {
@@ -191,7 +195,8 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
             return nil
         }
         var body: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
-        if let b = PyDict_GetItemWithError(message, keys.body) {
+        let bodyItem = Py.dictItem(message, keys.body)
+        if let b = bodyItem.ref {
             if pshim_bytes_check(b) != 0 {
                 body = UnsafeRawBufferPointer(start: pshim_bytes_data(b), count: pshim_bytes_size(b))
             } else if pshim_bytearray_check(b) != 0 {
@@ -202,7 +207,8 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
             }
         } else if PyErr_Occurred() != nil { return nil }
         var more = false
-        if let m = PyDict_GetItemWithError(message, keys.moreBody) { more = PyObject_IsTrue(m) == 1 }
+        let moreBodyItem = Py.dictItem(message, keys.moreBody)
+        if let m = moreBodyItem.ref { more = PyObject_IsTrue(m) == 1 }
         guard let exchange, !disconnected else { return clientGone() }
         if !headSent {
             guard emitHead(knownLength: more ? nil : Int64(body.count)) else { return clientGone() }
@@ -239,11 +245,13 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
             Py.raise(Py.runtimeError, "http.response.trailers sent after the response was complete")
             return nil
         }
-        if let headers = PyDict_GetItemWithError(message, keys.headers) {
+        let headersItem = Py.dictItem(message, keys.headers)
+        if let headers = headersItem.ref {
             guard trailerStore.load(headers, context: "http.response.trailers", append: true) else { return nil }
         } else if PyErr_Occurred() != nil { return nil }
         var more = false
-        if let m = PyDict_GetItemWithError(message, keys.moreTrailers) { more = PyObject_IsTrue(m) == 1 }
+        let moreTrailersItem = Py.dictItem(message, keys.moreTrailers)
+        if let m = moreTrailersItem.ref { more = PyObject_IsTrue(m) == 1 }
         if more { return ReadyAwaitable.newNone() }
         guard let exchange, !disconnected else { return clientGone() }
         if !headSent {
@@ -259,7 +267,8 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
             Py.raise(Py.runtimeError, "http.response.pathsend must follow http.response.start and be the whole body")
             return nil
         }
-        guard let pathObj = PyDict_GetItemWithError(message, keys.path), pshim_unicode_check(pathObj) != 0,
+        let pathItem = Py.dictItem(message, keys.path)
+        guard let pathObj = pathItem.ref, pshim_unicode_check(pathObj) != 0,
               let path = Py.string(pathObj) else {
             if PyErr_Occurred() == nil { Py.raise(Py.typeError, "http.response.pathsend needs a str 'path'") }
             return nil
@@ -285,7 +294,8 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
 
     private func earlyHint(_ message: PyRef) -> Bool {
         guard !headSent else { return true }  // too late to hint; harmless to drop
-        guard let links = PyDict_GetItemWithError(message, keys.links) else {
+        let linksItem = Py.dictItem(message, keys.links)
+        guard let links = linksItem.ref else {
             if PyErr_Occurred() == nil { Py.raise(Py.typeError, "http.response.early_hint needs 'links'") }
             return false
         }

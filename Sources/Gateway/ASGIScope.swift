@@ -83,6 +83,7 @@ struct ASGIScopeBuilder {
 
     /// scope["extensions"] becomes a copy of the shared one with "tls"
     /// added (ASGI TLS Extension); the "tls" dict is the connection's.
+    /// (`scope` is not yet the application's, so borrowing from it is safe.)
     func setTLSExtension(_ scope: PyRef, _ tls: TLSInfo) {
         guard let shared = PyDict_GetItem(scope, keys.extensions), let ext = PyDict_Copy(shared),
               let value = tls.asgiTLSExtension() else { PyErr_Clear(); return }

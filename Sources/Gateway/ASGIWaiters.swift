@@ -90,13 +90,14 @@ struct ASGIWaiters {
     }
 }
 
-/// The `type` of an ASGI message dict; nil with TypeError set otherwise.
-func messageType(_ message: PyRef, _ keys: ASGIKeys) -> PyRef? {
+/// The `type` of an ASGI message dict (a strong reference: the dict is the
+/// application's); nil with TypeError set otherwise.
+func messageType(_ message: PyRef, _ keys: ASGIKeys) -> PyOwned? {
     guard pshim_dict_check(message) != 0 else {
         Py.raise(Py.typeError, "send() takes a dict message, not \(Py.typeName(message))")
         return nil
     }
-    guard let type = PyDict_GetItemWithError(message, keys.type), pshim_unicode_check(type) != 0 else {
+    guard let type = Py.dictItem(message, keys.type), pshim_unicode_check(type.ref) != 0 else {
         if PyErr_Occurred() == nil { Py.raise(Py.typeError, "the message has no 'type' str") }
         return nil
     }

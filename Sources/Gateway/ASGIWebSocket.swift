@@ -55,6 +55,8 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     private func dequeue() -> PyRef? {
         guard !queue.isEmpty else { return nil }
         let m = queue.removeFirst()
+        // A message this conversation made and queued, not yet seen by the
+        // application: borrowing from it is safe.
         if let data = PyDict_GetItem(m, keys.bytes) ?? PyDict_GetItem(m, keys.text) { queuedBytes -= PyObject_Length(data) }
         if paused && queue.count < gateway.webSocketMaxQueue && queuedBytes < gateway.webSocketMaxQueueBytes {
             paused = false
@@ -81,7 +83,8 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     // MARK: - send()
 
     func send(_ message: PyRef) -> PyRef? {
-        guard let type = messageType(message, keys) else { return nil }
+        guard let typeItem = messageType(message, keys) else { return nil }
+        let type = typeItem.ref  // typeItem holds it to the end of send()
         if keys.same(type, keys.wsSend) { return sendData(message) }
         if keys.same(type, keys.wsAccept) { return accept(message) }
         if keys.same(type, keys.wsClose) { return close(message) }
@@ -97,7 +100,8 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
             return nil
         }
         var subprotocol: UnsafeRawBufferPointer?
-        if let s = PyDict_GetItemWithError(message, keys.subprotocol), s != Py.none {
+        let subprotocolItem = Py.dictItem(message, keys.subprotocol)
+        if let s = subprotocolItem.ref, s != Py.none {
             guard pshim_unicode_check(s) != 0 else {
                 Py.raise(Py.typeError, "websocket.accept 'subprotocol' must be a str or None")
                 return nil
@@ -110,7 +114,8 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
             subprotocol = view
         } else if PyErr_Occurred() != nil { return nil }
         var store = HeaderStore()
-        if let headers = PyDict_GetItemWithError(message, keys.headers) {
+        let headersItem = Py.dictItem(message, keys.headers)
+        if let headers = headersItem.ref {
             guard store.load(headers, context: "websocket.accept") else { return nil }
         } else if PyErr_Occurred() != nil { return nil }
         accepted = true
@@ -127,8 +132,10 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
             Py.raise(Py.runtimeError, "websocket.send after websocket.close")
             return nil
         }
-        let b = PyDict_GetItemWithError(message, keys.bytes).flatMap { $0 == Py.none ? nil : $0 }
-        let t = PyDict_GetItemWithError(message, keys.text).flatMap { $0 == Py.none ? nil : $0 }
+        let bytesItem = Py.dictItem(message, keys.bytes)
+        let b = bytesItem.ref.flatMap { $0 == Py.none ? nil : $0 }
+        let textItem = Py.dictItem(message, keys.text)
+        let t = textItem.ref.flatMap { $0 == Py.none ? nil : $0 }
         if PyErr_Occurred() != nil { return nil }
         guard (b == nil) != (t == nil) else {
             Py.raise(Py.valueError, "websocket.send needs exactly one of 'bytes' and 'text'")
@@ -157,13 +164,15 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     private func close(_ message: PyRef) -> PyRef? {
         guard !closeSent && !denied else { return ReadyAwaitable.newNone() }  // closing twice is harmless
         var code = 1000
-        if let c = PyDict_GetItemWithError(message, keys.code), c != Py.none {
+        let codeItem = Py.dictItem(message, keys.code)
+        if let c = codeItem.ref, c != Py.none {
             code = PyLong_AsLong(c)
             if PyErr_Occurred() != nil { return nil }
         }
         var reason = UnsafeRawBufferPointer(start: nil, count: 0)
         var size: Py_ssize_t = 0
-        if let r = PyDict_GetItemWithError(message, keys.reason), r != Py.none {
+        let reasonItem = Py.dictItem(message, keys.reason)
+        if let r = reasonItem.ref, r != Py.none {
             guard pshim_unicode_check(r) != 0, let utf8 = PyUnicode_AsUTF8AndSize(r, &size) else {
                 if PyErr_Occurred() == nil { Py.raise(Py.typeError, "websocket.close 'reason' must be a str") }
                 return nil
@@ -198,7 +207,8 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
             Py.raise(Py.runtimeError, "websocket.http.response.start after the handshake was answered")
             return nil
         }
-        guard let statusObj = PyDict_GetItemWithError(message, keys.status), pshim_long_check(statusObj) != 0 else {
+        let statusItem = Py.dictItem(message, keys.status)
+        guard let statusObj = statusItem.ref, pshim_long_check(statusObj) != 0 else {
             if PyErr_Occurred() == nil { Py.raise(Py.typeError, "websocket.http.response.start needs an int 'status'") }
             return nil
         }
@@ -208,7 +218,8 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
             return nil
         }
         var store = HeaderStore()
-        if let headers = PyDict_GetItemWithError(message, keys.headers) {
+        let headersItem = Py.dictItem(message, keys.headers)
+        if let headers = headersItem.ref {
             guard store.load(headers, context: "websocket.http.response.start") else { return nil }
         } else if PyErr_Occurred() != nil { return nil }
         denyStarted = true
@@ -227,7 +238,8 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
             return nil
         }
         var body = UnsafeRawBufferPointer(start: nil, count: 0)
-        if let b = PyDict_GetItemWithError(message, keys.body) {
+        let bodyItem = Py.dictItem(message, keys.body)
+        if let b = bodyItem.ref {
             guard pshim_bytes_check(b) != 0 else {
                 Py.raise(Py.typeError, "websocket.http.response.body 'body' must be bytes")
                 return nil
@@ -235,7 +247,8 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
             body = UnsafeRawBufferPointer(start: pshim_bytes_data(b), count: pshim_bytes_size(b))
         } else if PyErr_Occurred() != nil { return nil }
         var more = false
-        if let m = PyDict_GetItemWithError(message, keys.moreBody) { more = PyObject_IsTrue(m) == 1 }
+        let moreBodyItem = Py.dictItem(message, keys.moreBody)
+        if let m = moreBodyItem.ref { more = PyObject_IsTrue(m) == 1 }
         guard let exchange, !ended else { return ReadyAwaitable.newNone() }
         return outcome(exchange.denyBody(body, final: !more))
     }

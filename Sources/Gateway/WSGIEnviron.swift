@@ -18,7 +18,8 @@ struct WSGIEnvironBuilder {
     private var recentServerName = RecentString<String>(Py.str)
     private var recentServerPort = RecentString<Int> { pshim_unicode_decimal(Int64($0))! }
 
-    init(keys: WSGIKeys, rootPath: String, scheme: StaticString, multiprocess: Bool, errors: PyRef, fileWrapper: PyRef) {
+    init(keys: WSGIKeys, rootPath: String, scheme: StaticString, multiprocess: Bool, multithread: Bool,
+         errors: PyRef, fileWrapper: PyRef) {
         self.keys = keys
         self.rootPath = Array(rootPath.utf8)
         // Room for the constant keys below, the per-request ones given a
@@ -37,7 +38,7 @@ struct WSGIEnvironBuilder {
         PyDict_SetItem(t, keys.wsgiURLScheme, schemeStr)
         Py.decref(schemeStr)
         PyDict_SetItem(t, keys.wsgiErrors, errors)
-        PyDict_SetItem(t, keys.wsgiMultithread, Py.false)
+        PyDict_SetItem(t, keys.wsgiMultithread, multithread ? Py.true : Py.false)
         PyDict_SetItem(t, keys.wsgiMultiprocess, multiprocess ? Py.true : Py.false)
         PyDict_SetItem(t, keys.wsgiRunOnce, Py.false)
         PyDict_SetItem(t, keys.wsgiFileWrapper, fileWrapper)
@@ -109,6 +110,7 @@ struct WSGIEnvironBuilder {
             }
             defer { Py.decref(key) }
             guard let v = Py.latin1(value) else { PyErr_Clear(); continue }
+            // Borrowed: `env` is not yet the application's.
             if let existing = PyDict_GetItemWithError(env, key) {
                 // Repeated fields are one field with a list value (RFC 9110
                 // §5.3); cookies are joined the way the Cookie header joins

@@ -18,12 +18,12 @@ import PyBridge
 /// the connection so the client cannot mistake it for complete.
 ///
 /// The C-level objects handed to the application (wsgi.input,
-/// start_response, write) carry the request's `token`; once `serve` returns
-/// the token changes and stale objects raise instead of touching the next
-/// request.
+/// start_response, write) carry this gateway and the request's `token`;
+/// once `serve` returns the token changes and stale objects raise instead of
+/// touching the next request. Everything here is the worker's own: a second
+/// worker context in the process has its own gateway, caches and template,
+/// and its objects never reach this one.
 public final class WSGIGateway {
-    nonisolated(unsafe) static var current: WSGIGateway?
-
     private let app: PyRef
     private var environ: WSGIEnvironBuilder
     private let keys: WSGIKeys
@@ -57,34 +57,43 @@ public final class WSGIGateway {
     private var bodyDone = false
 
     private var fields: UnsafeMutablePointer<ResponseField>
+    /// The header pairs `fields` point into, held while a head is sent.
+    private var heldPairs: UnsafeMutablePointer<PyRef>
     private var fieldCapacity = 32
 
     /// Summary of the last request, for the access log.
     public private(set) var lastStatus = 0
     public private(set) var lastBodyBytes: Int64 = 0
 
-    public init(app: PyRef, rootPath: String, scheme: StaticString, multiprocess: Bool) {
+    /// `multithread`: other worker contexts in this process call the same
+    /// application from other threads (wsgi.multithread).
+    public init(app: PyRef, rootPath: String, scheme: StaticString, multiprocess: Bool, multithread: Bool = false) {
         self.app = app
         keys = WSGIKeys()
-        _ = WSGIInput.makeType()
-        WSGICallables.makeTypes()
-        let errorStream = pshim_call0(Runtime.attribute("ErrorStream"))!
-        fileWrapperType = Runtime.attribute("FileWrapper")
+        // The process's native types exist before any worker thread does
+        // (see ProcessObject).
+        _ = WSGIInput.type
+        _ = WSGICallables.startResponseType
+        _ = WSGICallables.writeType
+        let errorStreamType = Runtime.attribute("ErrorStream")
+        let errorStream = pshim_call0(errorStreamType.ref)!
+        // Kept (a strong reference) for the gateway's life: an application
+        // rebinding _peregrine.FileWrapper does not free it under us.
+        fileWrapperType = Runtime.attribute("FileWrapper").take()
         environ = WSGIEnvironBuilder(keys: keys, rootPath: rootPath, scheme: scheme, multiprocess: multiprocess,
-                                     errors: errorStream, fileWrapper: fileWrapperType)
+                                     multithread: multithread, errors: errorStream, fileWrapper: fileWrapperType)
         bodyBuffer = .allocate(byteCount: bodyCapacity, alignment: 16)
         fields = .allocate(capacity: fieldCapacity)
-        WSGIGateway.current = self
+        heldPairs = .allocate(capacity: fieldCapacity)
     }
 
     // MARK: - One request
 
     /// Serves one request to completion (or abort). `token` must differ from
-    /// every earlier request's.
+    /// every earlier request's in the process.
     public func serve(_ request: GatewayRequest, exchange: Exchange, token: UInt64) {
         self.exchange = exchange
         self.token = token
-        WSGIGateway.current = self
         isHead = request.isHead
         startCalled = false
         headSent = false
@@ -102,8 +111,8 @@ public final class WSGIGateway {
         bodyDone = false
         defer { endRequest() }
 
-        guard let input = WSGIInput.make(token: token),
-              let start = WSGICallables.make(WSGICallables.startResponseType!, token: token) else {
+        guard let input = WSGIInput.make(for: self, token: token),
+              let start = WSGICallables.make(WSGICallables.startResponseType, for: self, token: token) else {
             applicationFailed(); return
         }
         guard let env = environ.build(request, input: input) else {
@@ -140,17 +149,21 @@ public final class WSGIGateway {
 
     /// A list or tuple: every block is in hand, so the length is known and
     /// the whole response goes out in one write.
+    ///
+    /// Each block is a strong reference while it is used: the list is the
+    /// application's, and sending may wait for the socket with the GIL
+    /// released, when another thread could change the list.
     private func respondWithSequence(_ result: PyRef) {
         let isList = pshim_list_check(result) != 0
         let count = isList ? pshim_list_size(result) : pshim_tuple_size(result)
         var total: Int64 = 0
         for i in 0..<count {
-            let item = isList ? pshim_list_item(result, i)! : pshim_tuple_item(result, i)!
-            guard pshim_bytes_check(item) != 0 else {
-                Py.raise(Py.typeError, "the application's response must contain bytes, not \(Py.typeName(item))")
+            guard let item = Py.sequenceItem(result, isList: isList, i) else { applicationFailed(); return }
+            guard pshim_bytes_check(item.ref) != 0 else {
+                Py.raise(Py.typeError, "the application's response must contain bytes, not \(Py.typeName(item.ref))")
                 applicationFailed(); return
             }
-            total += Int64(pshim_bytes_size(item))
+            total += Int64(pshim_bytes_size(item.ref))
         }
         guard startCalled else {
             Py.raise(Py.runtimeError, "the application returned without calling start_response")
@@ -158,8 +171,13 @@ public final class WSGIGateway {
         }
         if !headSent && !emitHead(knownLength: writeUsed ? nil : total) { return }
         for i in 0..<count {
-            let item = isList ? pshim_list_item(result, i)! : pshim_tuple_item(result, i)!
-            if !sendBlock(item, flush: false) { return }
+            guard let item = Py.sequenceItem(result, isList: isList, i) else { applicationFailed(); return }
+            guard pshim_bytes_check(item.ref) != 0 else {
+                // The list changed since it was checked above.
+                Py.raise(Py.typeError, "the application's response must contain bytes, not \(Py.typeName(item.ref))")
+                applicationFailed(); return
+            }
+            if !sendBlock(item.ref, flush: false) { return }
         }
         finishResponse()
     }
@@ -248,15 +266,27 @@ public final class WSGIGateway {
     private func emitHead(knownLength: Int64?) -> Bool {
         guard let exchange, let headersRef, let statusRef else { return false }
         headSent = true
-        let n = pshim_list_check(headersRef) != 0 ? pshim_list_size(headersRef) : pshim_tuple_size(headersRef)
+        let isList = pshim_list_check(headersRef) != 0
+        let n = isList ? pshim_list_size(headersRef) : pshim_tuple_size(headersRef)
         if n > fieldCapacity {
             fields.deallocate()
+            heldPairs.deallocate()
             fieldCapacity = Int(n) * 2
             fields = .allocate(capacity: fieldCapacity)
+            heldPairs = .allocate(capacity: fieldCapacity)
         }
+        // The fields point into the pairs' strs until the head is sent, so
+        // each pair is held by a reference of its own until then (the list
+        // is the application's). Manual, not PyOwned: a variable number of
+        // references must outlive the loop that takes them.
+        var held = 0
+        defer { for i in 0..<held { Py.decref(heldPairs[i]) } }
         var used = 0
         for i in 0..<n {
-            let pair = pshim_list_check(headersRef) != 0 ? pshim_list_item(headersRef, i)! : pshim_tuple_item(headersRef, i)!
+            guard let owned = Py.sequenceItem(headersRef, isList: isList, i) else { PyErr_Clear(); break }
+            let pair = owned.take()
+            heldPairs[held] = pair
+            held += 1
             let name = latin1View(pshim_tuple_item(pair, 0)!)
             let value = latin1View(pshim_tuple_item(pair, 1)!)
             // Framing and connection management are the server's: the
@@ -361,6 +391,8 @@ public final class WSGIGateway {
         if let excInfo {
             if headSent {
                 // PEP 3333: with the head already out, re-raise the error.
+                // Borrowed from a tuple (immutable, held by our caller), then
+                // given their own references for PyErr_Restore.
                 if pshim_tuple_check(excInfo) != 0 && pshim_tuple_size(excInfo) == 3 {
                     let t = pshim_tuple_item(excInfo, 0)!, v = pshim_tuple_item(excInfo, 1)!, tb = pshim_tuple_item(excInfo, 2)!
                     Py.incref(t); Py.incref(v); Py.incref(tb)
@@ -399,7 +431,10 @@ public final class WSGIGateway {
         let isList = pshim_list_check(headers) != 0
         let n = isList ? pshim_list_size(headers) : pshim_tuple_size(headers)
         for i in 0..<n {
-            let pair = isList ? pshim_list_item(headers, i)! : pshim_tuple_item(headers, i)!
+            // A strong reference for the checks below (the list is the
+            // application's); released at the end of each round.
+            guard let owned = Py.sequenceItem(headers, isList: isList, i) else { return false }
+            let pair = owned.ref
             guard pshim_tuple_check(pair) != 0, pshim_tuple_size(pair) == 2 else {
                 Py.raise(Py.typeError, "each response header must be a (name, value) tuple, got \(Py.describe(pair))")
                 return false

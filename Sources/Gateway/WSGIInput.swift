@@ -7,35 +7,39 @@ import PyBridge
 /// Reads pull from the connection on demand, so an upload is never held in
 /// memory whole unless the application asks for all of it with `read()`.
 /// `readline` needs look-ahead, which lives in the gateway's body buffer.
-/// Each object remembers the request it belongs to (`token`); after that
-/// request ends every method raises instead of touching the connection,
-/// which by then may carry another request.
+/// Each object carries its own gateway (the worker's: a second worker in
+/// the process has another) and the request it belongs to (`token`); after
+/// that request ends every method raises instead of touching the
+/// connection, which by then may carry another request.
 enum WSGIInput {
-    struct Payload { var token: UInt64 }
+    /// Lives in the Python object's memory: zeroed by tp_alloc, set up by
+    /// `make`, torn down by `dealloc`.
+    struct Payload {
+        var gateway: WSGIGateway?
+        var token: UInt64
+    }
 
-    nonisolated(unsafe) static var type: PyRef?
-
-    static func makeType() -> PyRef {
+    /// Once per process (see `ProcessObject`); the instances are per request.
+    static let type = ProcessObject({
         var b = NativeTypeBuilder(name: "peregrine.Input", payload: MemoryLayout<Payload>.stride)
         b.method("read", read, doc: "read(size=-1) -> bytes: up to size bytes of the body, all of it if size < 0")
         b.method("readline", readline, doc: "readline(size=-1) -> bytes: one line, including its b'\\n'")
         b.method("readlines", readlines, doc: "readlines(hint=-1) -> list of lines")
         b.slot(Py_tp_iter, unsafeBitCast(iter, to: UnsafeMutableRawPointer.self))
         b.slot(Py_tp_iternext, unsafeBitCast(next, to: UnsafeMutableRawPointer.self))
-        let t = b.build()
-        type = t
-        return t
-    }
+        b.slot(Py_tp_dealloc, unsafeBitCast(dealloc, to: UnsafeMutableRawPointer.self))
+        return b.build()
+    }())
 
-    static func make(token: UInt64) -> PyRef? {
-        guard let o = nativeAllocate(type!) else { return nil }
-        nativePayload(o, as: Payload.self).pointee.token = token
+    static func make(for gateway: WSGIGateway, token: UInt64) -> PyRef? {
+        guard let o = nativeAllocate(type.ref) else { return nil }
+        nativePayload(o, as: Payload.self).initialize(to: Payload(gateway: gateway, token: token))
         return o
     }
 
     /// The gateway serving this object's request, or nil with an exception set.
     static func gateway(_ object: PyRef?) -> WSGIGateway? {
-        guard let object, let g = WSGIGateway.current,
+        guard let object, let g = nativePayload(object, as: Payload.self).pointee.gateway,
               nativePayload(object, as: Payload.self).pointee.token == g.token else {
             Py.raise(Py.valueError, "wsgi.input used after its request ended")
             return nil
@@ -79,6 +83,11 @@ enum WSGIInput {
             if hint > 0 && total >= hint { break }
         }
         return list
+    }
+
+    static let dealloc: @convention(c) (PyRef?) -> Void = { me in
+        nativePayload(me!, as: Payload.self).deinitialize(count: 1)
+        pshim_heap_dealloc(me!)
     }
 
     static let iter: @convention(c) (PyRef?) -> PyRef? = { me in

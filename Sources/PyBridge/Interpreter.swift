@@ -118,6 +118,7 @@ public func takeTraceback() -> PythonTraceback {
     if let tbmod = PyImport_ImportModule("traceback") {
         if let fmt = PyObject_GetAttrString(tbmod, "format_exception"),
            let lines = pshim_call1(fmt, exc) {
+            // Borrowing is safe: the list is new and only ours.
             let n = PyList_Size(lines)
             for i in 0..<n { text += Py.string(PyList_GetItem(lines, i)) ?? "" }
             Py.decref(lines)

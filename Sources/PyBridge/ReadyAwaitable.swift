@@ -11,32 +11,37 @@ import CPyShim
 public enum ReadyAwaitable {
     struct Payload { var value: PyRef? }
 
-    nonisolated(unsafe) private static var type: PyRef?
-    /// The shared instance whose value is None (stateless, reused).
-    nonisolated(unsafe) public private(set) static var none: PyRef?
-
-    public static func install() {
+    /// The type, once per process (see `ProcessObject`): it holds no state.
+    private static let type = ProcessObject({
         var b = NativeTypeBuilder(name: "peregrine.Ready", payload: MemoryLayout<Payload>.stride)
         b.slot(Py_am_await, unsafeBitCast(selfFunction, to: UnsafeMutableRawPointer.self))
         b.slot(Py_tp_iter, unsafeBitCast(selfFunction, to: UnsafeMutableRawPointer.self))
         b.slot(Py_tp_iternext, unsafeBitCast(next, to: UnsafeMutableRawPointer.self))
         b.slot(Py_am_send, unsafeBitCast(send, to: UnsafeMutableRawPointer.self))
         b.slot(Py_tp_dealloc, unsafeBitCast(dealloc, to: UnsafeMutableRawPointer.self))
-        type = b.build()
-        none = make(stealing: Py.newNone())
+        return b.build()
+    }())
+    /// The shared instance whose value is None: immutable and stateless, so
+    /// once per process like the type, and never released.
+    private static let none = ProcessObject(make(stealing: Py.newNone())!)
+
+    /// Makes the type and the shared instance now (on the main thread, at
+    /// startup: see `ProcessObject`); later calls do nothing.
+    public static func prepare() {
+        _ = none
     }
 
     /// A ready awaitable resolving to `value` (the reference is consumed).
     public static func make(stealing value: PyRef) -> PyRef? {
-        guard let o = nativeAllocate(type!) else { Py.decref(value); return nil }
+        guard let o = nativeAllocate(type.ref) else { Py.decref(value); return nil }
         nativePayload(o, as: Payload.self).pointee.value = value
         return o
     }
 
     /// A new reference to the shared None-valued instance.
     public static func newNone() -> PyRef {
-        Py.incref(none!)
-        return none!
+        Py.incref(none.ref)
+        return none.ref
     }
 
     private static let selfFunction: @convention(c) (PyRef?) -> PyRef? = { me in

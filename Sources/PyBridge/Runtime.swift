@@ -6,8 +6,14 @@ import Core
 /// of the gateways that are ordinary Python (protocol detection,
 /// `wsgi.errors`, `wsgi.file_wrapper`) plus a `log` function into the server
 /// log. Built at start-up from source held in the binary.
+///
+/// The module is per process by nature: one interpreter, one
+/// `sys.modules["_peregrine"]`, and nothing in it belongs to a worker (its
+/// classes and functions keep no state; `wsgi.errors` streams are made per
+/// gateway). It is made once, under the once-lock of a `static let` (see
+/// `ProcessObject`), and never replaced.
 public enum Runtime {
-    nonisolated(unsafe) public private(set) static var module: PyRef?
+    private static let created: Result<ProcessObject, StartupError> = create()
 
     static let source = #"""
 import inspect as _inspect
@@ -207,8 +213,21 @@ class FileWrapper:
         raise StopIteration
 """#
 
-    /// Creates the module. Call once, after the interpreter starts.
+    /// Creates the module (the first call; later calls return at once).
+    /// Call after the interpreter starts, on the main thread.
     public static func install() throws(StartupError) {
+        _ = try created.get()
+    }
+
+    private static func create() -> Result<ProcessObject, StartupError> {
+        do throws(StartupError) {
+            return .success(ProcessObject(try build()))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func build() throws(StartupError) -> PyRef {
         guard let m = PyImport_AddModule("_peregrine") else {
             throw StartupError("cannot create the _peregrine module")
         }
@@ -223,17 +242,23 @@ class FileWrapper:
         }
         Py.decref(r)
         Py.incref(m)
-        module = m
+        return m
     }
 
-    /// A borrowed attribute of the module.
-    public static func attribute(_ name: String) -> PyRef {
-        PyDict_GetItemString(PyModule_GetDict(module!), name)!
+    /// An attribute of the module (a new reference: an application may
+    /// rebind the module's names from another thread). Only after `install`.
+    public static func attribute(_ name: String) -> PyOwned {
+        guard case .success(let module) = created,
+              let value = Py.dictItem(PyModule_GetDict(module.ref)!, name) else {
+            fatalError("_peregrine.\(name) is missing (Runtime.install not run or failed)")
+        }
+        return value
     }
 
     /// "asgi", "wsgi" or nil.
     public static func detectProtocol(_ app: PyRef) -> String? {
-        guard let r = pshim_call1(attribute("detect_protocol"), app) else {
+        let detect = attribute("detect_protocol")
+        guard let r = pshim_call1(detect.ref, app) else {
             PyErr_Clear()
             return nil
         }
@@ -254,14 +279,17 @@ private let logFunction: FastMethod = { _, args, nargs in
 }
 
 extension NativeTypeBuilder {
-    /// A module-level builtin function (METH_FASTCALL) with no self.
-    public static func function(name: String, _ f: FastMethod) -> PyRef {
+    /// A builtin function (METH_FASTCALL) whose `self` argument is `bound`
+    /// (nil: a module-level function with no self). The method definition
+    /// is allocated here and lives as long as the process, as CPython
+    /// requires of it.
+    public static func function(name: String, _ f: FastMethod, boundTo bound: PyRef? = nil) -> PyRef {
         let def = UnsafeMutablePointer<PyMethodDef>.allocate(capacity: 1)
         let cname = UnsafeMutablePointer<CChar>.allocate(capacity: name.utf8.count + 1)
         for (i, b) in name.utf8.enumerated() { cname[i] = CChar(bitPattern: b) }
         cname[name.utf8.count] = 0
         def.initialize(to: PyMethodDef(ml_name: cname, ml_meth: unsafeBitCast(f, to: PyCFunction.self),
                                        ml_flags: METH_FASTCALL, ml_doc: nil))
-        return PyCFunction_NewEx(def, nil, nil)!
+        return PyCFunction_NewEx(def, bound, nil)!
     }
 }

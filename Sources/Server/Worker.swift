@@ -19,6 +19,8 @@ final class Worker {
     let listener: Listener
     let wsgi: WSGIGateway?
     let asgi: ASGIGateway?
+    /// This worker's asyncio loop (ASGI; unused under WSGI).
+    let loopDriver = EventLoopDriver()
     let headerTable: H1HeaderTable
     let fieldSpans: UnsafeMutablePointer<FieldSpans>
     let accessLog: AccessLog
@@ -49,7 +51,7 @@ final class Worker {
     private var recycleAsked = false
     /// --max-requests plus this worker's jitter (0: never recycle).
     private let recycleLimit: Int
-    private var requestTokens: UInt64 = 0
+    private var requestTokens: UInt64
     var requestsServed = 0
     private var expired: [Int] = []
     private let board: UnsafeMutablePointer<Int64>?
@@ -63,8 +65,12 @@ final class Worker {
     private static let listenerToken: UInt64 = 1 << 63
     private static let signalToken: UInt64 = 1 << 63 | 1
 
-    init(config: Config, listener: Listener, wsgi: WSGIGateway?, asgi: ASGIGateway?, signalFD: Int32) throws(SystemError) {
+    /// `context` numbers the worker contexts of one process (0 for the
+    /// first; see `nextRequestToken`).
+    init(config: Config, listener: Listener, wsgi: WSGIGateway?, asgi: ASGIGateway?, signalFD: Int32,
+         context: Int = 0) throws(SystemError) {
         self.config = config
+        requestTokens = UInt64(context) << 48
         self.listener = listener
         self.wsgi = wsgi
         self.asgi = asgi
@@ -97,7 +103,7 @@ final class Worker {
 
     func flushAfterTasks(_ session: H2Session) {
         sessionsToFlush.append(session)
-        EventLoopDriver.requestDeferred()
+        loopDriver.requestDeferred()
     }
 
     private func flushDeferredSessions() {
@@ -115,7 +121,7 @@ final class Worker {
         if held.hold(c, staged, extra) {
             flushHeld()
         } else if first {
-            EventLoopDriver.requestDeferred()
+            loopDriver.requestDeferred()
         }
     }
 
@@ -129,6 +135,10 @@ final class Worker {
     /// Reading a file for a transport that cannot sendfile (HTTP/2, TLS).
     lazy var fileScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
 
+    /// Unique in the process, not only in this worker: the worker context's
+    /// number in the high 16 bits, this worker's count below, so an object
+    /// kept from one request can never match another request, whichever
+    /// worker context serves it.
     func nextRequestToken() -> UInt64 {
         requestTokens &+= 1
         return requestTokens
@@ -151,22 +161,22 @@ final class Worker {
     /// The ASGI loop: runs the event loop until stopped; throws if the
     /// lifespan startup fails.
     func runAsync(app: PyRef, lifespan: Bool, uvloop: Bool, onStarted: @escaping (String) -> Void) throws(StartupError) {
-        EventLoopDriver.attached = { [unowned self] loop, state, name in
+        loopDriver.attached = { [unowned self] loop, state, name in
             asgi!.attach(loop: loop, state: state)
             publishLoad()
             onStarted(name)
             scheduleTimer()
         }
-        EventLoopDriver.deferred = { [unowned self] in
+        loopDriver.deferred = { [unowned self] in
             flushDeferredSessions()
             flushHeld()
         }
-        EventLoopDriver.poll = { [unowned self] in
+        loopDriver.poll = { [unowned self] in
             let n = poller.wait(timeoutMilliseconds: 0)
             handle(n)
-            if finished { EventLoopDriver.stop() } else { scheduleTimer() }
+            if finished { loopDriver.stop() } else { scheduleTimer() }
         }
-        try EventLoopDriver.run(app: app, fd: poller.fd, lifespan: lifespan, uvloop: uvloop)
+        try loopDriver.run(app: app, fd: poller.fd, lifespan: lifespan, uvloop: uvloop)
     }
 
     private var finished: Bool { stopping && openCount == 0 && lingeringCount == 0 }
@@ -176,7 +186,7 @@ final class Worker {
         if config.statusFD >= 0 { ms = min(ms ?? 1000, 1000) }  // heartbeats
         if stopping { ms = min(ms ?? 100, 100) }
         if !deferredReads.isEmpty { ms = 0 }
-        EventLoopDriver.schedule(at: ms.map { now.adding(milliseconds: $0) }, now: now)
+        loopDriver.schedule(at: ms.map { now.adding(milliseconds: $0) }, now: now)
     }
 
     /// Dispatches `n` ready events, then fires expired timers.

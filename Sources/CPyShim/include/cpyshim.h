@@ -39,6 +39,16 @@ void pshim_tuple_set_item(PyObject *o, Py_ssize_t i, PyObject *v);  // steals v
 PyObject *pshim_list_item(PyObject *o, Py_ssize_t i);
 Py_ssize_t pshim_list_size(PyObject *o);
 
+// Strong references out of containers another party may change (an
+// application's list or dict: under free-threaded CPython another thread may
+// replace the item while we use it). PyList_GetItemRef / PyDict_GetItemRef /
+// PyDict_GetItemStringRef on 3.13+, the borrowing call plus an incref below.
+// Each returns a new reference, or NULL: an index out of range (IndexError
+// set), a missing key (no exception) or a failed lookup (exception set).
+PyObject *pshim_list_get_ref(PyObject *list, Py_ssize_t i);
+PyObject *pshim_dict_get_ref(PyObject *dict, PyObject *key);
+PyObject *pshim_dict_get_ref_string(PyObject *dict, const char *key);
+
 // The 1-byte-per-character (latin-1 range) contents of a str, without a
 // copy; 0 if the str has wider characters.
 int pshim_unicode_latin1(PyObject *s, const unsigned char **data, Py_ssize_t *length);
