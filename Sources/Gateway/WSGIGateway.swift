@@ -57,8 +57,6 @@ public final class WSGIGateway {
     private var bodyDone = false
 
     private var fields: UnsafeMutablePointer<ResponseField>
-    /// The header pairs `fields` point into, held while a head is sent.
-    private var heldPairs: UnsafeMutablePointer<PyRef>
     private var fieldCapacity = 32
 
     /// Summary of the last request, for the access log.
@@ -84,7 +82,6 @@ public final class WSGIGateway {
                                      multithread: multithread, errors: errorStream, fileWrapper: fileWrapperType)
         bodyBuffer = .allocate(byteCount: bodyCapacity, alignment: 16)
         fields = .allocate(capacity: fieldCapacity)
-        heldPairs = .allocate(capacity: fieldCapacity)
     }
 
     // MARK: - One request
@@ -266,27 +263,17 @@ public final class WSGIGateway {
     private func emitHead(knownLength: Int64?) -> Bool {
         guard let exchange, let headersRef, let statusRef else { return false }
         headSent = true
-        let isList = pshim_list_check(headersRef) != 0
-        let n = isList ? pshim_list_size(headersRef) : pshim_tuple_size(headersRef)
+        // A tuple start_response checked (and made, from a list): its pairs
+        // and their strs live as long as it does, so borrowing is safe.
+        let n = pshim_tuple_size(headersRef)
         if n > fieldCapacity {
             fields.deallocate()
-            heldPairs.deallocate()
             fieldCapacity = Int(n) * 2
             fields = .allocate(capacity: fieldCapacity)
-            heldPairs = .allocate(capacity: fieldCapacity)
         }
-        // The fields point into the pairs' strs until the head is sent, so
-        // each pair is held by a reference of its own until then (the list
-        // is the application's). Manual, not PyOwned: a variable number of
-        // references must outlive the loop that takes them.
-        var held = 0
-        defer { for i in 0..<held { Py.decref(heldPairs[i]) } }
         var used = 0
         for i in 0..<n {
-            guard let owned = Py.sequenceItem(headersRef, isList: isList, i) else { PyErr_Clear(); break }
-            let pair = owned.take()
-            heldPairs[held] = pair
-            held += 1
+            let pair = pshim_tuple_item(headersRef, i)!
             let name = latin1View(pshim_tuple_item(pair, 0)!)
             let value = latin1View(pshim_tuple_item(pair, 1)!)
             // Framing and connection management are the server's: the
@@ -469,11 +456,23 @@ public final class WSGIGateway {
                 close = close || containsToken(value, "close")
             }
         }
+        // The checked headers are kept as a tuple: a list stays the
+        // application's, which could change it (append a pair that is not a
+        // tuple, or a value with CR LF) before the head is sent; the tuple
+        // and the pairs and strs in it cannot change.
+        let snapshot: PyRef
+        if isList {
+            guard let tuple = PyList_AsTuple(headers) else { return false }
+            snapshot = tuple
+        } else {
+            Py.incref(headers)
+            snapshot = headers
+        }
         Py.xdecref(statusRef)
         Py.xdecref(headersRef)
-        Py.incref(statusObj); Py.incref(headers)
+        Py.incref(statusObj)
         statusRef = statusObj
-        headersRef = headers
+        headersRef = snapshot
         status = code
         declaredLength = declared
         closeRequested = close

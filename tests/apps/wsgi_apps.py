@@ -535,6 +535,29 @@ def bad_header(environ: Environ, start_response: StartResponse) -> Iterable[byte
     return [b"must not be sent"]
 
 
+@route(
+    "mutated-headers",
+    validated=False,
+    why_not="the validator checks the list when start_response is called, as the server does; the change comes after",
+)
+def mutated_headers(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+    """/mutated-headers/KIND: valid headers to start_response, then the list is changed before the body."""
+    kind = environ["PATH_INFO"].split("/")[2]
+    headers = [("Content-Type", "text/plain"), ("X-Checked", "yes")]
+    start_response("200 OK", headers)
+    if kind == "not-a-tuple":
+        headers.append("X-Bad: not a tuple")  # type: ignore[arg-type]
+    elif kind == "crlf":
+        headers.append(("X-Bad", "a\r\nSet-Cookie: injected=1"))
+    elif kind == "not-str":
+        headers[1] = ("X-Checked", 42)  # type: ignore[list-item]
+    elif kind == "cleared":
+        headers.clear()
+    else:
+        headers.extend(("X-Many", str(i)) for i in range(200))
+    return [b"body"]
+
+
 def factory() -> WSGIApp:
     """For --factory: build the router."""
     record("factory called")

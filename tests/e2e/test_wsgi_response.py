@@ -207,6 +207,22 @@ def test_response_header_with_control_characters_is_refused_500(wsgi_server: Ser
     assert_still_serving(wsgi_server)
 
 
+@pytest.mark.parametrize("kind", ["not-a-tuple", "crlf", "not-str", "cleared", "grown"])
+def test_headers_changed_after_start_response_are_sent_as_checked(wsgi_server: Server, kind: str) -> None:
+    # The server sends the headers start_response checked: a list the application changes afterwards can neither
+    # crash the worker nor inject fields.
+    with RawConnection.to(wsgi_server) as connection:
+        connection.send(request("GET", f"/mutated-headers/{kind}"))
+        response = connection.read_response()
+    assert response.status == 200
+    assert response.body == b"body"
+    assert response.header("X-Checked") == "yes"
+    assert response.header("X-Bad") is None
+    assert response.header("Set-Cookie") is None
+    assert response.header("X-Many") is None
+    assert_still_serving(wsgi_server)
+
+
 def test_response_bytes_are_exact_for_a_simple_response(wsgi_server: Server) -> None:
     with RawConnection.to(wsgi_server) as connection:
         connection.send(request("GET", "/hello"))
