@@ -12,7 +12,7 @@ import TLS
 /// WSGI: the worker's own loop waits in epoll with the GIL released,
 /// accepts, reads, and runs the application inline for each complete
 /// request. ASGI: the asyncio (or uvloop) loop runs the thread; the epoll
-/// descriptor is one of its readers, and `pollOnce` handles what is ready
+/// descriptor is one of its readers, and `poll` handles what is ready
 /// without blocking. Timers are a wheel with one deadline per connection.
 ///
 /// The clock: this class is the only reader of the monotonic clock. It takes
@@ -214,7 +214,9 @@ final class Worker {
 
     private var finished: Bool { stopping && openCount == 0 && lingeringCount == 0 }
 
-    private func scheduleTimer() {
+    private func scheduleTimer() { scheduleTimer(now: now) }
+
+    private func scheduleTimer(now: Instant) {
         var ms = timers.millisecondsUntilNextTick(now: now)
         if config.statusFD >= 0 { ms = min(ms ?? 1000, 1000) }  // heartbeats
         if stopping { ms = min(ms ?? 100, 100) }
@@ -484,8 +486,9 @@ final class Worker {
     /// ASGI this may happen from a task, outside `poll`, so the loop's timer
     /// is moved if the new deadline is the earliest.
     func arm(_ c: H1Connection, milliseconds: Int) {
+        let now = self.now
         timers.arm(c.index, at: now.adding(milliseconds: milliseconds))
-        if asgi != nil { scheduleTimer() }
+        if asgi != nil { scheduleTimer(now: now) }
     }
 
     /// `c` has decrypted input waiting: it gets a readable event after
@@ -542,7 +545,7 @@ final class Worker {
     func waitFor(_ fd: Int32, readable: Bool, writable: Bool, milliseconds: Int) -> Bool {
         let events: Int32 = (readable ? 1 : 0) | (writable ? 2 : 0)
         let ready = GIL.released { csys_poll_one(fd, events, Int32(milliseconds)) }
-        forgetReading(applicationMayRun: applicationMayRun)
+        readingIsCurrent = false
         return ready == 1
     }
 }
