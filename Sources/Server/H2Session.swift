@@ -107,8 +107,9 @@ final class H2Session {
     private func pump() {
         handlingInput = true
         defer { handlingInput = false }
+        let now = worker.now  // one reading for what this read brought
         while !closed {
-            let (event, used) = core.nextEvent(in: connection.input.readable, now: worker.now)
+            let (event, used) = core.nextEvent(in: connection.input.readable, now: now)
             connection.input.readerIndex += used
             guard let event else { break }
             handle(event)
@@ -265,7 +266,8 @@ final class H2Session {
         let wantWrite = core.output.readableCount > 0
         // Decrypted bytes OpenSSL holds are input the socket will not signal.
         if !connection.io.hasBufferedInput {
-            guard worker.waitFor(connection.fd, readable: true, writable: wantWrite, milliseconds: milliseconds) else { return false }
+            let ready = worker.waitFor(connection.fd, readable: true, writable: wantWrite, milliseconds: milliseconds)
+            guard ready else { return false }
         }
         if wantWrite && !flush() { return false }
         if readSome() { pump() }
