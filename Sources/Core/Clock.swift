@@ -7,7 +7,8 @@ public struct Instant: Comparable, Hashable, Sendable {
 
     @inlinable public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
 
-    /// Reads the monotonic clock. Only the server's loop calls this.
+    /// Reads the monotonic clock. Only the loops call this: a worker's
+    /// (Server/Worker.swift, once per wake-up) and the supervisor's.
     public static func now() -> Instant { Instant(nanoseconds: csys_monotonic_ns()) }
 
     @inlinable public static func < (a: Instant, b: Instant) -> Bool { a.nanoseconds < b.nanoseconds }

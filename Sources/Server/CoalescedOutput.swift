@@ -33,10 +33,10 @@ struct CoalescedOutput: ~Copyable {
 
     var isEmpty: Bool { segments.isEmpty }
 
-    /// Holds `staged` then `extra` for `c`. True if the round is old enough
-    /// that it should be written now.
-    mutating func hold(_ c: H1Connection, _ staged: UnsafeRawBufferPointer, _ extra: UnsafeRawBufferPointer) -> Bool {
-        let now = Instant.now()
+    /// Holds `staged` then `extra` for `c` at `now` (the worker's clock).
+    /// True if the round is old enough that it should be written now.
+    mutating func hold(_ c: H1Connection, _ staged: UnsafeRawBufferPointer, _ extra: UnsafeRawBufferPointer,
+                       now: Instant) -> Bool {
         if segments.isEmpty { opened = now }
         let start = bytes.count
         bytes.append(staged)

@@ -81,7 +81,7 @@ extension H1Connection: WebSocketTransport {
         headSent = true
         if let line = accessLine {
             worker.accessLog.record(line, status: 101, bytes: 0, peer: peer,
-                                    milliseconds: Double(Instant.now().nanoseconds - requestStart.nanoseconds) / 1e6)
+                                    milliseconds: Double(worker.now.nanoseconds - requestStart.nanoseconds) / 1e6)
             accessLine = nil
         }
         return true

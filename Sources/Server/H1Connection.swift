@@ -346,7 +346,7 @@ final class H1Connection {
     func afterResponse() {
         if let line = accessLine {
             worker.accessLog.record(line, status: status, bytes: bytesOut, peer: peer,
-                                    milliseconds: Double(Instant.now().nanoseconds - requestStart.nanoseconds) / 1e6)
+                                    milliseconds: Double(worker.now.nanoseconds - requestStart.nanoseconds) / 1e6)
             accessLine = nil
         }
         requestBytesSeen = false

@@ -54,7 +54,6 @@ final class H2Session {
     var worker: Worker { connection.worker }
     /// Bytes of response data the output may still take now.
     var outputRoom: Int { max(0, H2Session.highWater - core.output.readableCount) }
-    private var nowMilliseconds: UInt64 { UInt64(max(0, worker.now.nanoseconds / 1_000_000)) }
 
     init(connection: H1Connection) {
         self.connection = connection
@@ -108,8 +107,9 @@ final class H2Session {
     private func pump() {
         handlingInput = true
         defer { handlingInput = false }
+        let now = worker.now  // one reading for what this read brought
         while !closed {
-            let (event, used) = core.nextEvent(in: connection.input.readable, now: nowMilliseconds)
+            let (event, used) = core.nextEvent(in: connection.input.readable, now: now)
             connection.input.readerIndex += used
             guard let event else { break }
             handle(event)
@@ -174,7 +174,7 @@ final class H2Session {
     /// An ASGI stream's application waits for body (see `bodyWaiters`).
     func waitForBody(_ s: H2Stream) {
         s.bodyWanted = true
-        s.bodyWaitSince = Instant.now()
+        s.bodyWaitSince = worker.now
         bodyWaiters.append(s)
         // The timer is re-armed after this loop iteration (afterIO).
         if !handlingInput { scheduleFlush() }
@@ -262,13 +262,11 @@ final class H2Session {
     func waitForIO(milliseconds: Int) -> Bool {
         guard !closed else { return false }
         let wantWrite = core.output.readableCount > 0
-        let fd = connection.fd
         // Decrypted bytes OpenSSL holds are input the socket will not signal.
         if !connection.io.hasBufferedInput {
-            let ready = GIL.released { csys_poll_one(fd, wantWrite ? 3 : 1, Int32(milliseconds)) }
-            guard ready == 1 else { return false }
+            let ready = worker.waitFor(connection.fd, readable: true, writable: wantWrite, milliseconds: milliseconds)
+            guard ready else { return false }
         }
-        worker.refreshClock()
         if wantWrite && !flush() { return false }
         if readSome() { pump() }
         return !closed
@@ -397,7 +395,7 @@ final class H2Session {
     func record(_ s: H2Stream) {
         guard let line = s.accessLine else { return }
         s.accessLine = nil
-        worker.accessLog.record(line, s.exchange, peer: connection.peer, now: Instant.now())
+        worker.accessLog.record(line, s.exchange, peer: connection.peer, now: worker.now)
     }
 
     // MARK: - Connection
@@ -413,13 +411,14 @@ final class H2Session {
             finishConnection()
             return
         }
+        let now = worker.now
         var timeout: Int?
         timerPurpose = nil
         if core.output.readableCount > 0 {
             timeout = worker.config.requestTimeoutMilliseconds
             timerPurpose = .writeStall
         } else if !sendQueue.isEmpty {
-            let waited = worker.now.milliseconds(since: lastSendProgress)
+            let waited = now.milliseconds(since: lastSendProgress)
             timeout = max(worker.config.requestTimeoutMilliseconds - waited, 0)
             timerPurpose = .windowStall
         } else if streams.isEmpty {
@@ -428,7 +427,7 @@ final class H2Session {
         }
         // The WebSocket streams' own timers.
         if let deadline = earliestWebSocketDeadline() {
-            let left = deadline > worker.now ? deadline.milliseconds(since: worker.now) : 0
+            let left = deadline > now ? deadline.milliseconds(since: now) : 0
             if timeout == nil || left < timeout! {
                 timeout = left
                 timerPurpose = .webSocket
@@ -436,7 +435,7 @@ final class H2Session {
         }
         bodyWaiters.removeAll { !$0.bodyWanted || $0.reset }
         if let oldest = bodyWaiters.first {
-            let left = max(worker.config.requestTimeoutMilliseconds - worker.now.milliseconds(since: oldest.bodyWaitSince), 0)
+            let left = max(worker.config.requestTimeoutMilliseconds - now.milliseconds(since: oldest.bodyWaitSince), 0)
             if timeout == nil || left < timeout! {
                 timeout = left
                 timerPurpose = .bodyStall
@@ -444,7 +443,7 @@ final class H2Session {
         }
         // The SETTINGS acknowledgement the core waits for (RFC 9113 §6.5.3).
         if let deadline = core.nextDeadline {
-            let left = deadline > nowMilliseconds ? Int(deadline - nowMilliseconds) : 0
+            let left = deadline > now ? deadline.milliseconds(since: now) : 0
             if timeout == nil || left < timeout! {
                 timeout = left
                 timerPurpose = .settingsAck
@@ -493,7 +492,7 @@ final class H2Session {
     func onTimeout() {
         handlingInput = true
         defer { handlingInput = false }
-        if let event = core.handleTimeout(now: nowMilliseconds) {
+        if let event = core.expireDeadlines(now: worker.now) {
             handle(event)
             if !closed { afterIO() }
             return
@@ -510,7 +509,7 @@ final class H2Session {
             afterIO()
         case .bodyStall?:
             let limit = worker.config.requestTimeoutMilliseconds
-            let now = Instant.now()
+            let now = worker.now
             for s in bodyWaiters where s.bodyWanted && now.milliseconds(since: s.bodyWaitSince) >= limit {
                 s.exchange.failBody(status: 408)
                 wakeReader(s)

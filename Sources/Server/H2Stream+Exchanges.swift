@@ -6,10 +6,11 @@ import HTTP2
 /// WSGI over an HTTP/2 stream: the application runs inline, so a read
 /// waits for DATA and a write waits for window or socket room — both by
 /// doing the connection's I/O meanwhile (`H2Session.waitForIO`), bounded by
-/// the request timeout counted from the last progress.
+/// the request timeout counted from the last progress. The worker's `now`
+/// reads the clock at each use while the application runs.
 extension H2Stream: Exchange {
     func readBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyRead {
-        var lastProgress = Instant.now()
+        var lastProgress = session.worker.now
         while true {
             if reset { return .failed("the stream was reset", status: 0) }
             if exchange.bodyFailure == 413 { return .tooLarge }
@@ -20,14 +21,14 @@ extension H2Stream: Exchange {
             }
             if bodyEnded { return .end }
             let timeout = session.worker.config.requestTimeoutMilliseconds
-            let waited = Instant.now().milliseconds(since: lastProgress)
+            let waited = session.worker.now.milliseconds(since: lastProgress)
             if waited >= timeout || !session.waitForIO(milliseconds: timeout - waited) {
                 if reset || session.closed { return .failed("the connection failed", status: 0) }
-                if Instant.now().milliseconds(since: lastProgress) >= timeout {
+                if session.worker.now.milliseconds(since: lastProgress) >= timeout {
                     return .failed("timed out waiting for the request body", status: 408)
                 }
             }
-            if body.readableCount > 0 { lastProgress = Instant.now() }
+            if body.readableCount > 0 { lastProgress = session.worker.now }
         }
     }
 
@@ -41,19 +42,19 @@ extension H2Stream: Exchange {
         guard !reset, !session.closed else { return false }
         if bodyless || bytes.isEmpty { return flush ? session.flush() : true }
         var offset = 0
-        var lastProgress = Instant.now()
+        var lastProgress = session.worker.now
         let timeout = session.worker.config.requestTimeoutMilliseconds
         while offset < bytes.count {
             let n = frame(UnsafeRawBufferPointer(rebasing: bytes[offset...]), end: false)
             offset += n
             exchange.countOut(n)
             if offset == bytes.count { break }
-            if n > 0 { lastProgress = Instant.now() }
+            if n > 0 { lastProgress = session.worker.now }
             // Window or socket room is short: write what is framed, then
             // wait for either to open.
             guard session.flush() else { return false }
             if outputRoomOrWindowOpen { continue }
-            let waited = Instant.now().milliseconds(since: lastProgress)
+            let waited = session.worker.now.milliseconds(since: lastProgress)
             if waited >= timeout { session.resetStream(self, code: .cancel); return false }
             _ = session.waitForIO(milliseconds: timeout - waited)
             if reset || session.closed { return false }

@@ -12,8 +12,15 @@ import TLS
 /// WSGI: the worker's own loop waits in epoll with the GIL released,
 /// accepts, reads, and runs the application inline for each complete
 /// request. ASGI: the asyncio (or uvloop) loop runs the thread; the epoll
-/// descriptor is one of its readers, and `pollOnce` handles what is ready
+/// descriptor is one of its readers, and `poll` handles what is ready
 /// without blocking. Timers are a wheel with one deadline per connection.
+///
+/// The clock: this class is the only reader of the monotonic clock. It takes
+/// one reading when its loop wakes (epoll returned, or the asyncio loop
+/// called in) and every connection, session, stream and protocol core uses
+/// `now`. Where application code may run between two uses — inside an inline
+/// WSGI call, in ASGI tasks between the loop's calls — a reading could be
+/// seconds old, so there `now` reads the clock at each use instead.
 final class Worker {
     let config: Config
     let listener: Listener
@@ -26,7 +33,12 @@ final class Worker {
     let accessLog: AccessLog
     var out = OutputBuffer()
     var date = DateCache()
-    private(set) var now: Instant
+    private var reading: Instant
+    /// `reading` is the present moment for this loop wake-up.
+    private var readingIsCurrent: Bool
+    /// Application code may run between uses of `now`: a reading taken then
+    /// is not kept (see the class comment).
+    private var applicationMayRun: Bool
     private var poller: Poller
     private var timers: TimerWheel
     private var pool = BufferPool()
@@ -85,16 +97,43 @@ final class Worker {
         recycleLimit = config.maxRequests > 0
             ? config.maxRequests + (config.maxRequestsJitter > 0 ? Int(csys_random() % UInt32(config.maxRequestsJitter + 1)) : 0)
             : 0
-        now = Instant.now()
+        reading = Instant.now()
+        readingIsCurrent = asgi == nil
+        applicationMayRun = asgi != nil  // until the loop calls in
         poller = try Poller()
         // Up to maxConnections active plus as many lingering (see beginLinger).
-        timers = TimerWheel(capacity: 2 * config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: now)
+        timers = TimerWheel(capacity: 2 * config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: reading)
         blockSize = pool.blockSize
         try poller.add(listener.fd, token: Worker.listenerToken, interest: .readable)
         if signalFD >= 0 { try poller.add(signalFD, token: Worker.signalToken, interest: .readable) }
     }
 
-    func clockNow() -> Instant { Instant.now() }
+    // MARK: - Clock
+
+    /// The present moment, as far as anything in this worker is concerned.
+    var now: Instant {
+        if !readingIsCurrent {
+            reading = Instant.now()
+            readingIsCurrent = !applicationMayRun
+        }
+        return reading
+    }
+
+    /// The loop woke: one reading serves everything until it sleeps again
+    /// or hands control to application code.
+    private func takeReading() {
+        reading = Instant.now()
+        readingIsCurrent = true
+        applicationMayRun = false
+    }
+
+    /// The next use of `now` reads the clock (a blocking wait, or the loop
+    /// called in and may not need the time at all); with `applicationMayRun`
+    /// every use does.
+    private func forgetReading(applicationMayRun: Bool) {
+        readingIsCurrent = false
+        self.applicationMayRun = applicationMayRun
+    }
 
     /// HTTP/2 sessions whose ASGI streams queued frames in this loop
     /// iteration: written once, after the iteration's tasks (see
@@ -118,7 +157,8 @@ final class Worker {
 
     func hold(_ c: H1Connection, _ staged: UnsafeRawBufferPointer, _ extra: UnsafeRawBufferPointer) {
         let first = held.isEmpty
-        if held.hold(c, staged, extra) {
+        let t = now
+        if held.hold(c, staged, extra, now: t) {
             flushHeld()
         } else if first {
             loopDriver.requestDeferred()
@@ -128,9 +168,6 @@ final class Worker {
     func flushHeld() {
         held.flush()
     }
-
-    /// After waiting inside a request (WSGI), the loop's clock is stale.
-    func refreshClock() { now = Instant.now() }
 
     /// Reading a file for a transport that cannot sendfile (HTTP/2, TLS).
     lazy var fileScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
@@ -148,7 +185,7 @@ final class Worker {
 
     /// The WSGI loop: blocks in epoll (GIL released) until stopped.
     func run() {
-        publishLoad()
+        storeLoad()
         while !finished {
             var timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
             if config.statusFD >= 0 { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
@@ -163,25 +200,33 @@ final class Worker {
     func runAsync(app: PyRef, lifespan: Bool, uvloop: Bool, onStarted: @escaping (String) -> Void) throws(StartupError) {
         loopDriver.attached = { [unowned self] loop, state, name in
             asgi!.attach(loop: loop, state: state)
-            publishLoad()
+            storeLoad()
             onStarted(name)
             scheduleTimer()
         }
         loopDriver.deferred = { [unowned self] in
+            // Called in after this iteration's tasks: a reading taken on
+            // first use serves the whole call.
+            forgetReading(applicationMayRun: false)
             flushDeferredSessions()
             flushHeld()
+            forgetReading(applicationMayRun: true)
         }
         loopDriver.poll = { [unowned self] in
             let n = poller.wait(timeoutMilliseconds: 0)
             handle(n)
             if finished { loopDriver.stop() } else { scheduleTimer() }
+            // Tasks run next, at times of their own.
+            forgetReading(applicationMayRun: true)
         }
         try loopDriver.run(app: app, fd: poller.fd, lifespan: lifespan, uvloop: uvloop)
     }
 
     private var finished: Bool { stopping && openCount == 0 && lingeringCount == 0 }
 
-    private func scheduleTimer() {
+    private func scheduleTimer() { scheduleTimer(now: now) }
+
+    private func scheduleTimer(now: Instant) {
         var ms = timers.millisecondsUntilNextTick(now: now)
         if config.statusFD >= 0 { ms = min(ms ?? 1000, 1000) }  // heartbeats
         if stopping { ms = min(ms ?? 100, 100) }
@@ -191,7 +236,7 @@ final class Worker {
 
     /// Dispatches `n` ready events, then fires expired timers.
     private func handle(_ n: Int) {
-        now = Instant.now()
+        takeReading()
         date.refresh()
         for i in 0..<n {
             let (token, events) = poller.event(at: i)
@@ -263,7 +308,7 @@ final class Worker {
                                 serverPort: listener.isUnix ? 0 : Int(localPort), isUnix: isUnix != 0,
                                 scheme: tlsContext == nil ? "http" : "https")
             openCount += 1
-            publishLoad()
+            storeLoad()
             c.tls = tlsContext?.makeSession(fd: fd)
             c.open(fd: fd, peer: peer, generation: generations[index])
             do {
@@ -284,7 +329,7 @@ final class Worker {
         guard lingeringCount < config.maxConnections else { return false }
         lingeringCount += 1
         openCount -= 1
-        publishLoad()
+        storeLoad()
         resumeAcceptingIfPaused()
         return true
     }
@@ -305,7 +350,7 @@ final class Worker {
             deferringSince = nil
             return false
         }
-        let t = Instant.now()
+        let t = now
         if let since = deferringSince {
             if t.milliseconds(since: since) >= 2 {
                 deferringSince = nil
@@ -317,15 +362,27 @@ final class Worker {
         return true
     }
 
-    func publishLoad() {
+    /// This worker's open-connection count on the load board.
+    private func storeLoad() {
         guard let board else { return }
         csys_board_store(board, Int32(config.boardSlot), stopping ? Int64.max : Int64(openCount))
     }
 
-    /// "Not accepting now" on the board (a WSGI call in progress).
+    /// An inline WSGI call begins: "not accepting now" on the board (so
+    /// siblings take new connections), and until it returns (`publishLoad`)
+    /// `now` reads the clock at each use, since the call may take seconds.
     func publishBusy() {
+        forgetReading(applicationMayRun: true)
         guard let board else { return }
         csys_board_store(board, Int32(config.boardSlot), Int64.max)
+    }
+
+    /// An inline WSGI call returned (see `publishBusy`): the board shows the
+    /// load again, and the loop takes a new reading, the call having held
+    /// it for any length of time.
+    func publishLoad() {
+        storeLoad()
+        takeReading()
     }
 
     func connectionClosed(_ c: H1Connection, wasLingering: Bool) {
@@ -333,7 +390,7 @@ final class Worker {
         generations[c.index] &+= 1
         freeSlots.append(c.index)
         if wasLingering { lingeringCount -= 1 } else { openCount -= 1 }
-        publishLoad()
+        storeLoad()
         resumeAcceptingIfPaused()
     }
 
@@ -379,7 +436,7 @@ final class Worker {
 
     private func beginStopping(closeIdle: Bool) {
         stopping = true
-        publishLoad()
+        storeLoad()
         hardStopping = closeIdle
         gracefulDeadline = now.adding(milliseconds: config.gracefulTimeoutMilliseconds)
         if accepting { poller.remove(listener.fd) }
@@ -434,14 +491,14 @@ final class Worker {
         poller.modify(c.fd, token: c.token, interest: interest)
     }
 
-    /// Arms `c`'s deadline from the present moment (not the loop's last
-    /// wake-up: an application may have run for a while since). Under ASGI
-    /// this may happen from a task, outside `pollOnce`, so the loop's timer
+    /// Arms `c`'s deadline `milliseconds` from `now` (which is the present
+    /// moment even after an application ran; see the class comment). Under
+    /// ASGI this may happen from a task, outside `poll`, so the loop's timer
     /// is moved if the new deadline is the earliest.
     func arm(_ c: H1Connection, milliseconds: Int) {
-        now = Instant.now()
+        let now = self.now
         timers.arm(c.index, at: now.adding(milliseconds: milliseconds))
-        if asgi != nil { scheduleTimer() }
+        if asgi != nil { scheduleTimer(now: now) }
     }
 
     /// `c` has decrypted input waiting: it gets a readable event after
@@ -485,10 +542,20 @@ final class Worker {
 
     /// Waits (GIL released) until `fd` is readable; false on timeout.
     func waitReadable(_ fd: Int32, milliseconds: Int) -> Bool {
-        GIL.released { csys_poll_one(fd, 1, Int32(milliseconds)) } == 1
+        waitFor(fd, readable: true, writable: false, milliseconds: milliseconds)
     }
 
     func waitWritable(_ fd: Int32, _ milliseconds: Int) -> Bool {
-        GIL.released { csys_poll_one(fd, 2, Int32(milliseconds)) } == 1
+        waitFor(fd, readable: false, writable: true, milliseconds: milliseconds)
+    }
+
+    /// Blocks (GIL released) until `fd` is ready for either wanted
+    /// direction; false on timeout. Time passed meanwhile: the next use of
+    /// `now` reads the clock.
+    func waitFor(_ fd: Int32, readable: Bool, writable: Bool, milliseconds: Int) -> Bool {
+        let events: Int32 = (readable ? 1 : 0) | (writable ? 2 : 0)
+        let ready = GIL.released { csys_poll_one(fd, events, Int32(milliseconds)) }
+        readingIsCurrent = false
+        return ready == 1
     }
 }

@@ -3,19 +3,25 @@
 //
 // `TokenBucket` meters events that are legal one at a time but an attack in
 // bulk — stream resets (CVE-2023-44487), empty frames: a burst, refilled at
-// a rate, with time passed in (no clock here). `ControlQueue` counts the
-// frames we queue in answer to the peer (SETTINGS and PING acks, RST_STREAM)
-// that the server has not yet written: it remembers where the newest one
-// ends in the output stream, and once the server's write cursor has passed
-// that point every one of them has gone and the count starts again.
+// a rate, with time passed in as an `Instant` (no clock here).
+// `ControlQueue` counts the frames we queue in answer to the peer (SETTINGS
+// and PING acks, RST_STREAM) that the server has not yet written: it
+// remembers where the newest one ends in the output stream, and once the
+// server's write cursor has passed that point every one of them has gone and
+// the count starts again.
 
-/// A token bucket over milliseconds.
+import Core
+
+/// A token bucket refilled per whole millisecond.
 struct TokenBucket {
     private let burst: Int
     private let perSecond: Int
     /// Tokens times 1000, so refill needs no fractions.
     private var milliTokens: Int
-    private var last: UInt64?
+    /// Up to where time has been counted: refill advances it by whole
+    /// milliseconds only, so the fraction left over counts next time (else
+    /// takes less than a millisecond apart would never refill).
+    private var counted: Instant?
 
     init(burst: Int, perSecond: Int) {
         self.burst = max(0, burst)
@@ -24,13 +30,17 @@ struct TokenBucket {
     }
 
     /// Takes one token at `now`; false when the bucket is empty.
-    mutating func take(now: UInt64) -> Bool {
-        if let last, now > last {
-            // Clamp the elapsed time so the product cannot overflow.
-            let elapsed = Int(min(now - last, 1 << 32))
-            milliTokens = min(burst * 1000, milliTokens + elapsed * perSecond)
+    mutating func take(now: Instant) -> Bool {
+        if let counted {
+            if now > counted {
+                let elapsed = now.milliseconds(since: counted)
+                // Clamp the elapsed time so the product cannot overflow.
+                milliTokens = min(burst * 1000, milliTokens + min(elapsed, 1 << 32) * perSecond)
+                self.counted = counted.adding(milliseconds: elapsed)
+            }
+        } else {
+            counted = now
         }
-        if last == nil || now > last! { last = now }
         guard milliTokens >= 1000 else { return false }
         milliTokens -= 1000
         return true

@@ -8,13 +8,14 @@
 //     loop {
 //         read into inbuf
 //         while true {
-//             let (event, n) = h2.nextEvent(in: inbuf.readable, now: clock.ms)
+//             let (event, n) = h2.nextEvent(in: inbuf.readable, now: loop.now)
 //             inbuf.readerIndex += n
 //             guard let event else { break }     // need more bytes
 //             handle(event)                       // may call h2.beginHeaders/sendData/…
 //             if case .connectionError = event { flush; close }
 //         }
 //         write h2.output.readable; h2.output.readerIndex += written
+//         arm the timer for h2.nextDeadline; when it fires, h2.expireDeadlines(now:)
 //     }
 //
 // Pull, not callbacks: `nextEvent` parses until the first thing the server
@@ -41,7 +42,7 @@
 // even id is idle (we never push), everything else is closed unless it has a
 // live record; `ClosedStreams` remembers how recent ones closed (§5.1).
 //
-// Nothing here reads a clock (time comes in as milliseconds), allocates per
+// Nothing here reads a clock (time comes in as an `Instant`), allocates per
 // frame, or builds a String. A request costs two allocations: the head's
 // storage and its field array.
 
@@ -104,7 +105,7 @@ public final class H2Connection {
     var streamReceiveWindow: Int
     var settingsAckPending = true
     var settingsTimerStarted = false
-    var settingsDeadline: UInt64?
+    var settingsDeadline: Instant?
 
     // MARK: budgets and output bookkeeping
 
@@ -113,7 +114,8 @@ public final class H2Connection {
     var emptyFrameBudget: TokenBucket
     /// Absolute offset (bytes ever queued) of `output`'s storage start.
     var outputBase = 0
-    var now: UInt64 = 0
+    /// The time of the latest call that passed one in.
+    var now = Instant(nanoseconds: 0)
 
     // MARK: shutdown
 
@@ -177,11 +179,12 @@ public final class H2Connection {
     /// The connection error that ended the connection, if any.
     public var connectionFailure: H2Error? { failure }
 
-    /// When `handleTimeout` wants to run (ms, same clock as `now`); nil: no timer.
-    public var nextDeadline: UInt64? { settingsDeadline }
+    /// When `expireDeadlines` wants to run (on the clock the server passes
+    /// as `now`); nil: no timer.
+    public var nextDeadline: Instant? { settingsDeadline }
 
     /// Fires expired timers: a SETTINGS ack overdue → GOAWAY(SETTINGS_TIMEOUT).
-    public func handleTimeout(now: UInt64) -> H2Event? {
+    public func expireDeadlines(now: Instant) -> H2Event? {
         self.now = now
         guard failure == nil, let deadline = settingsDeadline, now >= deadline else { return nil }
         settingsDeadline = nil
@@ -194,12 +197,12 @@ public final class H2Connection {
     /// - Returns: the event (nil: the bytes hold no complete event — keep the
     ///   unconsumed rest and call again with more), and how many bytes of
     ///   `input` were used. After a connection error all input is consumed.
-    public func nextEvent(in input: UnsafeRawBufferPointer, now: UInt64) -> (event: H2Event?, consumed: Int) {
+    public func nextEvent(in input: UnsafeRawBufferPointer, now: Instant) -> (event: H2Event?, consumed: Int) {
         precondition(outgoing == nil, "nextEvent between beginHeaders and endHeaders")
         self.now = now
         if !settingsTimerStarted {
             settingsTimerStarted = true
-            if settingsAckPending { settingsDeadline = now &+ UInt64(limits.settingsAckTimeoutMilliseconds) }
+            if settingsAckPending { settingsDeadline = now.adding(milliseconds: limits.settingsAckTimeoutMilliseconds) }
         }
         guard failure == nil else { return (nil, input.count) }
         trimOutput()

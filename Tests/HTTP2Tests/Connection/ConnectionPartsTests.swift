@@ -59,15 +59,28 @@ final class ConnectionPartsTests: XCTestCase {
 
     func testTokenBucket() {
         var b = TokenBucket(burst: 2, perSecond: 10)
-        XCTAssertTrue(b.take(now: 0))
-        XCTAssertTrue(b.take(now: 0))
-        XCTAssertFalse(b.take(now: 50))
-        XCTAssertTrue(b.take(now: 100))  // 1000 ms * 10/s: one token per 100 ms
-        XCTAssertFalse(b.take(now: 100))
-        XCTAssertTrue(b.take(now: 10_000))
-        XCTAssertTrue(b.take(now: 10_000))
-        XCTAssertFalse(b.take(now: 10_000))  // capped at the burst
-        XCTAssertFalse(b.take(now: 5))  // time going backwards refills nothing
+        XCTAssertTrue(b.take(now: ms(0)))
+        XCTAssertTrue(b.take(now: ms(0)))
+        XCTAssertFalse(b.take(now: ms(50)))
+        XCTAssertTrue(b.take(now: ms(100)))  // 1000 ms * 10/s: one token per 100 ms
+        XCTAssertFalse(b.take(now: ms(100)))
+        XCTAssertTrue(b.take(now: ms(10_000)))
+        XCTAssertTrue(b.take(now: ms(10_000)))
+        XCTAssertFalse(b.take(now: ms(10_000)))  // capped at the burst
+        XCTAssertFalse(b.take(now: ms(5)))  // time going backwards refills nothing
+    }
+
+    // The clock has nanoseconds; refill counts whole milliseconds and keeps
+    // the fraction, so takes closer together than a millisecond still refill.
+    func testTokenBucketKeepsFractionsOfAMillisecond() {
+        var b = TokenBucket(burst: 1, perSecond: 1000)  // one token per ms
+        let start = ms(7)
+        XCTAssertTrue(b.take(now: start))
+        XCTAssertFalse(b.take(now: Instant(nanoseconds: start.nanoseconds + 400_000)))
+        XCTAssertFalse(b.take(now: Instant(nanoseconds: start.nanoseconds + 800_000)))
+        XCTAssertTrue(b.take(now: Instant(nanoseconds: start.nanoseconds + 1_200_000)))
+        XCTAssertFalse(b.take(now: Instant(nanoseconds: start.nanoseconds + 1_900_000)))
+        XCTAssertTrue(b.take(now: Instant(nanoseconds: start.nanoseconds + 2_000_000)))
     }
 
     func testControlQueueForgetsWrittenFrames() {

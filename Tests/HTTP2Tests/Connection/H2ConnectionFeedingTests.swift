@@ -53,7 +53,7 @@ final class H2ConnectionFeedingTests: XCTestCase {
         let h = H2Harness()
         let a = h.headers(1, h.get("/a")), b = h.headers(3, h.get("/b"))
         let input = a + b
-        let (event, n) = input.withUnsafeBytes { h.conn.nextEvent(in: $0, now: 0) }
+        let (event, n) = input.withUnsafeBytes { h.conn.nextEvent(in: $0, now: ms(0)) }
         XCTAssertNotNil(event)
         XCTAssertEqual(n, a.count)
     }
@@ -64,7 +64,7 @@ final class H2ConnectionFeedingTests: XCTestCase {
         _ = h.feed(h.headers(1, h.post(), endStream: false))
         let frame = h.data(1, [5, 6, 7])
         frame.withUnsafeBytes { raw in
-            guard case .data(_, let b, _, _)? = h.conn.nextEvent(in: raw, now: 0).event else { return XCTFail() }
+            guard case .data(_, let b, _, _)? = h.conn.nextEvent(in: raw, now: ms(0)).event else { return XCTFail() }
             XCTAssertEqual(b.baseAddress, raw.baseAddress! + 9)
         }
     }

@@ -69,12 +69,12 @@ final class H2ConnectionHandshakeTests: XCTestCase {
 
     func testSettingsAckStopsTheTimer() {
         let h = H2Harness(handshake: false)
-        h.now = 5_000
+        h.now = ms(5_000)
         _ = h.feed(ConnectionPreface.bytes + h.settings([]))
-        XCTAssertEqual(h.conn.nextDeadline, 15_000)
+        XCTAssertEqual(h.conn.nextDeadline, ms(15_000))
         _ = h.feed(h.settingsAck())
         XCTAssertNil(h.conn.nextDeadline)
-        XCTAssertNil(h.conn.handleTimeout(now: 100_000))
+        XCTAssertNil(h.conn.expireDeadlines(now: ms(100_000)))
     }
 
     // §6.5.3: "If the sender of a SETTINGS frame does not receive an
@@ -83,10 +83,10 @@ final class H2ConnectionHandshakeTests: XCTestCase {
     func testSettingsAckTimeoutIsSettingsTimeout() {
         let h = H2Harness(handshake: false)
         _ = h.drain()
-        h.now = 0
+        h.now = ms(0)
         _ = h.feed(ConnectionPreface.bytes + h.settings([]))
-        XCTAssertNil(h.conn.handleTimeout(now: 9_999))
-        guard case .connectionError(let code, _)? = h.conn.handleTimeout(now: 10_000) else { return XCTFail() }
+        XCTAssertNil(h.conn.expireDeadlines(now: ms(9_999)))
+        guard case .connectionError(let code, _)? = h.conn.expireDeadlines(now: ms(10_000)) else { return XCTFail() }
         XCTAssertEqual(code, .settingsTimeout)
         XCTAssertEqual(h.drain().last, .goAway(0, .settingsTimeout, "SETTINGS not acknowledged in time"))
         XCTAssertNil(h.conn.nextDeadline)

@@ -32,7 +32,7 @@ final class H2ConnectionMitigationTests: XCTestCase {
         for _ in 0 ..< 6 {
             XCTAssertEqual(h.feed(h.headers(id, h.get(), endStream: false) + h.rst(id, .cancel)).connectionError, nil)
             id += 2
-            h.now += 1000
+            h.now = h.now.adding(milliseconds: 1000)
         }
     }
 

@@ -63,7 +63,7 @@ enum Out: Equatable {
 
 final class H2Harness {
     let conn: H2Connection
-    var now: UInt64 = 1_000
+    var now = ms(1_000)
     var clientEncoder = HPACKEncoder()
     var clientDecoder = HPACKDecoder(maxHeaderListSize: 1 << 20)
     private var input: [UInt8] = []

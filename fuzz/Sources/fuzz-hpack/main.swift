@@ -203,7 +203,7 @@ func runConnection(_ bytes: [UInt8], chunk: Int, active: Bool) -> ([EventSummary
         input += bytes[fed ..< fed + n]
         fed += n
         while true {
-            let (event, used) = input[read...].withUnsafeBytes { conn.nextEvent(in: $0, now: 0) }
+            let (event, used) = input[read...].withUnsafeBytes { conn.nextEvent(in: $0, now: Instant(nanoseconds: 0)) }
             check(used >= 0 && used <= input.count - read, "consumed more than it was given")
             read += used
             guard let event else { break }
@@ -251,7 +251,7 @@ func runConnection(_ bytes: [UInt8], chunk: Int, active: Bool) -> ([EventSummary
     }
     if conn.isFinished && conn.connectionFailure != nil {
         let after = [UInt8](repeating: 0, count: 64)
-        let (event, used) = after.withUnsafeBytes { conn.nextEvent(in: $0, now: 0) }
+        let (event, used) = after.withUnsafeBytes { conn.nextEvent(in: $0, now: Instant(nanoseconds: 0)) }
         check(event == nil && used == 64, "a failed connection still reads")
     }
     return (events, written)
