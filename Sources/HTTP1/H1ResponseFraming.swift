@@ -55,6 +55,12 @@ public struct H1ResponseFraming: Equatable, Sendable {
     public let contentLengthField: Int64?
     /// The `connection:` field to write.
     public let connectionField: H1ConnectionField
+    /// No body bytes may be sent (HEAD, 1xx, 204, 304). Stored, like
+    /// `isChunked`, because the server asks per body block: a byte load
+    /// where matching `body` would load and compare its payload and tag.
+    public let isBodyless: Bool
+    /// The body is sent in chunks (`transfer-encoding: chunked` is written).
+    public let isChunked: Bool
 
     /// - Parameters:
     ///   - version: the request's HTTP version; the response is answered in
@@ -76,7 +82,7 @@ public struct H1ResponseFraming: Equatable, Sendable {
         // response with a 1xx (Informational), 204 (No Content), or 304 (Not
         // Modified) status code is always terminated by the first empty line
         // after the header fields ... and thus cannot contain a message body
-        // or trailer section."
+        // or trailer section." RFC 9110 §6.4.1 says the same of content.
         let noContentStatus = status < 200 || status == 204 || status == 304
         let bodyless = isHead || noContentStatus
         // Trailer fields travel only in the chunked coding (RFC 9112 §7.1.2),
@@ -104,6 +110,8 @@ public struct H1ResponseFraming: Equatable, Sendable {
             // connection closes — the only way to tell a 1.0 client.
             body = .closeDelimited
         }
+        isBodyless = bodyless
+        isChunked = body == .chunked
         // RFC 9112 §9.3: the connection persists unless the request or the
         // response says "close" (or 1.0 did not ask for keep-alive); a server
         // that is stopping closes after the response (RFC 9112 §9.6), and a
@@ -123,11 +131,11 @@ public struct H1ResponseFraming: Equatable, Sendable {
         }
     }
 
-    /// No body bytes may be sent (HEAD, 1xx, 204, 304).
-    @inlinable public var isBodyless: Bool { body == .none }
-
-    /// The body is sent in chunks (`transfer-encoding: chunked` is written).
-    @inlinable public var isChunked: Bool { body == .chunked }
+    /// Whether `sent` body bytes are exactly the declared Content-Length.
+    @inlinable public func isComplete(afterSending sent: Int64) -> Bool {
+        if case .contentLength(let n) = body { return n == sent }
+        return false
+    }
 
     /// Whether a 1xx interim response may be sent to a client of `version`:
     /// "A server MUST NOT send a 1xx response to an HTTP/1.0 client"

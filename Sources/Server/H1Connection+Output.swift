@@ -233,7 +233,7 @@ extension H1Connection {
         // A WSGI block that completes a Content-Length body goes out with
         // the staged head in one writev instead of being copied after it
         // (a 12 KiB body: 12 KiB less to copy per response).
-        let completesBody = blocking && bytes.count >= 2048 && responseFraming?.body == .contentLength(bytesOut)
+        let completesBody = blocking && bytes.count >= 2048 && responseFraming?.isComplete(afterSending: bytesOut) == true
         if bytes.count <= 16 * 1024 && !completesBody {
             worker.out.append(bytes)
             if chunkedOut { worker.out.append("\r\n") }
@@ -252,7 +252,8 @@ extension H1Connection {
     /// framing allows them).
     func stageBodyEnd(trailers: UnsafeBufferPointer<ResponseField>?) {
         guard chunkedOut else { return }
-        let fields = trailersOut ? trailers ?? UnsafeBufferPointer(start: nil, count: 0) : UnsafeBufferPointer(start: nil, count: 0)
+        let none = UnsafeBufferPointer<ResponseField>(start: nil, count: 0)
+        let fields = trailersOut ? trailers ?? none : none
         worker.out.write(H1ChunkedEncoder.lastChunkLength(trailers: fields)) {
             H1ChunkedEncoder.writeLastChunk(trailers: fields, into: $0)
         }

@@ -6,8 +6,10 @@ import TLS
 import WebSocket
 
 /// One HTTP/1.1 connection: reads and parses request heads, hands each
-/// request to the gateway, frames the response, and decides whether the
-/// connection lives on.
+/// request to the gateway, writes the response, and keeps or closes the
+/// connection. What to write and whether the connection lives on are
+/// decided in HTTP1 (`H1ResponseFraming`, `H1ConnectionReuse`); this class
+/// acts on the answers.
 ///
 /// Phases:
 ///

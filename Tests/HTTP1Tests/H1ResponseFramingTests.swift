@@ -73,6 +73,15 @@ final class H1ResponseFramingTests: XCTestCase {
         XCTAssertEqual(f.connectionField, .close)
     }
 
+    func testContentLengthBodyIsCompleteExactlyAtItsLength() {
+        let f = framing(length: 5)
+        XCTAssertFalse(f.isComplete(afterSending: 4))
+        XCTAssertTrue(f.isComplete(afterSending: 5))
+        XCTAssertFalse(f.isComplete(afterSending: 6))
+        XCTAssertFalse(framing().isComplete(afterSending: 0), "a chunked body has no length to reach")
+        XCTAssertFalse(framing(head: true, length: 0).isComplete(afterSending: 0), "a bodyless response sends none")
+    }
+
     // MARK: Trailers (RFC 9112 §7.1.2)
 
     func testAnnouncedTrailersForceChunkedEvenWithALength() {
