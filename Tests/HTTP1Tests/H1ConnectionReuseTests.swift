@@ -4,7 +4,7 @@ import XCTest
 
 final class H1ConnectionReuseTests: XCTestCase {
     /// Every combination of the four inputs (RFC 9112 §9.3, §9.6; RFC 9110 §10.1.1).
-    func testEveryCombination() {
+    func testClosingLingersOverAnUnreadBodyAndKeepAliveDiscardsItUnlessContinueIsPending() {
         typealias Row = (keepAlive: Bool, hardStopping: Bool, bodyComplete: Bool, continuePending: Bool, H1ConnectionReuse)
         let rows: [Row] = [
             // Closing after the response: drain unread body first (RFC 9112 §9.6).
