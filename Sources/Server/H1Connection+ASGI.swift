@@ -51,15 +51,9 @@ extension H1Connection: AsyncExchange {
 
     func sendInformational(status: Int, fields: UnsafeBufferPointer<ResponseField>) -> SendOutcome {
         guard phase == .request, !writeFailed else { return .closed }
-        // 1xx responses do not exist in HTTP/1.0 (RFC 9110 §15.2).
-        guard !headSent, !isHTTP10 else { return .done }
-        worker.out.append("HTTP/1.1 ")
-        worker.out.append(decimal: Int64(status))
-        worker.out.append(" ")
-        worker.out.append(StatusText.reason(status))
-        worker.out.append("\r\n")
-        stageFields(fields)
-        worker.out.append("\r\n")
+        guard !headSent, H1ResponseFraming.allowsInformational(to: version) else { return .done }
+        let head = H1InformationalHead(status: status, fields: fields)
+        worker.out.write(head.length) { head.write(into: $0) }
         return outcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false))
     }
 

@@ -178,7 +178,8 @@ extension H1Connection {
         guard expectContinue && !continueSent else { return true }
         continueSent = true
         guard !headSent && input.isEmpty else { return true }
-        worker.out.append("HTTP/1.1 100 Continue\r\n\r\n")
+        let head = H1InformationalHead(status: 100, fields: UnsafeBufferPointer<ResponseField>(start: nil, count: 0))
+        worker.out.write(head.length) { head.write(into: $0) }
         return transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: worker.asgi == nil)
     }
 }

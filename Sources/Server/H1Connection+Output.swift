@@ -186,68 +186,36 @@ extension H1Connection {
 
     // MARK: - Framing
 
-    /// Stages the status line and fields, choosing the framing.
+    /// No body bytes go out (HEAD, 1xx, 204, 304).
+    var bodyless: Bool { responseFraming?.isBodyless ?? false }
+    /// Body blocks are framed as chunks.
+    var chunkedOut: Bool { responseFraming?.isChunked ?? false }
+    /// Trailer fields may end the body.
+    var trailersOut: Bool { responseFraming?.trailers ?? false }
+
+    /// Decides the response's framing and persistence (`H1ResponseFraming`)
+    /// and stages its head.
     func stageHead(_ head: ResponseHead, trailers: Bool) {
         // One strong reference for the whole head: each access through the
         // unowned(unsafe) `worker` would otherwise retain and release it.
         let w = worker
         status = head.status
-        let s = head.status
-        bodyless = isHeadRequest || s < 200 || s == 204 || s == 304
-        if head.close || w.stopRequested { keepAlive = false }
-        // Trailers need chunked framing, which a 1.0 client cannot take.
-        trailersOut = trailers && !bodyless && !isHTTP10
-        let length = trailersOut ? nil : head.contentLength
-        // A 1.0 client cannot take chunked framing: an unknown length is
-        // delimited by closing the connection (RFC 9112 §6.3).
-        if length == nil && !bodyless && isHTTP10 { keepAlive = false }
-        chunkedOut = length == nil && !bodyless && !isHTTP10
-        lengthOut = length ?? -1
-        w.out.append("HTTP/1.1 ")
-        w.out.append(decimal: Int64(s))
-        w.out.append(" ")
-        w.out.append(head.reason.isEmpty ? reasonBytes(s) : head.reason)
-        w.out.append("\r\n")
-        let sawDate = stageFields(head.fields)
-        if !sawDate {
-            w.out.append("date: ")
-            w.out.append(w.date.bytes)
-            w.out.append("\r\n")
-        }
-        if let length, s != 204, s != 304, s >= 200 {
-            w.out.append("content-length: ")
-            w.out.append(decimal: length)
-            w.out.append("\r\n")
-        } else if chunkedOut {
-            w.out.append("transfer-encoding: chunked\r\n")
-        }
-        if !keepAlive {
-            w.out.append("connection: close\r\n")
-        } else if isHTTP10 {
-            w.out.append("connection: keep-alive\r\n")
-        }
-        w.out.append("\r\n")
+        let framing = H1ResponseFraming(
+            version: version, isHead: isHeadRequest, requestKeepAlive: keepAlive, status: head.status,
+            contentLength: head.contentLength, trailers: trailers, applicationClose: head.close,
+            stopping: w.stopRequested)
+        responseFraming = framing
+        keepAlive = framing.keepAlive
+        let bytes = H1ResponseHead(status: head.status, reason: head.reason, fields: head.fields,
+                                   framing: framing, date: w.date.bytes)
+        w.out.write(bytes.length) { bytes.write(into: $0) }
         headSent = true
     }
 
-    /// Stages `name: value` lines; true if one of them was `Date`.
-    @discardableResult
-    func stageFields(_ fields: UnsafeBufferPointer<ResponseField>) -> Bool {
-        let w = worker
-        var sawDate = false
-        for f in fields {
-            if f.name.count == 4 && isDateName(f.name) { sawDate = true }
-            w.out.append(f.name)
-            w.out.append(": ")
-            w.out.append(f.value)
-            w.out.append("\r\n")
-        }
-        return sawDate
-    }
-
-    private func reasonBytes(_ status: Int) -> UnsafeRawBufferPointer {
-        let r = StatusText.reason(status)
-        return UnsafeRawBufferPointer(start: r.utf8Start, count: r.utf8CodeUnitCount)
+    /// Stages `name: value` lines.
+    func stageFields(_ fields: UnsafeBufferPointer<ResponseField>) {
+        let lines = H1FieldLines(fields)
+        worker.out.write(lines.length) { lines.write(into: $0) }
     }
 
     /// Stages (small) or transmits (large) one block of body with its chunk
@@ -258,14 +226,14 @@ extension H1Connection {
             return flush ? transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: blocking) : true
         }
         bytesOut += Int64(bytes.count)
+        let chunkedOut = self.chunkedOut
         if chunkedOut {
-            worker.out.reserve(H1ChunkedEncoder.maxSizeLineLength)
-            worker.out.count += H1ChunkedEncoder.writeSizeLine(bytes.count, into: worker.out.base + worker.out.count)
+            worker.out.write(H1ChunkedEncoder.maxSizeLineLength) { H1ChunkedEncoder.writeSizeLine(bytes.count, into: $0) }
         }
         // A WSGI block that completes a Content-Length body goes out with
         // the staged head in one writev instead of being copied after it
         // (a 12 KiB body: 12 KiB less to copy per response).
-        let completesBody = blocking && !chunkedOut && bytesOut == lengthOut && bytes.count >= 2048
+        let completesBody = blocking && bytes.count >= 2048 && responseFraming?.isComplete(afterSending: bytesOut) == true
         if bytes.count <= 16 * 1024 && !completesBody {
             worker.out.append(bytes)
             if chunkedOut { worker.out.append("\r\n") }
@@ -280,12 +248,15 @@ extension H1Connection {
         return flush ? transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: blocking) : true
     }
 
-    /// Stages the end of a chunked body (with trailer fields, if any).
+    /// Stages the end of a chunked body (with trailer fields, if the
+    /// framing allows them).
     func stageBodyEnd(trailers: UnsafeBufferPointer<ResponseField>?) {
         guard chunkedOut else { return }
-        worker.out.append("0\r\n")
-        if let trailers, trailersOut { stageFields(trailers) }
-        worker.out.append("\r\n")
+        let none = UnsafeBufferPointer<ResponseField>(start: nil, count: 0)
+        let fields = trailersOut ? trailers ?? none : none
+        worker.out.write(H1ChunkedEncoder.lastChunkLength(trailers: fields)) {
+            H1ChunkedEncoder.writeLastChunk(trailers: fields, into: $0)
+        }
     }
 
     // MARK: - Errors and closing
@@ -293,24 +264,9 @@ extension H1Connection {
     /// Answers a request the server itself refuses, then closes gracefully.
     func sendErrorAndLinger(_ code: Int, extraField: StaticString? = nil) {
         status = code
-        let reason = StatusText.reason(code)
         worker.out.count = 0
-        worker.out.append("HTTP/1.1 ")
-        worker.out.append(decimal: Int64(code))
-        worker.out.append(" ")
-        worker.out.append(reason)
-        worker.out.append("\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ")
-        worker.out.append(decimal: Int64(reason.utf8CodeUnitCount + 1))
-        worker.out.append("\r\nconnection: close\r\ndate: ")
-        worker.out.append(worker.date.bytes)
-        worker.out.append("\r\n")
-        if let extraField {
-            worker.out.append(extraField)
-            worker.out.append("\r\n")
-        }
-        worker.out.append("\r\n")
-        worker.out.append(reason)
-        worker.out.append("\n")
+        let response = H1ErrorResponse(status: code, extraField: extraField, date: worker.date.bytes)
+        worker.out.write(response.length) { response.write(into: $0) }
         // A short blocking write: the socket buffer of a connection that
         // has sent only a head is empty.
         let ok = transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: true)
@@ -413,9 +369,4 @@ extension H1Connection {
             conversation.transportClosed()
         }
     }
-}
-
-@inline(__always)
-private func isDateName(_ b: UnsafeRawBufferPointer) -> Bool {
-    (b[0] | 0x20) == 0x64 && (b[1] | 0x20) == 0x61 && (b[2] | 0x20) == 0x74 && (b[3] | 0x20) == 0x65
 }

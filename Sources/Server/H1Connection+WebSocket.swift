@@ -29,7 +29,7 @@ extension H1Connection: WebSocketTransport {
                 upgrade.receive(field, value: UnsafeRawBufferPointer(start: base + table.value(i).start, count: table.value(i).count))
             }
         }
-        let verdict = upgrade.verdict(isGET: head.method == .get, isHTTP11OrLater: !isHTTP10)
+        let verdict = upgrade.verdict(isGET: head.method == .get, isHTTP11OrLater: version != .http10)
         if case .notWebSocket = verdict { return nil }
         return verdict
     }

@@ -6,8 +6,10 @@ import TLS
 import WebSocket
 
 /// One HTTP/1.1 connection: reads and parses request heads, hands each
-/// request to the gateway, frames the response, and decides whether the
-/// connection lives on.
+/// request to the gateway, writes the response, and keeps or closes the
+/// connection. What to write and whether the connection lives on are
+/// decided in HTTP1 (`H1ResponseFraming`, `H1ConnectionReuse`); this class
+/// acts on the answers.
 ///
 /// Phases:
 ///
@@ -52,8 +54,7 @@ final class H1Connection {
     var requestStart = Instant(nanoseconds: 0)
 
     // The request being served.
-    var isHTTP10 = false
-    var requestKeepAlive = true
+    var version: H1Version = .http11
     var framing: H1BodyFraming = .none
     var remaining: Int64 = 0
     var chunkCarry = 0
@@ -67,17 +68,17 @@ final class H1Connection {
 
     // The response being written.
     var isHeadRequest = false
-    var bodyless = false
-    var chunkedOut = false
-    var trailersOut = false
+    /// Decided when the head is staged; nil until then.
+    var responseFraming: H1ResponseFraming?
+    /// The request's wish (its Connection options and version, RFC 9112
+    /// §9.3), cleared if its body cannot be read to the end; then what the
+    /// response head told the client (`H1ResponseFraming.keepAlive`).
     var keepAlive = true
     var headSent = false
     var aborted = false
     var writeFailed = false
     var status = 0
     var bytesOut: Int64 = 0
-    /// The response's Content-Length (-1: none, or not framed by it).
-    var lengthOut: Int64 = -1
     var pending = ByteBuffer()
     var pendingFile: PendingFile?
     /// The worker holds this connection's last response (CoalescedOutput).
@@ -267,7 +268,7 @@ final class H1Connection {
         }
         let request = GatewayRequest(
             base: base, method: head.methodSpan, target: head.target, path: head.path, query: head.query,
-            httpVersion: isHTTP10 ? "HTTP/1.0" : "HTTP/1.1", isHead: isHeadRequest,
+            httpVersion: version == .http10 ? "HTTP/1.0" : "HTTP/1.1", isHead: isHeadRequest,
             fieldCount: table.count, fields: UnsafePointer(spans), peer: peer)
         accessLine = w.accessLog.enabled ? AccessLog.RequestLine(request) : nil
         w.requestsServed += 1
@@ -299,8 +300,7 @@ final class H1Connection {
     /// request was refused (413, bad chunked framing) without reaching the
     /// application.
     private func beginRequest(_ head: H1RequestHead) -> Bool {
-        isHTTP10 = head.version == .http10
-        requestKeepAlive = head.keepAlive
+        version = head.version
         isHeadRequest = head.method == .head
         framing = head.framing
         expectContinue = head.expectContinue
@@ -332,10 +332,8 @@ final class H1Connection {
         }
         headSent = false
         aborted = false
-        bodyless = false
-        chunkedOut = false
-        trailersOut = false
-        keepAlive = requestKeepAlive
+        responseFraming = nil
+        keepAlive = head.keepAlive
         status = 0
         bytesOut = 0
         return true
@@ -355,23 +353,18 @@ final class H1Connection {
             close()
             return
         }
-        // `keepAlive` is what the response told the client. A response that
-        // promised keep-alive keeps the connection even if a drain began
-        // meanwhile (the client may already be sending on it); the next
-        // response closes it. Only a hard stop cuts it now.
-        if !keepAlive || worker.hardStopping {
-            if bodyComplete { close() } else { lingerAfterResponse() }
-            return
-        }
-        phase = .head
-        updateInterest()
-        if !bodyComplete {
-            if expectContinue && !continueSent {
-                // The client may still be waiting for 100 before it sends the
-                // body: we cannot know where the next request starts.
-                close()
-                return
-            }
+        switch H1ConnectionReuse(keepAlive: keepAlive, hardStopping: worker.hardStopping,
+                                 requestBodyComplete: bodyComplete, continuePending: expectContinue && !continueSent) {
+        case .close:
+            close()
+        case .lingerThenClose:
+            lingerAfterResponse()
+        case .readNextRequest:
+            phase = .head
+            updateInterest()
+        case .discardBodyThenReadNext:
+            phase = .head
+            updateInterest()
             discardBudget = 1 << 20
             phase = .discarding
             worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)

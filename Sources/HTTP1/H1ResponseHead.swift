@@ -1,0 +1,99 @@
+/// The head of a final HTTP/1.1 response, sized and then written into memory
+/// the caller reserved (size first, write once, STYLE §2):
+///
+///     HTTP/1.1 200 OK\r\n                 status line (RFC 9112 §4)
+///     <application's fields>\r\n          as given, in order
+///     date: <date>\r\n                    unless the application sent one
+///     content-length: 5\r\n               or transfer-encoding: chunked
+///     connection: close\r\n               or keep-alive (1.0), or nothing
+///     \r\n
+///
+/// The framing fields come from `H1ResponseFraming`; an application's own
+/// framing and connection fields are dropped by the gateway before they get
+/// here.
+///
+///     let head = H1ResponseHead(status: 200, reason: reason, fields: fields,
+///                               framing: framing, date: dateBytes)
+///     out.reserve(head.length)
+///     out.count += head.write(into: out.base + out.count)
+public struct H1ResponseHead<Field: H1FieldBytes> {
+    @usableFromInline let status: UInt64
+    @usableFromInline let reason: UnsafeRawBufferPointer
+    @usableFromInline let fields: UnsafeBufferPointer<Field>
+    @usableFromInline let framing: H1ResponseFraming
+    /// The server's date, or nil when the application sent a Date field.
+    @usableFromInline let date: UnsafeRawBufferPointer?
+    /// Bytes `write(into:)` writes.
+    public let length: Int
+
+    /// - Parameters:
+    ///   - reason: the application's reason phrase; empty: the registry's
+    ///     (`H1ReasonPhrase`).
+    ///   - date: the current IMF-fixdate, written as `date` unless a field
+    ///     is named Date: "An origin server with a clock ... MUST generate a
+    ///     Date header field" in a 2xx, 3xx or 4xx response, and may in any
+    ///     other (RFC 9110 §6.6.1).
+    @inlinable
+    public init(status: Int, reason: UnsafeRawBufferPointer, fields: UnsafeBufferPointer<Field>,
+                framing: H1ResponseFraming, date: UnsafeRawBufferPointer) {
+        self.status = UInt64(truncatingIfNeeded: status)
+        self.reason = reason.isEmpty ? H1ReasonPhrase.reason(status).rawBytes : reason
+        self.fields = fields
+        self.framing = framing
+        var n = HeadBytes.statusLineLength(self.status, reasonCount: self.reason.count)
+        var sawDate = false
+        for f in fields {
+            if isDateName(f.name) { sawDate = true }
+            n += HeadBytes.fieldLineLength(f.name, f.value)
+        }
+        self.date = sawDate ? nil : date
+        if !sawDate { n += 8 + date.count }
+        if let length = framing.contentLengthField {
+            n += 18 + HeadBytes.decimalLength(UInt64(truncatingIfNeeded: length))
+        } else if framing.isChunked {
+            n += 28
+        }
+        switch framing.connectionField {
+        case .none: break
+        case .close: n += 19
+        case .keepAlive: n += 24
+        }
+        length = n + 2
+    }
+
+    /// Writes the head at `p`, which has room for `length` bytes; returns
+    /// `length`.
+    @inlinable
+    @discardableResult
+    public func write(into p: UnsafeMutableRawPointer) -> Int {
+        var out = HeadBytes(p)
+        out.putStatusLine(status, reason)
+        for f in fields { out.putFieldLine(f.name, f.value) }
+        if let date {
+            out.put("date: ")
+            out.put(date)
+            out.put("\r\n")
+        }
+        if let length = framing.contentLengthField {
+            out.put("content-length: ")
+            out.put(decimal: UInt64(truncatingIfNeeded: length))
+            out.put("\r\n")
+        } else if framing.isChunked {
+            // RFC 9112 §6.1: chunked is the final (here the only) coding.
+            out.put("transfer-encoding: chunked\r\n")
+        }
+        switch framing.connectionField {
+        case .none: break
+        case .close: out.put("connection: close\r\n")
+        case .keepAlive: out.put("connection: keep-alive\r\n")
+        }
+        out.put("\r\n")
+        return out.count
+    }
+}
+
+/// Field names are case-insensitive (RFC 9110 §5.1).
+@inlinable
+func isDateName(_ b: UnsafeRawBufferPointer) -> Bool {
+    b.count == 4 && (b[0] | 0x20) == 0x64 && (b[1] | 0x20) == 0x61 && (b[2] | 0x20) == 0x74 && (b[3] | 0x20) == 0x65
+}
