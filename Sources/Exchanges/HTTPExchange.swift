@@ -116,19 +116,19 @@ public struct HTTPExchange: Sendable {
     ///   to HEAD keeps the one the application gave (it describes the body a
     ///   GET would get).
     public mutating func beginResponse(_ head: ResponseHead) -> ResponsePlan {
-        let s = (200...999).contains(head.status) ? head.status : 500
+        let s = HTTPSemantics.isFinalStatus(head.status) ? head.status : 500
         status = s
-        bodyless = isHead || s == 204 || s == 304
-        let length = s == 204 || s == 304 ? nil : head.contentLength
-        return ResponsePlan(status: s, bodyless: bodyless, addsDate: !head.fields.contains { $0.isDate },
-                            contentLength: length)
+        bodyless = HTTPSemantics.isBodyless(status: s, isHead: isHead)
+        let length = HTTPSemantics.statusHasNoContent(s) ? nil : head.contentLength
+        return ResponsePlan(status: s, bodyless: bodyless,
+                            addsDate: !head.fields.contains { HTTPSemantics.isDateField($0.name) }, contentLength: length)
     }
 
     /// The server answers by itself (a refusal, an error before the
     /// application answered): the status the access log records.
     public mutating func respondDirectly(status s: Int) {
         status = s
-        bodyless = isHead || s < 200 || s == 204 || s == 304
+        bodyless = HTTPSemantics.isBodyless(status: s, isHead: isHead)
     }
 
     /// `count` response body bytes were handed to the transport.

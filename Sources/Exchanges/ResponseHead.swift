@@ -4,12 +4,6 @@ public struct ResponseField {
     public var name: UnsafeRawBufferPointer
     public var value: UnsafeRawBufferPointer
     public init(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) { self.name = name; self.value = value }
-
-    /// The field is `Date`, in any case.
-    @inlinable public var isDate: Bool {
-        name.count == 4 && (name[0] | 0x20) == 0x64 && (name[1] | 0x20) == 0x61 && (name[2] | 0x20) == 0x74
-            && (name[3] | 0x20) == 0x65
-    }
 }
 
 /// The response head the gateway hands to the transport.

@@ -1,3 +1,5 @@
+import Core
+
 /// How a response body is delimited on the wire (RFC 9112 §6.3).
 public enum H1ResponseBody: Equatable, Sendable {
     /// No body follows the head, whatever the fields say: the response to
@@ -83,8 +85,8 @@ public struct H1ResponseFraming: Equatable, Sendable {
         // Modified) status code is always terminated by the first empty line
         // after the header fields ... and thus cannot contain a message body
         // or trailer section." RFC 9110 §6.4.1 says the same of content.
-        let noContentStatus = status < 200 || status == 204 || status == 304
-        let bodyless = isHead || noContentStatus
+        let noContentStatus = HTTPSemantics.statusHasNoContent(status)
+        let bodyless = HTTPSemantics.isBodyless(status: status, isHead: isHead)
         // Trailer fields travel only in the chunked coding (RFC 9112 §7.1.2),
         // and "A server MUST NOT send a response containing Transfer-Encoding
         // unless the corresponding request indicates HTTP/1.1" (RFC 9112

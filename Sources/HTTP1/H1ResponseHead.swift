@@ -3,7 +3,7 @@
 ///
 ///     HTTP/1.1 200 OK\r\n                 status line (RFC 9112 §4)
 ///     <application's fields>\r\n          as given, in order
-///     date: <date>\r\n                    unless the application sent one
+///     date: <date>\r\n                    when the exchange adds one
 ///     content-length: 5\r\n               or transfer-encoding: chunked
 ///     connection: close\r\n               or keep-alive (1.0), or nothing
 ///     \r\n
@@ -21,7 +21,7 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
     @usableFromInline let reason: UnsafeRawBufferPointer
     @usableFromInline let fields: UnsafeBufferPointer<Field>
     @usableFromInline let framing: H1ResponseFraming
-    /// The server's date, or nil when the application sent a Date field.
+    /// The server's date, or nil when none is added.
     @usableFromInline let date: UnsafeRawBufferPointer?
     /// Bytes `write(into:)` writes.
     public let length: Int
@@ -29,25 +29,23 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
     /// - Parameters:
     ///   - reason: the application's reason phrase; empty: the registry's
     ///     (`H1ReasonPhrase`).
-    ///   - date: the current IMF-fixdate, written as `date` unless a field
-    ///     is named Date: "An origin server with a clock ... MUST generate a
-    ///     Date header field" in a 2xx, 3xx or 4xx response, and may in any
-    ///     other (RFC 9110 §6.6.1).
+    ///   - date: the current IMF-fixdate to write as `date`, or nil when the
+    ///     application sent its own: "An origin server with a clock ... MUST
+    ///     generate a Date header field" in a 2xx, 3xx or 4xx response, and
+    ///     may in any other (RFC 9110 §6.6.1). The exchange decides
+    ///     (`HTTPExchange.ResponsePlan.addsDate`); the fields are not
+    ///     scanned again here.
     @inlinable
     public init(status: Int, reason: UnsafeRawBufferPointer, fields: UnsafeBufferPointer<Field>,
-                framing: H1ResponseFraming, date: UnsafeRawBufferPointer) {
+                framing: H1ResponseFraming, date: UnsafeRawBufferPointer?) {
         self.status = UInt64(truncatingIfNeeded: status)
         self.reason = reason.isEmpty ? H1ReasonPhrase.reason(status).rawBytes : reason
         self.fields = fields
         self.framing = framing
         var n = HeadBytes.statusLineLength(self.status, reasonCount: self.reason.count)
-        var sawDate = false
-        for f in fields {
-            if isDateName(f.name) { sawDate = true }
-            n += HeadBytes.fieldLineLength(f.name, f.value)
-        }
-        self.date = sawDate ? nil : date
-        if !sawDate { n += 8 + date.count }
+        for f in fields { n += HeadBytes.fieldLineLength(f.name, f.value) }
+        self.date = date
+        if let date { n += 8 + date.count }
         if let length = framing.contentLengthField {
             n += 18 + HeadBytes.decimalLength(UInt64(truncatingIfNeeded: length))
         } else if framing.isChunked {
@@ -90,10 +88,4 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
         out.put("\r\n")
         return out.count
     }
-}
-
-/// Field names are case-insensitive (RFC 9110 §5.1).
-@inlinable
-func isDateName(_ b: UnsafeRawBufferPointer) -> Bool {
-    b.count == 4 && (b[0] | 0x20) == 0x64 && (b[1] | 0x20) == 0x61 && (b[2] | 0x20) == 0x74 && (b[3] | 0x20) == 0x65
 }

@@ -12,12 +12,12 @@ extension H1Connection: AsyncExchange {
     }
 
     func pollBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyPoll {
-        if let failure = bodyFailure { return .failed(status: failure) }
+        if let failure = exchange.bodyFailure { return .failed(status: failure) }
         switch copyBody(into: buffer) {
         case .success(let n)?:
             return .data(n)
         case .failure(let error)?:
-            bodyFailure = error.status
+            exchange.failBody(status: error.status)
             return .failed(status: error.status)
         case nil:
             return bodyComplete ? .end : .wait
@@ -44,7 +44,7 @@ extension H1Connection: AsyncExchange {
             return
         case .eof, .error:
             keepAlive = false
-            bodyFailure = 0
+            exchange.failBody(status: 0)
             clientGone()
         }
     }

@@ -119,8 +119,7 @@ extension H1Connection {
     func copyBody(into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, BodyError>? {
         do {
             guard let span = try nextBodySpan(max: buffer.count) else { return nil }
-            bodyReceived += Int64(span.count)
-            if bodyReceived > worker.config.maxBody {
+            if exchange.receiveBody(count: span.count) == .tooLarge {
                 keepAlive = false
                 bodyComplete = true
                 return .failure(BodyError(status: 413, reason: "request body larger than --max-body"))

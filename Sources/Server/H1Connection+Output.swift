@@ -112,7 +112,7 @@ extension H1Connection {
             switch io.sendFile(file.fd, offset: &file.offset, count: Int(min(file.remaining, 1 << 30))) {
             case .sent(let n):
                 file.remaining -= Int64(n)
-                bytesOut += Int64(n)
+                exchange.countOut(n)
                 continue
             case .again:
                 pendingFile = file
@@ -199,17 +199,18 @@ extension H1Connection {
         // One strong reference for the whole head: each access through the
         // unowned(unsafe) `worker` would otherwise retain and release it.
         let w = worker
-        status = head.status
+        let plan = exchange.beginResponse(head)
         let framing = H1ResponseFraming(
-            version: version, isHead: isHeadRequest, requestKeepAlive: keepAlive, status: head.status,
-            contentLength: head.contentLength, trailers: trailers, applicationClose: head.close,
+            version: version, isHead: exchange.isHead, requestKeepAlive: keepAlive, status: plan.status,
+            contentLength: plan.contentLength, trailers: trailers, applicationClose: head.close,
             stopping: w.stopRequested)
         responseFraming = framing
         keepAlive = framing.keepAlive
-        let bytes = H1ResponseHead(status: head.status, reason: head.reason, fields: head.fields,
-                                   framing: framing, date: w.date.bytes)
+        // A status the exchange replaced (500) takes the registry's reason.
+        let reason = plan.status == head.status ? head.reason : UnsafeRawBufferPointer(start: nil, count: 0)
+        let bytes = H1ResponseHead(status: plan.status, reason: reason, fields: head.fields,
+                                   framing: framing, date: plan.addsDate ? w.date.bytes : nil)
         w.out.write(bytes.length) { bytes.write(into: $0) }
-        headSent = true
     }
 
     /// Stages `name: value` lines.
@@ -225,7 +226,7 @@ extension H1Connection {
         if bodyless || bytes.isEmpty {
             return flush ? transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: blocking) : true
         }
-        bytesOut += Int64(bytes.count)
+        exchange.countOut(bytes.count)
         let chunkedOut = self.chunkedOut
         if chunkedOut {
             worker.out.write(H1ChunkedEncoder.maxSizeLineLength) { H1ChunkedEncoder.writeSizeLine(bytes.count, into: $0) }
@@ -233,7 +234,7 @@ extension H1Connection {
         // A WSGI block that completes a Content-Length body goes out with
         // the staged head in one writev instead of being copied after it
         // (a 12 KiB body: 12 KiB less to copy per response).
-        let completesBody = blocking && bytes.count >= 2048 && responseFraming?.isComplete(afterSending: bytesOut) == true
+        let completesBody = blocking && bytes.count >= 2048 && responseFraming?.isComplete(afterSending: exchange.bytesOut) == true
         if bytes.count <= 16 * 1024 && !completesBody {
             worker.out.append(bytes)
             if chunkedOut { worker.out.append("\r\n") }
@@ -263,7 +264,7 @@ extension H1Connection {
 
     /// Answers a request the server itself refuses, then closes gracefully.
     func sendErrorAndLinger(_ code: Int, extraField: StaticString? = nil) {
-        status = code
+        exchange.respondDirectly(status: code)
         worker.out.count = 0
         let response = H1ErrorResponse(status: code, extraField: extraField, date: worker.date.bytes)
         worker.out.write(response.length) { response.write(into: $0) }

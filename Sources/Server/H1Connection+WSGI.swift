@@ -8,7 +8,7 @@ import HTTP1
 /// request timeout), since the application runs inline.
 extension H1Connection: Exchange {
     func readBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyRead {
-        if let failure = bodyFailure { return .failed("the request body cannot be read", status: failure) }
+        if let failure = exchange.bodyFailure { return .failed("the request body cannot be read", status: failure) }
         if bodyComplete { return .end }
         if !continueIfExpected() { return .failed("the connection failed", status: 0) }
         while true {
@@ -16,7 +16,7 @@ extension H1Connection: Exchange {
             case .success(let n)?:
                 return .data(n)
             case .failure(let error)?:
-                bodyFailure = error.status
+                exchange.failBody(status: error.status)
                 return error.status == 413 ? .tooLarge : .failed(error.reason, status: error.status)
             case nil:
                 break
@@ -28,12 +28,12 @@ extension H1Connection: Exchange {
             case .again:
                 if !worker.waitReadable(fd, milliseconds: worker.config.requestTimeoutMilliseconds) {
                     keepAlive = false
-                    bodyFailure = 408
+                    exchange.failBody(status: 408)
                     return .failed("timed out waiting for the request body", status: 408)
                 }
             case .eof, .error:
                 keepAlive = false
-                bodyFailure = 0
+                exchange.failBody(status: 0)
                 return .failed("the client closed the connection mid-body", status: 0)
             }
         }
@@ -56,13 +56,13 @@ extension H1Connection: Exchange {
         let own = csys_dup(file)
         guard own >= 0 else { return nil }
         pendingFile = PendingFile(fd: own, offset: offset, remaining: count)
-        let before = bytesOut
+        let before = exchange.bytesOut
         _ = drainBlocking()
         if let left = pendingFile {
             _ = csys_close(left.fd)
             pendingFile = nil
         }
-        return bytesOut - before
+        return exchange.bytesOut - before
     }
 
     func finish() -> Bool {

@@ -59,7 +59,7 @@ extension H1Connection: WebSocketTransport {
     func webSocketSendAccept(subprotocol: UnsafeRawBufferPointer?, deflate: PerMessageDeflateParameters?,
                              fields: UnsafeBufferPointer<ResponseField>) -> Bool {
         guard phase == .websocket, !writeFailed, let key = wsKey else { return false }
-        status = 101
+        exchange.respondDirectly(status: 101)
         worker.out.append("HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: ")
         worker.out.reserve(SecWebSocketKey.acceptLength)
         worker.out.count += key.writeAccept(into: UnsafeMutableRawBufferPointer(start: worker.out.base + worker.out.count,
@@ -78,10 +78,8 @@ extension H1Connection: WebSocketTransport {
         }
         stageFields(fields)
         worker.out.append("\r\n")
-        headSent = true
         if let line = accessLine {
-            worker.accessLog.record(line, status: 101, bytes: 0, peer: peer,
-                                    milliseconds: Double(worker.now.nanoseconds - requestStart.nanoseconds) / 1e6)
+            worker.accessLog.record(line, exchange, peer: peer, now: worker.now)
             accessLine = nil
         }
         return true

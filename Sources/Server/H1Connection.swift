@@ -59,26 +59,26 @@ final class H1Connection {
     var remaining: Int64 = 0
     var chunkCarry = 0
     var bodyComplete = true
-    var bodyReceived: Int64 = 0
-    var bodyFailure: Int?
     var expectContinue = false
     var continueSent = false
     var discardBudget: Int64 = 0
     var accessLine: AccessLog.RequestLine?
 
+    /// The request's bookkeeping and decisions (body limits and failures,
+    /// the response head's status, date and length, what the access log
+    /// reports), shared with every other transport.
+    var exchange = HTTPExchange(isHead: false, declaredBodyLength: nil, maxBody: 0, start: Instant(nanoseconds: 0))
+    var headSent: Bool { exchange.headSent }
+
     // The response being written.
-    var isHeadRequest = false
     /// Decided when the head is staged; nil until then.
     var responseFraming: H1ResponseFraming?
     /// The request's wish (its Connection options and version, RFC 9112
     /// §9.3), cleared if its body cannot be read to the end; then what the
     /// response head told the client (`H1ResponseFraming.keepAlive`).
     var keepAlive = true
-    var headSent = false
     var aborted = false
     var writeFailed = false
-    var status = 0
-    var bytesOut: Int64 = 0
     var pending = ByteBuffer()
     var pendingFile: PendingFile?
     /// The worker holds this connection's last response (CoalescedOutput).
@@ -193,7 +193,7 @@ final class H1Connection {
             sendErrorAndLinger(408)
         case .request where bodyWanted:
             bodyWanted = false
-            bodyFailure = 408
+            exchange.failBody(status: 408)
             keepAlive = false
             updateInterest()
             delegate?.bodyReady()
@@ -268,7 +268,7 @@ final class H1Connection {
         }
         let request = GatewayRequest(
             base: base, method: head.methodSpan, target: head.target, path: head.path, query: head.query,
-            httpVersion: version == .http10 ? "HTTP/1.0" : "HTTP/1.1", isHead: isHeadRequest,
+            httpVersion: version == .http10 ? "HTTP/1.0" : "HTTP/1.1", isHead: exchange.isHead,
             fieldCount: table.count, fields: UnsafePointer(spans), peer: peer)
         accessLine = w.accessLog.enabled ? AccessLog.RequestLine(request) : nil
         w.requestsServed += 1
@@ -301,21 +301,22 @@ final class H1Connection {
     /// application.
     private func beginRequest(_ head: H1RequestHead) -> Bool {
         version = head.version
-        isHeadRequest = head.method == .head
         framing = head.framing
         expectContinue = head.expectContinue
         continueSent = false
         chunkCarry = 0
-        bodyReceived = 0
-        bodyFailure = nil
+        var declared: Int64?
+        if case .contentLength(let n) = head.framing { declared = n }
+        exchange = HTTPExchange(isHead: head.method == .head, declaredBodyLength: declared,
+                                maxBody: worker.config.maxBody, start: requestStart)
         switch head.framing {
         case .none:
             bodyComplete = true
             remaining = 0
         case .contentLength(let n):
-            if n > worker.config.maxBody {
+            if let status = exchange.refusal {
                 // Decided from the declared length, before reading any of it.
-                sendErrorAndLinger(413)
+                sendErrorAndLinger(status)
                 return false
             }
             remaining = n
@@ -330,12 +331,9 @@ final class H1Connection {
                 return false
             }
         }
-        headSent = false
         aborted = false
         responseFraming = nil
         keepAlive = head.keepAlive
-        status = 0
-        bytesOut = 0
         return true
     }
 
@@ -343,13 +341,12 @@ final class H1Connection {
     /// the connection for the next request or close it.
     func afterResponse() {
         if let line = accessLine {
-            worker.accessLog.record(line, status: status, bytes: bytesOut, peer: peer,
-                                    milliseconds: Double(worker.now.nanoseconds - requestStart.nanoseconds) / 1e6)
+            worker.accessLog.record(line, exchange, peer: peer, now: worker.now)
             accessLine = nil
         }
         requestBytesSeen = false
         parsing?.head.reset()
-        if aborted || writeFailed || status == 0 {
+        if aborted || writeFailed || !exchange.headSent {
             close()
             return
         }
