@@ -61,15 +61,7 @@ wsgi_app = validator(_wsgi_app)
 
 
 async def asgi_app(scope: Scope, receive: Receive, send: Send) -> None:
-    """The same two routes for ASGI (with a lifespan that does nothing)."""
-    if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+    """The same two routes for ASGI (served with --no-lifespan)."""
     if scope["path"] == "/stats":
         body = stats()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]

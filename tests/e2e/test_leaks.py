@@ -71,7 +71,7 @@ def test_memory_is_flat_over_100k_requests(
 ) -> None:
     body = tmp_path / "body"
     body.write_bytes(bytes(range(256)) * 4)
-    server = start_server(target)
+    server = start_server(target, *(["--no-lifespan"] if "asgi" in target else []))
     load(server, WARMUP, protocol, body)
     before = stats(server)
     load(server, REQUESTS, protocol, body)
