@@ -13,7 +13,9 @@ import Core
 ///     body bytes arrive:  exchange.receiveBody(count: n)  -> .tooLarge: the reader gets 413
 ///     the client stalls:  exchange.failBody(status: 408) (or 0: gone, 400: bad framing)
 ///     the head is sent:   let plan = exchange.beginResponse(head)  -> status, bodyless, date, content-length
+///     body is given:      let n = exchange.admitBody(count)  -> at most what the declared length allows
 ///     body is sent:       exchange.countOut(n)
+///     at the last byte:   if exchange.bodyEndedShort() { abort: the client must see a truncated response }
 ///     at the end:         access log from `status`, `bytesOut`, `start`
 ///
 /// What stays with the transport is framing: HTTP/1.1's choice between
@@ -44,6 +46,12 @@ public struct HTTPExchange: Sendable {
     public private(set) var bodyless = false
     /// Response body bytes handed to the transport.
     public private(set) var bytesOut: Int64 = 0
+    /// The length the response declared, when it has a body: what
+    /// `admitBody` holds the application to.
+    public private(set) var responseLength: Int64?
+    /// Response body bytes the application gave and `admitBody` let through.
+    public private(set) var bodyAdmitted: Int64 = 0
+    private var excessReported = false
 
     public init(isHead: Bool, declaredBodyLength: Int64?, maxBody: Int64, start: Instant) {
         self.isHead = isHead
@@ -120,6 +128,7 @@ public struct HTTPExchange: Sendable {
         status = s
         bodyless = HTTPSemantics.isBodyless(status: s, isHead: isHead)
         let length = HTTPSemantics.statusHasNoContent(s) ? nil : head.contentLength
+        responseLength = bodyless ? nil : length
         return ResponsePlan(status: s, bodyless: bodyless,
                             addsDate: !head.fields.contains { HTTPSemantics.isDateField($0.name) }, contentLength: length)
     }
@@ -129,6 +138,36 @@ public struct HTTPExchange: Sendable {
     public mutating func respondDirectly(status s: Int) {
         status = s
         bodyless = HTTPSemantics.isBodyless(status: s, isHead: isHead)
+    }
+
+    /// How many of `count` body bytes the application gives may go out: all,
+    /// unless they would run past the declared length. The length is the
+    /// content's size (RFC 9110 §8.6): over HTTP/1.1 more bytes would be read
+    /// as the start of the next response, and over HTTP/2 they make the
+    /// response malformed (RFC 9113 §8.1.1). The excess is dropped and
+    /// logged once.
+    public mutating func admitBody(_ count: Int64) -> Int64 {
+        var n = count
+        if let length = responseLength, bodyAdmitted + n > length {
+            n = max(0, length - bodyAdmitted)
+            if !excessReported {
+                excessReported = true
+                Log.warning("the application sent more than its Content-Length of \(length) bytes; the excess was dropped")
+            }
+        }
+        bodyAdmitted += n
+        return n
+    }
+
+    /// The application ended its body short of the declared length. Such a
+    /// response cannot be completed: the transport ends it so that the
+    /// client can tell (closes the HTTP/1.1 connection, resets the stream).
+    /// Logged once, when asked.
+    public mutating func bodyEndedShort() -> Bool {
+        guard let length = responseLength, bodyAdmitted < length else { return false }
+        responseLength = nil
+        Log.warning("the application's response ended short (\(bodyAdmitted) bytes) of its Content-Length of \(length) bytes; the response was cut off")
+        return true
     }
 
     /// `count` response body bytes were handed to the transport.

@@ -35,8 +35,6 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     private var declaredLength: Int64?
     private var closeRequested = false
     private var trailers = false
-    private var bodyBytes: Int64 = 0
-    private var excessLogged = false
     private var head = HeaderStore()
     private var trailerStore = HeaderStore()
 
@@ -213,25 +211,7 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
         if !headSent {
             guard emitHead(knownLength: more ? nil : Int64(body.count)) else { return clientGone() }
         }
-        // Hold the application to its declared Content-Length.
-        if let declared = declaredLength, !isHead, !trailers {
-            let room = declared - bodyBytes
-            if Int64(body.count) > room {
-                if !excessLogged {
-                    excessLogged = true
-                    Log.warning("the application sent more than its Content-Length of \(declared) bytes; the excess was dropped")
-                }
-                body = UnsafeRawBufferPointer(rebasing: body[0..<Int(max(0, room))])
-            }
-            if !more && bodyBytes + Int64(body.count) < declared && status != 204 && status != 304 {
-                Log.warning("the application's response ended short (\(bodyBytes + Int64(body.count)) bytes) of its Content-Length of \(declared) bytes; the connection was closed")
-                _ = exchange.sendBody(body, final: false)
-                complete = true
-                exchange.abort()
-                return ReadyAwaitable.newNone()
-            }
-        }
-        bodyBytes += Int64(body.count)
+        // The exchange holds the body to its declared Content-Length.
         if !more && !trailers { complete = true }
         return outcome(exchange.sendBody(body, final: !more))
     }
@@ -285,11 +265,10 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
             return nil
         }
         guard let exchange, !disconnected else { Files.close(fd); return clientGone() }
-        let count = declaredLength.map { min($0, size) } ?? size
-        guard emitHead(knownLength: count) else { Files.close(fd); return clientGone() }
-        bodyBytes = count
+        guard emitHead(knownLength: size) else { Files.close(fd); return clientGone() }
         complete = !trailers
-        return outcome(exchange.sendFile(fd: fd, offset: 0, count: count))
+        // The exchange holds the file to a declared Content-Length.
+        return outcome(exchange.sendFile(fd: fd, offset: 0, count: size))
     }
 
     private func earlyHint(_ message: PyRef) -> Bool {

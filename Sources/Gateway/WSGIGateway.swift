@@ -40,8 +40,6 @@ public final class WSGIGateway {
     private var headersRef: PyRef?
     private var declaredLength: Int64?
     private var closeRequested = false
-    private var bodyBytes: Int64 = 0
-    private var excessLogged = false
     private var writeUsed = false
     private var connectionLost = false
     private var bodyTooLarge = false
@@ -58,10 +56,6 @@ public final class WSGIGateway {
 
     private var fields: UnsafeMutablePointer<ResponseField>
     private var fieldCapacity = 32
-
-    /// Summary of the last request, for the access log.
-    public private(set) var lastStatus = 0
-    public private(set) var lastBodyBytes: Int64 = 0
 
     /// `multithread`: other worker contexts in this process call the same
     /// application from other threads (wsgi.multithread).
@@ -97,8 +91,6 @@ public final class WSGIGateway {
         status = 0
         declaredLength = nil
         closeRequested = false
-        bodyBytes = 0
-        excessLogged = false
         writeUsed = false
         connectionLost = false
         bodyTooLarge = false
@@ -128,8 +120,6 @@ public final class WSGIGateway {
         token = 0
         Py.xdecref(statusRef); statusRef = nil
         Py.xdecref(headersRef); headersRef = nil
-        lastStatus = status
-        lastBodyBytes = bodyBytes
         exchange = nil
     }
 
@@ -228,13 +218,11 @@ public final class WSGIGateway {
             PyErr_Clear()
             return false
         }
-        var remaining = max(0, size - offset)
-        if let declared = declaredLength { remaining = min(remaining, declared) }
+        let remaining = max(0, size - offset)
         if !emitHead(knownLength: remaining) { return true }
         if isHead || remaining == 0 { finishResponse(); return true }
         guard let exchange else { return true }
         guard let sent = exchange.sendFile(fd: fd, offset: offset, count: remaining) else { return false }
-        bodyBytes += sent
         if sent < remaining {
             connectionLost = true
             exchange.abort()
@@ -295,23 +283,11 @@ public final class WSGIGateway {
         return true
     }
 
-    /// Sends one block, holding the application to its Content-Length.
+    /// Sends one block (the exchange holds it to the Content-Length).
     private func sendBlock(_ bytes: PyRef, flush: Bool) -> Bool {
         guard let exchange else { return false }
-        var count = Int64(pshim_bytes_size(bytes))
+        let count = pshim_bytes_size(bytes)
         if count == 0 { return true }
-        if let declared = declaredLength, !isHead {
-            let room = declared - bodyBytes
-            if count > room {
-                if !excessLogged {
-                    excessLogged = true
-                    Log.warning("the application sent more than its Content-Length of \(declared) bytes; the excess was dropped")
-                }
-                count = max(0, room)
-                if count == 0 { return true }
-            }
-        }
-        bodyBytes += count
         let view = UnsafeRawBufferPointer(start: pshim_bytes_data(bytes), count: Int(count))
         if !exchange.sendBody(view, flush: flush) { connectionLost = true; return false }
         return true
@@ -319,11 +295,8 @@ public final class WSGIGateway {
 
     private func finishResponse() {
         guard let exchange, !connectionLost else { return }
-        if let declared = declaredLength, bodyBytes < declared, !isHead, status != 204, status != 304 {
-            Log.warning("the application's response was shorter (\(bodyBytes) bytes) than its Content-Length of \(declared) bytes; the connection was closed")
-            exchange.abort()
-            return
-        }
+        // A body short of its Content-Length makes `finish` cut the
+        // response off instead.
         if !exchange.finish() { connectionLost = true }
     }
 
@@ -367,7 +340,6 @@ public final class WSGIGateway {
                                 fields: UnsafeBufferPointer(start: fields, count: 1),
                                 contentLength: Int64(body.utf8CodeUnitCount), close: code != 500)
         guard exchange.sendHead(head) else { return }
-        bodyBytes = Int64(body.utf8CodeUnitCount)
         _ = exchange.sendBody(UnsafeRawBufferPointer(start: body.utf8Start, count: body.utf8CodeUnitCount), flush: false)
         _ = exchange.finish()
     }

@@ -65,8 +65,18 @@ extension H1Connection: AsyncExchange {
 
     func sendBody(_ bytes: UnsafeRawBufferPointer, final: Bool) -> SendOutcome {
         guard phase == .request, !writeFailed else { worker.out.count = 0; return .closed }
-        if final && !trailersOut {
+        if final {
             guard emitBody(bytes, flush: false, blocking: false) else { return .closed }
+            if exchange.bodyEndedShort() {
+                // Cut off (see the WSGI finish): what was given goes out,
+                // then the connection closes. The send itself succeeded.
+                _ = transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false)
+                abort()
+                return .done
+            }
+            if trailersOut {
+                return outcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false))
+            }
             stageBodyEnd(trailers: nil)
             responseComplete = true
         } else {
@@ -77,6 +87,13 @@ extension H1Connection: AsyncExchange {
 
     func sendFile(fd file: Int32, offset: Int64, count: Int64) -> SendOutcome {
         guard phase == .request, !writeFailed else { _ = csys_close(file); worker.out.count = 0; return .closed }
+        // The file is the rest of the body, held to the declared length.
+        let count = bodyless ? count : exchange.admitBody(count)
+        if exchange.bodyEndedShort() {
+            _ = csys_close(file)
+            abort()
+            return .done
+        }
         if bodyless || count == 0 {
             _ = csys_close(file)
         } else {

@@ -221,8 +221,14 @@ extension H1Connection {
 
     /// Stages (small) or transmits (large) one block of body with its chunk
     /// framing. Returns false if the connection failed.
-    func emitBody(_ bytes: UnsafeRawBufferPointer, flush: Bool, blocking: Bool) -> Bool {
+    func emitBody(_ given: UnsafeRawBufferPointer, flush: Bool, blocking: Bool) -> Bool {
         if writeFailed { return false }
+        var bytes = given
+        if !bodyless && !bytes.isEmpty {
+            // Held to the declared length (the exchange drops the excess).
+            let n = Int(exchange.admitBody(Int64(bytes.count)))
+            if n < bytes.count { bytes = UnsafeRawBufferPointer(rebasing: bytes[0..<n]) }
+        }
         if bodyless || bytes.isEmpty {
             return flush ? transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: blocking) : true
         }

@@ -48,8 +48,12 @@ extension H1Connection: Exchange {
         emitBody(bytes, flush: flush, blocking: true)
     }
 
-    func sendFile(fd file: Int32, offset: Int64, count: Int64) -> Int64? {
-        guard !bodyless else { return count }
+    /// Returns the bytes of the file dealt with: sent, or dropped as past
+    /// the declared length (or a HEAD response's).
+    func sendFile(fd file: Int32, offset: Int64, count asked: Int64) -> Int64? {
+        guard !bodyless else { return asked }
+        let count = exchange.admitBody(asked)
+        guard count > 0 else { return asked }
         guard transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: true) else { return 0 }
         // The caller keeps ownership of `file`; send from a duplicate so
         // the pending-file machinery can close its own descriptor.
@@ -62,10 +66,18 @@ extension H1Connection: Exchange {
             _ = csys_close(left.fd)
             pendingFile = nil
         }
-        return exchange.bytesOut - before
+        let sent = exchange.bytesOut - before
+        return sent == count ? asked : sent
     }
 
     func finish() -> Bool {
+        // A body short of its declared length cannot be completed: the
+        // connection closes instead, so the client sees it cut off.
+        if exchange.bodyEndedShort() {
+            _ = transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: true)
+            abort()
+            return false
+        }
         stageBodyEnd(trailers: nil)
         return transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: true)
     }

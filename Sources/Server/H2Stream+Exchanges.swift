@@ -38,8 +38,10 @@ extension H2Stream: Exchange {
         return true
     }
 
-    func sendBody(_ bytes: UnsafeRawBufferPointer, flush: Bool) -> Bool {
+    func sendBody(_ given: UnsafeRawBufferPointer, flush: Bool) -> Bool {
         guard !reset, !session.closed else { return false }
+        // Held to the declared length (the exchange drops the excess).
+        let bytes = bodyless ? given : admitted(given)
         if bodyless || bytes.isEmpty { return flush ? session.flush() : true }
         var offset = 0
         var lastProgress = session.worker.now
@@ -73,6 +75,12 @@ extension H2Stream: Exchange {
 
     func finish() -> Bool {
         guard !reset, !session.closed else { return false }
+        // A body short of its declared length cannot be completed: the
+        // stream is reset instead, so the client sees it cut off.
+        if exchange.bodyEndedShort() {
+            abort()
+            return false
+        }
         if !responseEnded { _ = frame(UnsafeRawBufferPointer(start: nil, count: 0), end: true) }
         return session.flush()
     }
@@ -132,8 +140,11 @@ extension H2Stream: AsyncExchange {
 
     func sendBody(_ bytes: UnsafeRawBufferPointer, final: Bool) -> SendOutcome {
         guard !reset, !session.closed else { return .closed }
-        let data = bodyless ? UnsafeRawBufferPointer(start: nil, count: 0) : bytes
-        let end = final && !trailersAnnounced
+        let data = bodyless ? UnsafeRawBufferPointer(start: nil, count: 0) : admitted(bytes)
+        // Short of the declared length: what was given is framed, then the
+        // stream is reset (see the WSGI finish). The send itself succeeded.
+        let short = final && exchange.bodyEndedShort()
+        let end = final && !trailersAnnounced && !short
         if end { endAfterPending = true }
         if !hasPendingOutput {
             let n = data.isEmpty && !end ? 0 : frame(data, end: end)
@@ -149,11 +160,23 @@ extension H2Stream: AsyncExchange {
             if !data.isEmpty { pendingOut.appendGrowing(data) }
             exchange.countOut(data.count)
         }
+        if short {
+            session.flush()
+            abort()
+            return .done
+        }
         return outcome()
     }
 
     func sendFile(fd file: Int32, offset: Int64, count: Int64) -> SendOutcome {
         guard !reset, !session.closed else { _ = csys_close(file); return .closed }
+        // The file is the rest of the body, held to the declared length.
+        let count = bodyless ? count : exchange.admitBody(count)
+        if exchange.bodyEndedShort() {
+            _ = csys_close(file)
+            abort()
+            return .done
+        }
         if bodyless || count == 0 {
             _ = csys_close(file)
         } else {
@@ -172,6 +195,13 @@ extension H2Stream: AsyncExchange {
         pushPending()
         if !responseEnded { session.enqueueForSending(self) }
         return outcome()
+    }
+
+    /// The part of `bytes` the declared length admits.
+    private func admitted(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        guard !bytes.isEmpty else { return bytes }
+        let n = Int(exchange.admitBody(Int64(bytes.count)))
+        return n == bytes.count ? bytes : UnsafeRawBufferPointer(rebasing: bytes[0..<n])
     }
 
     /// After queueing output: write, end the stream if its response is

@@ -131,4 +131,45 @@ final class HTTPExchangeTests: XCTestCase {
         XCTAssertEqual(e.bytesOut, 12)
         XCTAssertEqual(e.milliseconds(until: t0.adding(milliseconds: 250)), 250, accuracy: 0.001)
     }
+
+    // MARK: - The response held to its declared length
+
+    func testBodyPastTheDeclaredLengthIsCutToIt() {
+        // RFC 9110 §8.6: the length is the content's size.
+        var e = exchange()
+        _ = plan(&e, status: 200, length: 10)
+        XCTAssertEqual(e.responseLength, 10)
+        XCTAssertEqual(e.admitBody(6), 6)
+        XCTAssertEqual(e.admitBody(6), 4)
+        XCTAssertEqual(e.admitBody(3), 0)
+        XCTAssertEqual(e.bodyAdmitted, 10)
+        XCTAssertFalse(e.bodyEndedShort())
+    }
+
+    func testBodyShortOfTheDeclaredLengthIsReportedOnce() {
+        var e = exchange()
+        _ = plan(&e, status: 200, length: 100)
+        XCTAssertEqual(e.admitBody(10), 10)
+        XCTAssertTrue(e.bodyEndedShort())
+        XCTAssertFalse(e.bodyEndedShort(), "reported (and logged) once")
+    }
+
+    func testBodyWithoutDeclaredLengthIsNotHeldToOne() {
+        var e = exchange()
+        _ = plan(&e, status: 200)
+        XCTAssertNil(e.responseLength)
+        XCTAssertEqual(e.admitBody(1 << 40), 1 << 40)
+        XCTAssertFalse(e.bodyEndedShort())
+    }
+
+    func testBodylessResponsesAreNotHeldToTheirLength() {
+        // HEAD keeps the length it would have (it describes a GET), 204/304
+        // carry none: none of them has a body to hold to it.
+        for (isHead, status) in [(true, 200), (false, 204), (false, 304)] {
+            var e = exchange(isHead: isHead)
+            _ = plan(&e, status: status, length: 50)
+            XCTAssertNil(e.responseLength)
+            XCTAssertFalse(e.bodyEndedShort())
+        }
+    }
 }

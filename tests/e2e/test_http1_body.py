@@ -243,7 +243,7 @@ def test_short_body_for_declared_content_length_closes_the_connection(wsgi_serve
         with pytest.raises(ConnectionClosedError) as closed:
             connection.read_exactly(100)
         assert closed.value.partial == b"0123456789"
-    assert wsgi_server.stderr.wait_for(lambda line: "shorter" in line and "Content-Length" in line, 5) is not None
+    assert wsgi_server.stderr.wait_for(lambda line: "ended short" in line and "Content-Length" in line, 5) is not None
     assert_still_serving(wsgi_server)
 
 

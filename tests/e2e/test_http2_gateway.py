@@ -245,3 +245,31 @@ def test_wsgi_final_status_without_meaning_in_http2_is_a_500(wsgi: Server, code:
         r = c.request("GET", f"/status/{code}")
         assert r.status == 500
         assert bytes(c.request("GET", "/hello").body) == b"hello"
+
+
+# --- the response held to its declared Content-Length (the exchange, as over HTTP/1.1) ---------
+
+
+@pytest.mark.parametrize(("target", "path"), [(WSGI, "/cl-excess"), (ASGI, "/content-length-excess")])
+def test_body_past_declared_length_is_cut_to_it(server_pool: ServerPool, target: str, path: str) -> None:
+    # RFC 9113 §8.1.1: DATA past content-length would make the response malformed.
+    server = server_pool.get(target)
+    with H2Client(server.port) as c:
+        response = c.request("GET", path)
+        following = c.request("GET", "/hello")
+    declared = int(response.header(b"content-length") or b"-1")
+    assert response.reset_code is None
+    assert len(response.body) == declared
+    assert following.status == 200
+
+
+@pytest.mark.parametrize(("target", "path"), [(WSGI, "/cl-short"), (ASGI, "/content-length-short")])
+def test_body_short_of_declared_length_resets_the_stream(server_pool: ServerPool, target: str, path: str) -> None:
+    # A response that cannot be completed is cut off (RST_STREAM), never ended as if it were whole.
+    server = server_pool.get(target)
+    with H2Client(server.port) as c:
+        response = c.request("GET", path)
+        following = c.request("GET", "/hello")
+    assert response.reset_code is not None
+    assert len(response.body) < int(response.header(b"content-length") or b"0")
+    assert following.status == 200
