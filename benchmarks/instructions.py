@@ -124,6 +124,8 @@ def measure(args: argparse.Namespace) -> float:
             dumps = sorted(Path(scratch).glob(f"callgrind.{pid}.*"))
             if not dumps:
                 raise SystemExit("callgrind wrote no dump for the worker")
+            if args.keep is not None:
+                shutil.copy(dumps[-1], args.keep)
             totals = TOTALS.search(dumps[-1].read_text(errors="replace"))
             if totals is None:
                 raise SystemExit("no totals in the callgrind dump")
@@ -145,6 +147,7 @@ def main() -> None:
     parser.add_argument("--protocol", choices=["h1", "h2c"], default="h1")
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--keep", type=Path, help="copy the measured callgrind dump here (for callgrind_annotate)")
     args = parser.parse_args()
     per_request = measure(args)
     sys.stdout.write(f"{args.interface} {args.app} {args.protocol}: {per_request:,.0f} instructions per request\n")

@@ -318,7 +318,7 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
         started = true
         status = code
         complete = true
-        let text = StatusReason.text(code)
+        let text = ReasonPhrase.reason(code)
         let contentType: StaticString = "content-type", plain: StaticString = "text/plain; charset=utf-8"
         var field = ResponseField(name: UnsafeRawBufferPointer(start: contentType.utf8Start, count: contentType.utf8CodeUnitCount),
                                   value: UnsafeRawBufferPointer(start: plain.utf8Start, count: plain.utf8CodeUnitCount))
@@ -393,17 +393,5 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
             }
         }
         waiters.releaseAll()
-    }
-}
-
-/// Reason texts for responses the gateways make themselves.
-enum StatusReason {
-    static func text(_ code: Int) -> StaticString {
-        switch code {
-        case 400: "Bad Request"
-        case 408: "Request Timeout"
-        case 413: "Content Too Large"
-        default: "Internal Server Error"
-        }
     }
 }

@@ -314,22 +314,23 @@ public final class WSGIGateway {
         }
         if bodyTooLarge {
             Log.info("request body exceeded --max-body; answered 413")
-            sendErrorResponse(413, "Content Too Large")
+            sendErrorResponse(413)
         } else if let code = bodyFailureStatus, code != 0 {
             // The application failed because the body could not be read:
             // the client's fault, answered with the client's status.
             Log.info("request body could not be read; answered \(code)")
-            sendErrorResponse(code, code == 408 ? "Request Timeout" : "Bad Request")
+            sendErrorResponse(code)
         } else {
             Log.error("the application raised \(tb.exceptionName): \(tb.message)\n\(tb.text)")
-            sendErrorResponse(500, "Internal Server Error")
+            sendErrorResponse(500)
         }
     }
 
-    private func sendErrorResponse(_ code: Int, _ reason: StaticString) {
+    private func sendErrorResponse(_ code: Int) {
         guard let exchange else { return }
         status = code
         headSent = true
+        let reason = ReasonPhrase.reason(code)
         let body = reason
         let contentType: StaticString = "content-type"
         let plain: StaticString = "text/plain; charset=utf-8"

@@ -1,3 +1,5 @@
+import Core
+
 /// A whole response the server makes itself, for a request it refuses
 /// before (or instead of) the application — 400, 408, 413, 431, 501, 505:
 /// a short text/plain body (the reason phrase and a newline), then the
@@ -29,7 +31,7 @@ public struct H1ErrorResponse {
     ///   - date: the current IMF-fixdate (RFC 9110 §6.6.1).
     public init(status: Int, extraField: StaticString?, date: UnsafeRawBufferPointer) {
         self.status = UInt64(truncatingIfNeeded: status)
-        reason = H1ReasonPhrase.reason(status)
+        reason = ReasonPhrase.reason(status)
         self.extraField = extraField
         self.date = date
         let bodyLength = reason.utf8CodeUnitCount + 1

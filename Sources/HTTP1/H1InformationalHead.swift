@@ -1,3 +1,5 @@
+import Core
+
 /// The head of a 1xx interim response (RFC 9110 §15.2): the status line with
 /// the registry's reason, the given fields, and the empty line — no date,
 /// no framing, no connection field, since it is not the response that
@@ -17,7 +19,7 @@ public struct H1InformationalHead<Field: H1FieldBytes> {
     @inlinable
     public init(status: Int, fields: UnsafeBufferPointer<Field>) {
         self.status = UInt64(truncatingIfNeeded: status)
-        reason = H1ReasonPhrase.reason(status).rawBytes
+        reason = ReasonPhrase.reason(status).rawBytes
         self.fields = fields
         var n = HeadBytes.statusLineLength(self.status, reasonCount: reason.count)
         for f in fields { n += HeadBytes.fieldLineLength(f.name, f.value) }

@@ -1,3 +1,5 @@
+import Core
+
 /// The head of a final HTTP/1.1 response, sized and then written into memory
 /// the caller reserved (size first, write once, STYLE §2):
 ///
@@ -28,7 +30,7 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
 
     /// - Parameters:
     ///   - reason: the application's reason phrase; empty: the registry's
-    ///     (`H1ReasonPhrase`).
+    ///     (`ReasonPhrase`).
     ///   - date: the current IMF-fixdate to write as `date`, or nil when the
     ///     application sent its own: "An origin server with a clock ... MUST
     ///     generate a Date header field" in a 2xx, 3xx or 4xx response, and
@@ -39,7 +41,7 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
     public init(status: Int, reason: UnsafeRawBufferPointer, fields: UnsafeBufferPointer<Field>,
                 framing: H1ResponseFraming, date: UnsafeRawBufferPointer?) {
         self.status = UInt64(truncatingIfNeeded: status)
-        self.reason = reason.isEmpty ? H1ReasonPhrase.reason(status).rawBytes : reason
+        self.reason = reason.isEmpty ? ReasonPhrase.reason(status).rawBytes : reason
         self.fields = fields
         self.framing = framing
         var n = HeadBytes.statusLineLength(self.status, reasonCount: self.reason.count)

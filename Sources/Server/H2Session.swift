@@ -221,7 +221,7 @@ final class H2Session {
     /// A response the server makes itself (the application never sees the
     /// request), with at most one extra field.
     func respondDirectly(_ s: H2Stream, status: Int, field: ResponseField? = nil) {
-        let reason = StatusText.reason(status)
+        let reason = ReasonPhrase.reason(status)
         let body = UnsafeRawBufferPointer(start: reason.utf8Start, count: reason.utf8CodeUnitCount)
         var extra = field ?? ResponseField(name: body, value: body)
         withUnsafePointer(to: &extra) { p in

@@ -110,9 +110,5 @@ enum SocketWriter {
     }
 }
 
-/// The reason phrases moved to HTTP/1 (`H1ReasonPhrase`), the only protocol
-/// that sends them; HTTP/2's own responses still use them as body text.
-typealias StatusText = H1ReasonPhrase
-
 /// The gateway's response fields go to the HTTP/1 writers as they are.
 extension ResponseField: H1FieldBytes {}

@@ -1,8 +1,8 @@
 import XCTest
 
-@testable import HTTP1
+@testable import Core
 
-final class H1ReasonPhraseTests: XCTestCase {
+final class ReasonPhraseTests: XCTestCase {
     /// RFC 9110 §15 registry phrases; an unregistered code has none.
     func testRegisteredCodesHaveTheRegistryPhraseOthersNone() {
         let cases: [(Int, String)] = [
@@ -12,7 +12,7 @@ final class H1ReasonPhraseTests: XCTestCase {
             (505, "HTTP Version Not Supported"), (299, ""), (599, ""), (999, ""),
         ]
         for (status, phrase) in cases {
-            XCTAssertEqual(H1ReasonPhrase.reason(status).description, phrase, "\(status)")
+            XCTAssertEqual(ReasonPhrase.reason(status).description, phrase, "\(status)")
         }
     }
 }

@@ -1,8 +1,8 @@
-/// The reason phrases of the status code registry (RFC 9110 §15), written
-/// in a status line when the application gives none (ASGI has none) and in
-/// the server's own responses. Only HTTP/1 sends them: a status line's
-/// reason is "purely informative" (RFC 9112 §4) and HTTP/2 has none.
-public enum H1ReasonPhrase {
+/// The reason phrases of the status code registry (RFC 9110 §15): written
+/// in an HTTP/1 status line when the application gives none (ASGI has
+/// none), and the text of the server's own error responses over every
+/// version (HTTP/2 and HTTP/3 have no status line to put them in).
+public enum ReasonPhrase {
     /// The registry's phrase for `status`, or "" for an unregistered code
     /// (RFC 9112 §4 allows an empty reason-phrase after the SP).
     public static func reason(_ status: Int) -> StaticString {
