@@ -107,7 +107,7 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
                 return nil
             }
             let view = latin1View(s)
-            guard validToken(view) else {
+            guard ResponseFields.isToken(view) else {
                 Py.raise(Py.valueError, "websocket.accept 'subprotocol' must be a token, got \(Py.describe(s))")
                 return nil
             }

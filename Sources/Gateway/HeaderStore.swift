@@ -43,28 +43,27 @@ struct HeaderStore {
                 }
                 return false
             }
-            guard validToken(n) else {
-                Py.raise(Py.valueError, "\(context): invalid header name \(Py.describe(name))")
+            let role: ResponseFieldRole
+            do {
+                role = try ResponseFields.role(name: n, value: v)
+            } catch {
+                raiseResponseFieldError(error, context: context, name: name, value: value)
                 return false
             }
-            guard validFieldValue(v) else {
-                Py.raise(Py.valueError, "\(context): header \(Py.describe(name)) has a control character (CR, LF or NUL) in its value")
-                return false
-            }
-            if equalsIgnoringCase(n, "content-length") {
-                guard let length = parseLength(v), contentLength == nil || contentLength == length else {
-                    Py.raise(Py.valueError, "\(context): invalid Content-Length \(Py.describe(value))")
+            switch role {
+            case .contentLength(let length):
+                guard contentLength == nil || contentLength == length else {
+                    raiseResponseFieldError(.invalidContentLength, context: context, name: name, value: value)
                     return false
                 }
                 contentLength = length
-                continue
+            case .connection(let closes):
+                close = close || closes
+            case .framing:
+                break
+            case .regular:
+                add(n, v)
             }
-            if equalsIgnoringCase(n, "connection") {
-                close = close || containsToken(v, "close")
-                continue
-            }
-            if equalsIgnoringCase(n, "transfer-encoding") || equalsIgnoringCase(n, "keep-alive") { continue }
-            add(n, v)
         }
         return PyErr_Occurred() == nil
     }
@@ -76,7 +75,7 @@ struct HeaderStore {
         let name: StaticString = "link"
         while let item = PyIter_Next(iterator) {
             defer { Py.decref(item) }
-            guard let v = view(item), validFieldValue(v) else {
+            guard let v = view(item), ResponseFields.isValidValue(v) else {
                 Py.raise(Py.typeError, "http.response.early_hint 'links' must be bytes without control characters")
                 return false
             }

@@ -100,9 +100,9 @@ struct WSGIEnvironBuilder {
             let name = request.bytes(f.name)
             let value = request.bytes(f.value)
             let key: PyRef
-            if equalsIgnoringCase(name, "content-type") {
+            if name.equalsIgnoringASCIICase("content-type") {
                 key = keys.contentType; Py.incref(key)
-            } else if equalsIgnoringCase(name, "content-length") {
+            } else if name.equalsIgnoringASCIICase("content-length") {
                 key = keys.contentLength; Py.incref(key)
             } else {
                 guard let k = headerKeys.key(for: name) else { continue }
@@ -115,7 +115,7 @@ struct WSGIEnvironBuilder {
                 // Repeated fields are one field with a list value (RFC 9110
                 // §5.3); cookies are joined the way the Cookie header joins
                 // them (RFC 6265 §5.4).
-                let separator = equalsIgnoringCase(name, "cookie") ? "; " : ", "
+                let separator = name.equalsIgnoringASCIICase("cookie") ? "; " : ", "
                 let sep = Py.str(separator)
                 let joined = PyUnicode_Concat(existing, sep)
                 Py.decref(sep)

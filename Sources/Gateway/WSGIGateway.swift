@@ -267,10 +267,7 @@ public final class WSGIGateway {
             // Framing and connection management are the server's: the
             // application's Content-Length becomes the head's length, and
             // hop-by-hop fields (PEP 3333 forbids them) are not passed on.
-            if equalsIgnoringCase(name, "content-length") || equalsIgnoringCase(name, "transfer-encoding")
-                || equalsIgnoringCase(name, "connection") || equalsIgnoringCase(name, "keep-alive") {
-                continue
-            }
+            if ResponseFields.isServerOwned(name) { continue }
             fields[used] = ResponseField(name: name, value: value)
             used += 1
         }
@@ -373,7 +370,7 @@ public final class WSGIGateway {
         }
         let text = latin1View(statusObj)
         guard text.count >= 4, isDigit(text[0]), isDigit(text[1]), isDigit(text[2]), text[3] == 0x20,
-              validFieldValue(UnsafeRawBufferPointer(rebasing: text[4...])) else {
+              ResponseFields.isValidValue(UnsafeRawBufferPointer(rebasing: text[4...])) else {
             Py.raise(Py.valueError, "status must look like '200 OK', got \(Py.describe(statusObj))")
             return false
         }
@@ -410,23 +407,24 @@ public final class WSGIGateway {
                 Py.raise(Py.valueError, "response header \(Py.describe(pair)) is not latin-1")
                 return false
             }
-            let name = latin1View(nameObj), value = latin1View(valueObj)
-            guard validToken(name) else {
-                Py.raise(Py.valueError, "invalid response header name \(Py.describe(nameObj))")
+            let role: ResponseFieldRole
+            do {
+                role = try ResponseFields.role(name: latin1View(nameObj), value: latin1View(valueObj))
+            } catch {
+                raiseResponseFieldError(error, context: "start_response", name: nameObj, value: valueObj)
                 return false
             }
-            guard validFieldValue(value) else {
-                Py.raise(Py.valueError, "response header \(Py.describe(nameObj)) has a control character (CR, LF or NUL) in its value")
-                return false
-            }
-            if equalsIgnoringCase(name, "content-length") {
-                guard let v = parseLength(value), declared == nil || declared == v else {
-                    Py.raise(Py.valueError, "invalid Content-Length response header \(Py.describe(valueObj))")
+            switch role {
+            case .contentLength(let v):
+                guard declared == nil || declared == v else {
+                    raiseResponseFieldError(.invalidContentLength, context: "start_response", name: nameObj, value: valueObj)
                     return false
                 }
                 declared = v
-            } else if equalsIgnoringCase(name, "connection") {
-                close = close || containsToken(value, "close")
+            case .connection(let closes):
+                close = close || closes
+            case .regular, .framing:
+                break  // kept; emitHead leaves out what the server frames itself
             }
         }
         // The checked headers are kept as a tuple: a list stays the
@@ -585,51 +583,16 @@ func latin1View(_ s: PyRef) -> UnsafeRawBufferPointer {
     return UnsafeRawBufferPointer(start: data, count: len)
 }
 
-/// RFC 9110 §5.6.2 token.
-func validToken(_ b: UnsafeRawBufferPointer) -> Bool {
-    guard !b.isEmpty else { return false }
-    for c in b {
-        switch c {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: continue
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-             UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-             UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): continue
-        default: return false
-        }
+/// Raises the ValueError for a response field the exchange's rules refuse
+/// (both gateways: `context` is "response" for WSGI, the ASGI message type).
+func raiseResponseFieldError(_ error: ResponseFieldError, context: String, name: PyRef, value: PyRef) {
+    switch error {
+    case .invalidName:
+        Py.raise(Py.valueError, "\(context): invalid header name \(Py.describe(name))")
+    case .controlCharacter:
+        Py.raise(Py.valueError, "\(context): header \(Py.describe(name)) has a control character (CR, LF or NUL) in its value")
+    case .invalidContentLength:
+        Py.raise(Py.valueError, "\(context): invalid Content-Length \(Py.describe(value))")
     }
-    return true
-}
-
-/// RFC 9110 §5.5: no CR, LF, NUL or other controls except HTAB.
-func validFieldValue(_ b: UnsafeRawBufferPointer) -> Bool {
-    for c in b where (c < 0x20 && c != 0x09) || c == 0x7F { return false }
-    return true
-}
-
-func parseLength(_ b: UnsafeRawBufferPointer) -> Int64? {
-    var start = 0, end = b.count
-    while start < end && (b[start] == 0x20 || b[start] == 0x09) { start += 1 }
-    while end > start && (b[end - 1] == 0x20 || b[end - 1] == 0x09) { end -= 1 }
-    guard start < end, end - start <= 18 else { return nil }
-    var v: Int64 = 0
-    for i in start..<end {
-        guard isDigit(b[i]) else { return nil }
-        v = v * 10 + Int64(b[i] - 0x30)
-    }
-    return v
-}
-
-func containsToken(_ b: UnsafeRawBufferPointer, _ token: StaticString) -> Bool {
-    var i = 0
-    while i < b.count {
-        while i < b.count && (b[i] == 0x20 || b[i] == 0x09 || b[i] == 0x2C) { i += 1 }
-        var j = i
-        while j < b.count && b[j] != 0x2C { j += 1 }
-        var e = j
-        while e > i && (b[e - 1] == 0x20 || b[e - 1] == 0x09) { e -= 1 }
-        if e > i && equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: b[i..<e]), token) { return true }
-        i = j
-    }
-    return false
 }
 

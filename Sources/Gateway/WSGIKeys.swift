@@ -68,16 +68,3 @@ func equals(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
     for i in 0..<bytes.count where bytes[i] != p[i] { return false }
     return true
 }
-
-/// Case-insensitive comparison against a lower-case ASCII literal.
-@inline(__always)
-func equalsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ lowercase: StaticString) -> Bool {
-    guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
-    let p = lowercase.utf8Start
-    for i in 0..<bytes.count {
-        var b = bytes[i]
-        if b >= 0x41 && b <= 0x5A { b |= 0x20 }
-        if b != p[i] { return false }
-    }
-    return true
-}
