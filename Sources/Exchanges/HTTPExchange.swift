@@ -32,6 +32,11 @@ public struct HTTPExchange: Sendable {
     public let maxBody: Int64
     /// The request's Content-Length, when it declared one.
     public let declaredBodyLength: Int64?
+    /// The request carries `Expect: 100-continue` (and is not HTTP/1.0,
+    /// whose expectation a server MUST ignore, RFC 9110 §10.1.1).
+    public let expectsContinue: Bool
+    /// Whether to send `100 Continue` has been decided (it is, once).
+    private var continueDecided = false
 
     /// Request body bytes received so far.
     public private(set) var bodyReceived: Int64 = 0
@@ -53,9 +58,10 @@ public struct HTTPExchange: Sendable {
     public private(set) var bodyAdmitted: Int64 = 0
     private var excessReported = false
 
-    public init(isHead: Bool, declaredBodyLength: Int64?, maxBody: Int64, start: Instant) {
+    public init(isHead: Bool, declaredBodyLength: Int64?, maxBody: Int64, start: Instant, expectsContinue: Bool = false) {
         self.isHead = isHead
         self.declaredBodyLength = declaredBodyLength
+        self.expectsContinue = expectsContinue
         self.maxBody = maxBody
         self.start = start
     }
@@ -72,6 +78,24 @@ public struct HTTPExchange: Sendable {
         if let length = declaredBodyLength, length > maxBody { return 413 }
         return nil
     }
+
+    /// The application asks for the body: whether to send `100 Continue`
+    /// now. RFC 9110 §10.1.1: the client that sent `Expect: 100-continue`
+    /// may wait for it before sending the body; a server "MAY omit sending
+    /// a 100 (Continue) response if it has already received some or all of
+    /// the content", and after the final response began there is nothing
+    /// to continue. On demand, not on arrival: an application that answers
+    /// without reading (say, 413 or 401) never invites the upload. Decided
+    /// once.
+    public mutating func continueNeeded(bodyArrived: Bool) -> Bool {
+        guard expectsContinue, !continueDecided else { return false }
+        continueDecided = true
+        return !headSent && !bodyArrived
+    }
+
+    /// The client may still be waiting for `100 Continue` before it sends
+    /// its body: nothing can tell where a following request would begin.
+    public var continuePending: Bool { expectsContinue && !continueDecided }
 
     public enum BodyVerdict: Sendable, Equatable {
         case accepted

@@ -174,9 +174,7 @@ extension H1Connection {
     /// Sends `100 Continue` if the client waits for it and nothing of the
     /// response has been queued yet (RFC 9110 §10.1.1).
     func continueIfExpected() -> Bool {
-        guard expectContinue && !continueSent else { return true }
-        continueSent = true
-        guard !headSent && input.isEmpty else { return true }
+        guard exchange.continueNeeded(bodyArrived: !input.isEmpty) else { return true }
         let head = H1InformationalHead(status: 100, fields: UnsafeBufferPointer<ResponseField>(start: nil, count: 0))
         worker.out.write(head.length) { head.write(into: $0) }
         return transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: worker.asgi == nil)

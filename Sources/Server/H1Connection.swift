@@ -59,8 +59,6 @@ final class H1Connection {
     var remaining: Int64 = 0
     var chunkCarry = 0
     var bodyComplete = true
-    var expectContinue = false
-    var continueSent = false
     var discardBudget: Int64 = 0
     var accessLine: AccessLog.RequestLine?
 
@@ -302,13 +300,12 @@ final class H1Connection {
     private func beginRequest(_ head: H1RequestHead) -> Bool {
         version = head.version
         framing = head.framing
-        expectContinue = head.expectContinue
-        continueSent = false
         chunkCarry = 0
         var declared: Int64?
         if case .contentLength(let n) = head.framing { declared = n }
         exchange = HTTPExchange(isHead: head.method == .head, declaredBodyLength: declared,
-                                maxBody: worker.config.maxBody, start: requestStart)
+                                maxBody: worker.config.maxBody, start: requestStart,
+                                expectsContinue: head.expectContinue)
         switch head.framing {
         case .none:
             bodyComplete = true
@@ -351,7 +348,7 @@ final class H1Connection {
             return
         }
         switch H1ConnectionReuse(keepAlive: keepAlive, hardStopping: worker.hardStopping,
-                                 requestBodyComplete: bodyComplete, continuePending: expectContinue && !continueSent) {
+                                 requestBodyComplete: bodyComplete, continuePending: exchange.continuePending) {
         case .close:
             close()
         case .lingerThenClose:

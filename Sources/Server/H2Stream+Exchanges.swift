@@ -10,6 +10,7 @@ import HTTP2
 /// reads the clock at each use while the application runs.
 extension H2Stream: Exchange {
     func readBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyRead {
+        if !reset { continueIfExpected() }
         var lastProgress = session.worker.now
         while true {
             if reset { return .failed("the stream was reset", status: 0) }
@@ -117,6 +118,7 @@ extension H2Stream: AsyncExchange {
 
     func wantBody() {
         guard !reset else { return }
+        continueIfExpected()
         if body.readableCount > 0 || bodyEnded || exchange.bodyFailure != nil {
             delegate?.bodyReady()
             return

@@ -70,7 +70,8 @@ final class H2Stream {
         let isHead = head.method.count == 4 && head.storage[head.method.start..<head.method.end].elementsEqual("HEAD".utf8)
         exchange = HTTPExchange(isHead: isHead,
                                 declaredBodyLength: head.contentLength,
-                                maxBody: session.worker.config.maxBody, start: session.worker.now)
+                                maxBody: session.worker.config.maxBody, start: session.worker.now,
+                                expectsContinue: H2Stream.expectsContinue(head))
         // One allocation for the request's bytes; the spans keep their offsets.
         // The name `host` goes after the decoded bytes (see prepareRequest).
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: head.storage.count + 4, alignment: 1)
@@ -258,6 +259,25 @@ final class H2Stream {
             progressed = true
         }
         return progressed
+    }
+
+    /// `expect: 100-continue` (names arrive in lower case, RFC 9113 §8.2.1;
+    /// the expectation is case-insensitive, RFC 9110 §10.1.1).
+    static func expectsContinue(_ head: H2RequestHead) -> Bool {
+        head.storage.withUnsafeBytes { b in
+            head.fields.contains { f in
+                UnsafeRawBufferPointer(rebasing: b[f.name.start..<f.name.end]).equalsIgnoringASCIICase("expect")
+                    && UnsafeRawBufferPointer(rebasing: b[f.value.start..<f.value.end]).equalsIgnoringASCIICase("100-continue")
+            }
+        }
+    }
+
+    /// Sends `100 Continue` if the client waits for it before sending the
+    /// body (the exchange decides; over HTTP/2 it is a HEADERS frame with
+    /// `:status 100`, RFC 9113 §8.1).
+    func continueIfExpected() {
+        guard exchange.continueNeeded(bodyArrived: body.readableCount > 0 || bodyEnded) else { return }
+        encodeInformational(status: 100, fields: UnsafeBufferPointer(start: nil, count: 0))
     }
 
     static var dateName: UnsafeRawBufferPointer { bytes("date") }

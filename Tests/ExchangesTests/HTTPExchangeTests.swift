@@ -172,4 +172,30 @@ final class HTTPExchangeTests: XCTestCase {
             XCTAssertFalse(e.bodyEndedShort())
         }
     }
+
+    // MARK: - 100-continue (RFC 9110 §10.1.1)
+
+    func testContinueIsSentOnceWhenTheBodyIsFirstAskedFor() {
+        var e = HTTPExchange(isHead: false, declaredBodyLength: 5, maxBody: 100, start: t0, expectsContinue: true)
+        XCTAssertTrue(e.continuePending)
+        XCTAssertTrue(e.continueNeeded(bodyArrived: false))
+        XCTAssertFalse(e.continuePending)
+        XCTAssertFalse(e.continueNeeded(bodyArrived: false), "decided once")
+    }
+
+    func testNoContinueOnceBodyArrivedOrTheResponseBegan() {
+        var arrived = HTTPExchange(isHead: false, declaredBodyLength: 5, maxBody: 100, start: t0, expectsContinue: true)
+        XCTAssertFalse(arrived.continueNeeded(bodyArrived: true))
+        XCTAssertFalse(arrived.continuePending)
+        var answered = HTTPExchange(isHead: false, declaredBodyLength: 5, maxBody: 100, start: t0, expectsContinue: true)
+        _ = plan(&answered, status: 200)
+        XCTAssertTrue(answered.continuePending, "the client may still wait: the connection cannot be reused")
+        XCTAssertFalse(answered.continueNeeded(bodyArrived: false))
+    }
+
+    func testNoContinueWithoutTheExpectation() {
+        var e = exchange(declared: 5)
+        XCTAssertFalse(e.continuePending)
+        XCTAssertFalse(e.continueNeeded(bodyArrived: false))
+    }
 }

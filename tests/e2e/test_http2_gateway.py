@@ -273,3 +273,39 @@ def test_body_short_of_declared_length_resets_the_stream(server_pool: ServerPool
     assert response.reset_code is not None
     assert len(response.body) < int(response.header(b"content-length") or b"0")
     assert following.status == 200
+
+
+# --- Expect: 100-continue (RFC 9110 §10.1.1) -----------------------------------------------------
+
+
+@pytest.mark.parametrize("target", [WSGI, ASGI])
+def test_expect_continue_is_answered_when_the_application_reads_the_body(server_pool: ServerPool, target: str) -> None:
+    # The client holds its body back until the interim 100 arrives, as an HTTP/1.1 client may.
+    server = server_pool.get(target)
+    with H2Client(server.port) as c:
+        sid = c.send("POST", "/echo", headers=[("expect", "100-continue"), ("content-length", "5")], end_stream=False)
+        deadline = time.monotonic() + 5
+        while not c.responses[sid].informational:
+            assert time.monotonic() < deadline, "no 100 (Continue) within 5 s"
+            assert c.read_once()
+        assert dict(c.responses[sid].informational[0])[b":status"] == b"100"
+        assert not c.responses[sid].headers  # no final response yet
+        c.send_body(sid, b"hello")
+        response = c.collect(sid)[0]
+    assert response.status == 200
+    body = bytes(response.body)
+    # The WSGI echo returns the body; the ASGI one describes it.
+    assert body == b"hello" if target == WSGI else json.loads(body)["head"] == b"hello".hex()
+
+
+@pytest.mark.parametrize("target", [WSGI, ASGI])
+def test_expect_continue_is_not_answered_when_the_application_does_not_read(
+    server_pool: ServerPool, target: str
+) -> None:
+    # On demand, not on arrival: an application that answers without reading never invites the upload.
+    server = server_pool.get(target)
+    with H2Client(server.port) as c:
+        sid = c.send("POST", "/hello", headers=[("expect", "100-continue"), ("content-length", "5")], end_stream=False)
+        response = c.collect(sid)[0]
+    assert response.informational == []
+    assert response.status == 200
