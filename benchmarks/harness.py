@@ -165,8 +165,14 @@ SERVERS: dict[str, Server] = {
         Server("granian-asgi", "asgi", _ALL_PROTOCOLS),
         # The WebSocket benchmark compares with uvicorn and granian (issue 7), not hypercorn.
         Server("hypercorn", "asgi", _ALL_PROTOCOLS - {"ws"}),
+        # Another build of peregrine (run.py --baseline), measured in the same interleaved rounds: a change's
+        # before and after side by side. Chosen only when a baseline is given.
+        Server("peregrine-wsgi-baseline", "wsgi"),
+        Server("peregrine-asgi-baseline", "asgi", _ALL_PROTOCOLS),
     )
 }
+#: The servers that run a baseline build (only with run.py --baseline).
+BASELINE_SERVERS = {"peregrine-wsgi-baseline": "peregrine-wsgi", "peregrine-asgi-baseline": "peregrine-asgi"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,6 +257,8 @@ class Environment:
 
     peregrine: str
     venv: Path = VENV_DIR
+    #: Another peregrine executable to measure beside `peregrine` (run.py --baseline), or None.
+    baseline: str | None = None
     #: Idle keep-alive timeout to ask of servers that have one (seconds; None: their default).
     keep_alive: int | None = None
     #: Certificate and key for the TLS modes (None: no TLS mode is run).
@@ -335,40 +343,33 @@ def server_command(job: Job, port: int, env: Environment, scratch: Path) -> list
         *_granian(port, "2" if protocol.http2 else "1", websocket=protocol.websocket),
         *_tls_options(env, protocol, "--ssl-certificate", "--ssl-keyfile"),
     ]
+
+    def peregrine(executable: str | None, interface: str) -> list[str]:
+        if executable is None:
+            raise ValueError(f"{server.name} needs run.py --baseline")
+        return [
+            executable,
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--protocol",
+            interface,
+            "--python-path",
+            str(BENCH_DIR),
+            *(["--keep-alive", str(ka * 1000)] if ka else []),
+            *peregrine_tls,
+            server.target(app),
+        ]
+
     builders: dict[str, Callable[[], list[str]]] = {
         "nginx": lambda: ["nginx", "-p", str(scratch), "-e", "stderr", "-c", str(nginx_config(scratch, app, port))],
-        "peregrine-wsgi": lambda: [
-            env.peregrine,
-            "--host",
-            HOST,
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "--protocol",
-            "wsgi",
-            "--python-path",
-            str(BENCH_DIR),
-            *(["--keep-alive", str(ka * 1000)] if ka else []),
-            *peregrine_tls,
-            server.target(app),
-        ],
-        "peregrine-asgi": lambda: [
-            env.peregrine,
-            "--host",
-            HOST,
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "--protocol",
-            "asgi",
-            "--python-path",
-            str(BENCH_DIR),
-            *(["--keep-alive", str(ka * 1000)] if ka else []),
-            *peregrine_tls,
-            server.target(app),
-        ],
+        "peregrine-wsgi": lambda: peregrine(env.peregrine, "wsgi"),
+        "peregrine-asgi": lambda: peregrine(env.peregrine, "asgi"),
+        "peregrine-wsgi-baseline": lambda: peregrine(env.baseline, "wsgi"),
+        "peregrine-asgi-baseline": lambda: peregrine(env.baseline, "asgi"),
         "bjoern": lambda: [
             env.tool("python"),
             str(BENCH_DIR / "apps" / "bjoern_run.py"),

@@ -20,10 +20,12 @@ SERVER_SATURATED = 0.85
 SERVER_ORDER = [
     "nginx",
     "peregrine-wsgi",
+    "peregrine-wsgi-baseline",
     "bjoern",
     "granian-wsgi",
     "gunicorn-sync",
     "peregrine-asgi",
+    "peregrine-asgi-baseline",
     "uvicorn",
     "granian-asgi",
     "hypercorn",
@@ -314,6 +316,12 @@ def throughput_targets() -> list[Target]:
             Target(f"{protocol}: ASGI against {peer}", f"{protocol}:hello", "peregrine-asgi", peer, None)
             for peer in ("uvicorn", "granian-asgi", "hypercorn")
         ]
+    # A change against the build before it (run.py --baseline): within 3% of its CPU per request, or better.
+    for key in ("hello", "12k", "echo", "fastapi", "h2c:hello", "h2-tls:hello", "h1-tls:hello"):
+        for interface in ("wsgi", "asgi"):
+            ours = f"peregrine-{interface}"
+            label = f"{key}: {interface.upper()} CPU/request within 3% of the baseline build"
+            targets.append(Target(label, key, ours, f"{ours}-baseline", 0.97, cpu_only=True))
     return targets
 
 

@@ -123,6 +123,11 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         help="peregrine console script to run (default: the venv's; quick: "
         "$PEREGRINE_BENCH_BIN, else `peregrine` on PATH)",
     )
+    parser.add_argument(
+        "--baseline",
+        help="another peregrine executable (say, the build before a change) measured beside --peregrine in the "
+        "same interleaved rounds, as peregrine-wsgi-baseline and peregrine-asgi-baseline",
+    )
     parser.add_argument("--setup", action="store_true", help="create/refresh benchmarks/.venv and exit")
     parser.add_argument(
         "--reinstall-peregrine",
@@ -313,6 +318,10 @@ def plan(arguments: argparse.Namespace, settings: Settings) -> list[Block]:
         else:
             default_apps = (QUICK_APPS if quick else FULL_APPS) if h1 else PROTOCOL_APPS
         default_servers = (QUICK_SERVERS if h1 else QUICK_H2_SERVERS) if quick else list(SERVERS)
+        # The baseline runs beside each peregrine server that runs, and only when one is given.
+        default_servers = [server for server in default_servers if server not in harness.BASELINE_SERVERS]
+        if arguments.baseline:
+            default_servers += [base for base, ours in harness.BASELINE_SERVERS.items() if ours in default_servers]
         # WebSocket apps run in the ws mode only, and HTTP apps in the others only.
         apps = [
             APPS[app] for app in choose(arguments.apps, default_apps, APPS) if APPS[app].websocket == protocol.websocket
@@ -456,7 +465,13 @@ def main(argv: list[str] | None = None) -> int:
     settings = settings_for(arguments)
     blocks = plan(arguments, settings)
     check_tools(blocks)
-    env = Environment(peregrine=peregrine_path(arguments))
+    baseline = None
+    if arguments.baseline:
+        baseline = shutil.which(arguments.baseline)
+        if not baseline:
+            sys.exit(f"no executable peregrine at {arguments.baseline}")
+        baseline = str(Path(baseline).absolute())
+    env = Environment(peregrine=peregrine_path(arguments), baseline=baseline)
     result: dict[str, object] = {
         "kind": "quick" if arguments.quick else "full",
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
