@@ -318,15 +318,16 @@ def plan(arguments: argparse.Namespace, settings: Settings) -> list[Block]:
         else:
             default_apps = (QUICK_APPS if quick else FULL_APPS) if h1 else PROTOCOL_APPS
         default_servers = (QUICK_SERVERS if h1 else QUICK_H2_SERVERS) if quick else list(SERVERS)
-        # The baseline runs beside each peregrine server that runs, and only when one is given.
         default_servers = [server for server in default_servers if server not in harness.BASELINE_SERVERS]
-        if arguments.baseline:
-            default_servers += [base for base, ours in harness.BASELINE_SERVERS.items() if ours in default_servers]
         # WebSocket apps run in the ws mode only, and HTTP apps in the others only.
         apps = [
             APPS[app] for app in choose(arguments.apps, default_apps, APPS) if APPS[app].websocket == protocol.websocket
         ]
-        chosen = [SERVERS[server] for server in choose(arguments.servers, default_servers, SERVERS)]
+        names = choose(arguments.servers, default_servers, SERVERS)
+        # The baseline runs beside each peregrine server that runs, and only when one is given.
+        if arguments.baseline:
+            names += [base for base, ours in harness.BASELINE_SERVERS.items() if ours in names and base not in names]
+        chosen = [SERVERS[server] for server in names]
         servers = [server for server in chosen if server.speaks(protocol)]
         if not servers or not apps:
             log(f"{name}: none of the chosen {'servers' if not servers else 'apps'} is run in this mode; skipped")
