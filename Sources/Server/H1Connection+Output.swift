@@ -297,7 +297,7 @@ extension H1Connection {
         let d = delegate
         delegate = nil
         d?.exchangeEnded(disconnected: true)
-        guard worker.beginLinger(self) else { close(); return }
+        guard worker.beginLinger() else { close(); return }
         phase = .lingering
         updateInterest()
         lingerBytes = 0

@@ -49,7 +49,7 @@ extension H1Connection {
     private func setHandshakeInterest(_ want: IOEvents) {
         guard want != interest else { return }
         interest = want
-        worker.setInterest(self, want)
+        worker.setInterest(self, fd: fd, want)
     }
 
     /// The handshake is complete: the protocol ALPN chose starts here.
@@ -80,10 +80,10 @@ extension H1Connection {
         worker.deferRead(self)
     }
 
-    func runDeferredRead() {
+    func onDeferredRead() {
         readDeferred = false
         guard phase != .closed, interest.contains(.readable) else { return }
-        onEvents(.readable)
+        dispatch(.readable)
     }
 
     private static func tlsInfo(_ s: TLSSession) -> TLSInfo {

@@ -35,12 +35,14 @@ import WebSocket
 /// The class is split by concern: this file (events and request dispatch),
 /// +Input (reading and body decoding), +Output (framing, writing, closing),
 /// +WSGI (the blocking `Exchange`), +ASGI (the non-blocking one).
-final class H1Connection {
+final class H1Connection: WorkerConnection {
     enum Phase { case head, request, websocket, http2, discarding, lingering, closed }
 
     // The worker owns every connection and outlives it.
     unowned(unsafe) let worker: Worker
-    let index: Int
+    /// Its slab entry and the entry's generation while open (see
+    /// WorkerConnection); the object is reused by a later accept.
+    private(set) var index = 0
     private(set) var generation: UInt32 = 0
     var fd: Int32 = -1
     var phase: Phase = .closed
@@ -111,16 +113,14 @@ final class H1Connection {
     var handshaking = false
     var readDeferred = false
 
-    init(worker: Worker, index: Int, limits: H1Limits) {
+    init(worker: Worker) {
         self.worker = worker
-        self.index = index
     }
 
-    var token: UInt64 { UInt64(generation) << 32 | UInt64(index) }
-
-    func open(fd: Int32, peer: PeerInfo, generation: UInt32) {
+    func open(fd: Int32, peer: PeerInfo, index: Int, generation: UInt32) {
         self.fd = fd
         self.peer = peer
+        self.index = index
         self.generation = generation
         phase = .head
         // What updateInterest wants in the head phase (the handshake sets its own).
@@ -136,7 +136,14 @@ final class H1Connection {
 
     // MARK: - Events
 
+    /// The events, then a check for decrypted input the poller will not
+    /// report (+TLS).
     func onEvents(_ events: IOEvents) {
+        dispatch(events)
+        deferReadIfBuffered()
+    }
+
+    func dispatch(_ events: IOEvents) {
         if handshaking { continueHandshake(); return }
         if phase == .http2, let h2 {
             if events.contains(.writable) { h2.onWritable() }
@@ -211,6 +218,21 @@ final class H1Connection {
         default:
             close()
         }
+    }
+
+    func beginStopping(closeIdle: Bool) {
+        switch phase {
+        case .websocket: closeWebSocketGoingAway()
+        case .http2: h2?.beginShutdown()
+        case .lingering: close()
+        case .head where closeIdle: close()
+        default: break
+        }
+    }
+
+    func cut() {
+        aborted = true
+        close()
     }
 
     /// Parses and serves as many buffered requests as are complete
@@ -403,7 +425,7 @@ final class H1Connection {
         }
         if want != interest {
             interest = want
-            worker.setInterest(self, want)
+            worker.setInterest(self, fd: fd, want)
         }
         if tls != nil { deferReadIfBuffered() }
     }
