@@ -278,17 +278,7 @@ extension H1Connection {
         lingerAfterResponse()
     }
 
-    /// Lingering close (RFC 9112 §9.6): our side is shut down, and what the
-    /// client still sends is read and dropped until it has been quiet for
-    /// `lingerQuietMilliseconds`, or for at most `lingerMaxMilliseconds` or
-    /// `lingerMaxBytes` in all. Closing with unread input would reset the
-    /// connection and could destroy the response before the client reads
-    /// it. A lingering connection holds no buffer and no longer counts
-    /// towards --max-connections.
-    static let lingerQuietMilliseconds = 2000
-    static let lingerMaxMilliseconds = 30_000
-    static let lingerMaxBytes = 1 << 20
-
+    /// Lingering close (see LingeringClose).
     func lingerAfterResponse() {
         if heldOutput { worker.flushHeld() }
         io.shutdownWrite()
@@ -300,24 +290,15 @@ extension H1Connection {
         guard worker.beginLinger() else { close(); return }
         phase = .lingering
         updateInterest()
-        lingerBytes = 0
-        lingerDeadline = worker.now.adding(milliseconds: H1Connection.lingerMaxMilliseconds)
-        worker.arm(self, milliseconds: H1Connection.lingerQuietMilliseconds)
+        lingering = LingeringClose(now: worker.now)
+        worker.arm(self, milliseconds: LingeringClose.quietMilliseconds)
         drainForLinger()
     }
 
     func drainForLinger() {
-        var scratch: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-        while lingerBytes < H1Connection.lingerMaxBytes {
-            let n = withUnsafeMutableBytes(of: &scratch) { csys_read(fd, $0.baseAddress, $0.count) }
-            if n > 0 { lingerBytes += n; continue }
-            if n < 0 && csys_eintr(csys_errno()) != 0 { continue }
-            if n < 0 && csys_eagain(csys_errno()) != 0 && worker.now < lingerDeadline {
-                let left = lingerDeadline.milliseconds(since: worker.now)
-                worker.arm(self, milliseconds: min(H1Connection.lingerQuietMilliseconds, max(left, 1)))
-                return
-            }
-            break
+        if lingering?.drain(fd) == true, let wait = lingering?.waitMilliseconds(now: worker.now) {
+            worker.arm(self, milliseconds: wait)
+            return
         }
         close()
     }
@@ -335,9 +316,10 @@ extension H1Connection {
         let wasLingering = phase == .lingering
         phase = .closed
         if let session = h2 {
-            h2 = nil
+            h2HandOff = .http1
             session.teardown()
         }
+        lingering = nil
         worker.disarm(self)
         input.readerIndex = input.writerIndex
         releaseInput()
@@ -349,13 +331,11 @@ extension H1Connection {
         }
         worker.out.count = 0
         worker.connectionClosed(self, wasLingering: wasLingering)
-        if let session = tls {
+        if let session = tls?.session {
             // close_notify ends a complete exchange; a cut one must look cut.
             if !aborted && !writeFailed { session.shutdown() }
-            tls = nil
         }
-        handshaking = false
-        readDeferred = false
+        tls = nil
         _ = csys_close(fd)
         fd = -1
         peer = nil
@@ -363,11 +343,9 @@ extension H1Connection {
         let d = delegate
         delegate = nil
         d?.exchangeEnded(disconnected: true)
-        if let conversation = ws {
-            ws = nil
-            wsKey = nil
-            wsCloseWhenFlushed = false
-            conversation.transportClosed()
+        if let ws = webSocket {
+            webSocket = nil
+            ws.conversation.transportClosed()
         }
     }
 }

@@ -57,13 +57,11 @@ final class H1Connection: WorkerConnection {
 
     // The request being served.
     var version: H1Version = .http11
-    var framing: H1BodyFraming = .none
-    var remaining: Int64 = 0
-    var chunkCarry = 0
-    var bodyComplete = true
-    var expectContinue = false
-    var continueSent = false
-    var discardBudget: Int64 = 0
+    var requestBody = H1RequestBody()
+    var bodyComplete: Bool {
+        get { requestBody.complete }
+        set { requestBody.complete = newValue }
+    }
     var accessLine: AccessLog.RequestLine?
 
     /// The request's bookkeeping and decisions (body limits and failures,
@@ -94,32 +92,26 @@ final class H1Connection: WorkerConnection {
     /// ASGI: unasked-for bytes arrived during the request; reading waits.
     var readPaused = false
 
-    // WebSocket (ASGI) after a valid opening handshake; see +WebSocket.
-    var ws: WebSocketConversation?
-    var wsKey: SecWebSocketKey?
-    var wsCloseWhenFlushed = false
-
-    // HTTP/2 after the client preface or ALPN h2; see +HTTP2.
-    var h2: H2Session?
-    /// Nothing has been parsed on this connection yet: the preface may come.
-    var firstBytes = true
-
-    // Lingering close.
-    var lingerDeadline = Instant(nanoseconds: 0)
-    var lingerBytes = 0
-
-    // TLS (nil on a plain connection); see +TLS.
-    var tls: TLSSession?
-    var handshaking = false
-    var readDeferred = false
+    // What this TCP connection carries besides HTTP/1.1, each in a type of
+    // its own.
+    /// WebSocket (ASGI) after a valid opening handshake; see +WebSocket.
+    var webSocket: H1WebSocket?
+    /// HTTP/2 after the client preface or ALPN h2; see +HTTP2.
+    var h2HandOff = H2HandOff.prefaceMayCome
+    var h2: H2Session? { h2HandOff.session }
+    /// Set while lingering; see +Output.
+    var lingering: LingeringClose?
+    /// nil on a plain connection; see +TLS.
+    var tls: ConnectionTLS?
 
     init(worker: Worker) {
         self.worker = worker
     }
 
-    func open(fd: Int32, peer: PeerInfo, index: Int, generation: UInt32) {
+    func open(fd: Int32, peer: PeerInfo, tls session: TLSSession?, index: Int, generation: UInt32) {
         self.fd = fd
         self.peer = peer
+        tls = session.map(ConnectionTLS.init)
         self.index = index
         self.generation = generation
         phase = .head
@@ -129,7 +121,7 @@ final class H1Connection: WorkerConnection {
         requestBytesSeen = false
         aborted = false
         writeFailed = false
-        firstBytes = true
+        h2HandOff = .prefaceMayCome
         if tls != nil { beginHandshake(); return }  // HTTP starts after it (+TLS)
         worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
     }
@@ -144,7 +136,7 @@ final class H1Connection: WorkerConnection {
     }
 
     func dispatch(_ events: IOEvents) {
-        if handshaking { continueHandshake(); return }
+        if tls?.handshaking == true { continueHandshake(); return }
         if phase == .http2, let h2 {
             if events.contains(.writable) { h2.onWritable() }
             if phase == .http2 && !events.intersection([.readable, .error, .peerClosed]).isEmpty { h2.onReadable() }
@@ -246,7 +238,7 @@ final class H1Connection: WorkerConnection {
                 continue
             }
             if input.isEmpty { becomeIdle(); return }
-            if firstBytes && phase == .head && w.config.http2 && detectHTTP2Preface() { return }
+            if case .prefaceMayCome = h2HandOff, phase == .head, w.config.http2, detectHTTP2Preface() { return }
             if !requestBytesSeen {
                 requestBytesSeen = true
                 requestStart = w.now
@@ -273,7 +265,7 @@ final class H1Connection: WorkerConnection {
 
     private func serve(_ head: H1RequestHead) {
         let w = worker  // one retain for the call, not one per use
-        firstBytes = false
+        h2HandOff = .http1
         if w.config.http2Only {
             // HTTP/1.1 is refused on this server (RFC 9110 §15.6.6).
             sendErrorAndLinger(505)
@@ -323,29 +315,22 @@ final class H1Connection: WorkerConnection {
     /// application.
     private func beginRequest(_ head: H1RequestHead) -> Bool {
         version = head.version
-        framing = head.framing
-        expectContinue = head.expectContinue
-        continueSent = false
-        chunkCarry = 0
+        requestBody = H1RequestBody(framing: head.framing, expectContinue: head.expectContinue)
         var declared: Int64?
         if case .contentLength(let n) = head.framing { declared = n }
         exchange = HTTPExchange(isHead: head.method == .head, declaredBodyLength: declared,
                                 maxBody: worker.config.maxBody, start: requestStart)
         switch head.framing {
         case .none:
-            bodyComplete = true
-            remaining = 0
-        case .contentLength(let n):
+            break
+        case .contentLength:
             if let status = exchange.refusal {
                 // Decided from the declared length, before reading any of it.
                 sendErrorAndLinger(status)
                 return false
             }
-            remaining = n
-            bodyComplete = n == 0
         case .chunked:
             parsing!.chunked = H1ChunkedDecoder(limits: worker.limits)
-            bodyComplete = false
             // Bad framing in the part of the body already here is refused
             // before the application runs, like a bad head.
             if let error = prevalidateChunkedBody() {
@@ -373,7 +358,8 @@ final class H1Connection: WorkerConnection {
             return
         }
         switch H1ConnectionReuse(keepAlive: keepAlive, hardStopping: worker.hardStopping,
-                                 requestBodyComplete: bodyComplete, continuePending: expectContinue && !continueSent) {
+                                 requestBodyComplete: bodyComplete,
+                                 continuePending: requestBody.expectContinue && !requestBody.continueSent) {
         case .close:
             close()
         case .lingerThenClose:
@@ -384,7 +370,7 @@ final class H1Connection: WorkerConnection {
         case .discardBodyThenReadNext:
             phase = .head
             updateInterest()
-            discardBudget = 1 << 20
+            requestBody.discardBudget = 1 << 20
             phase = .discarding
             worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
         }
@@ -410,7 +396,7 @@ final class H1Connection: WorkerConnection {
             if hasPendingOutput { want.insert(.writable) }
         case .websocket:
             want = .peerClosed
-            if ws?.wantsInput == true { want.insert(.readable) }
+            if webSocket?.conversation.wantsInput == true { want.insert(.readable) }
             if hasPendingOutput { want.insert(.writable) }
         case .http2:
             want = .readable

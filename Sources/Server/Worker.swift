@@ -299,14 +299,14 @@ final class Worker {
                                 scheme: tlsContext == nil ? "http" : "https")
             openCount += 1
             storeLoad()
-            c.tls = tlsContext?.makeSession(fd: fd)
-            c.open(fd: fd, peer: peer, index: index, generation: generation)
+            let session = tlsContext?.makeSession(fd: fd)
+            c.open(fd: fd, peer: peer, tls: session, index: index, generation: generation)
             do {
                 try poller.add(fd, token: c.token, interest: c.interest)
             } catch {
                 c.close()
             }
-            if tlsContext != nil && c.tls == nil { c.close() }
+            if tlsContext != nil && session == nil { c.close() }
             // Bytes may already be waiting (a client that sends at once):
             // the level-triggered poller reports them on the next round.
         }
