@@ -3,13 +3,6 @@ import Core
 import Gateway
 import HTTP1
 
-/// A regular file being sent as the rest of a response body.
-struct PendingFile {
-    var fd: Int32
-    var offset: Int64
-    var remaining: Int64
-}
-
 /// Response framing, writing, and closing.
 ///
 /// Bytes are staged in the worker's output buffer (head, framing, small
@@ -25,8 +18,8 @@ extension H1Connection {
     /// ...until it drains below this.
     static let lowWater = 16 * 1024
 
-    var hasPendingOutput: Bool { pending.readableCount > 0 || pendingFile != nil }
-    var pendingOutputBytes: Int { pending.readableCount + Int(pendingFile?.remaining ?? 0) }
+    var hasPendingOutput: Bool { !output.isEmpty }
+    var pendingOutputBytes: Int { output.count }
 
     // MARK: - Writing
 
@@ -76,7 +69,7 @@ extension H1Connection {
     }
 
     private func queue(_ bytes: UnsafeRawBufferPointer) {
-        pending.appendGrowing(bytes)
+        output.bytes.appendGrowing(bytes)
     }
 
     /// Writes bytes held back by CoalescedOutput: what the socket does not
@@ -100,13 +93,13 @@ extension H1Connection {
     /// Writes what the socket takes of the pending bytes and file. Returns
     /// false if the connection failed.
     func writePending() -> Bool {
-        if pending.readableCount > 0 {
-            let (written, failed) = io.writeSome(pending.readable, UnsafeRawBufferPointer(start: nil, count: 0))
+        if output.bytes.readableCount > 0 {
+            let (written, failed) = io.writeSome(output.bytes.readable, UnsafeRawBufferPointer(start: nil, count: 0))
             if failed { writeFailed = true; return false }
-            pending.readerIndex += written
-            if pending.isEmpty { pending.detach()?.deallocate() } else { return true }
+            output.bytes.readerIndex += written
+            if output.bytes.isEmpty { output.bytes.detach()?.deallocate() } else { return true }
         }
-        guard var file = pendingFile else { return true }
+        guard var file = output.file else { return true }
         let io = self.io
         while file.remaining > 0 {
             switch io.sendFile(file.fd, offset: &file.offset, count: Int(min(file.remaining, 1 << 30))) {
@@ -115,19 +108,19 @@ extension H1Connection {
                 exchange.countOut(n)
                 continue
             case .again:
-                pendingFile = file
+                output.file = file
                 return true
             case .failed:
                 break
             }
             // The file shrank or the socket failed: the body cannot be completed.
             _ = csys_close(file.fd)
-            pendingFile = nil
+            output.file = nil
             writeFailed = true
             return false
         }
         _ = csys_close(file.fd)
-        pendingFile = nil
+        output.file = nil
         return true
     }
 
@@ -154,14 +147,14 @@ extension H1Connection {
             return
         }
         if phase == .request {
-            if drainWanted && pendingOutputBytes < H1Connection.lowWater {
-                drainWanted = false
-                delegate?.outputDrained()
+            if output.drainWanted && pendingOutputBytes < H1Connection.lowWater {
+                output.drainWanted = false
+                asyncRequest.delegate?.outputDrained()
                 if phase != .request { return }
             }
             if !hasPendingOutput {
                 worker.disarm(self)
-                if responseComplete { finishAsyncResponse() }
+                if asyncRequest.responseComplete { finishAsyncResponse() }
             } else {
                 worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
             }
@@ -176,9 +169,9 @@ extension H1Connection {
     /// The ASGI response is complete and on the wire: release the request
     /// and go on with the connection.
     func finishAsyncResponse() {
-        let d = delegate
-        delegate = nil
-        bodyWanted = false
+        let d = asyncRequest.delegate
+        asyncRequest.delegate = nil
+        asyncRequest.bodyWanted = false
         afterResponse()
         d?.exchangeEnded(disconnected: false)
         if phase == .head || phase == .discarding { process() }
@@ -280,12 +273,12 @@ extension H1Connection {
 
     /// Lingering close (see LingeringClose).
     func lingerAfterResponse() {
-        if heldOutput { worker.flushHeld() }
+        if output.held { worker.flushHeld() }
         io.shutdownWrite()
         input.readerIndex = input.writerIndex
         releaseInput()
-        let d = delegate
-        delegate = nil
+        let d = asyncRequest.delegate
+        asyncRequest.delegate = nil
         d?.exchangeEnded(disconnected: true)
         guard worker.beginLinger() else { close(); return }
         phase = .lingering
@@ -312,7 +305,7 @@ extension H1Connection {
 
     func close() {
         guard phase != .closed else { return }
-        if heldOutput { worker.flushHeld() }
+        if output.held { worker.flushHeld() }
         let wasLingering = phase == .lingering
         phase = .closed
         if let session = h2 {
@@ -324,10 +317,10 @@ extension H1Connection {
         input.readerIndex = input.writerIndex
         releaseInput()
         releaseParsing()
-        pending.detach()?.deallocate()
-        if let file = pendingFile {
+        output.bytes.detach()?.deallocate()
+        if let file = output.file {
             _ = csys_close(file.fd)
-            pendingFile = nil
+            output.file = nil
         }
         worker.out.count = 0
         worker.connectionClosed(self, wasLingering: wasLingering)
@@ -340,8 +333,8 @@ extension H1Connection {
         fd = -1
         peer = nil
         accessLine = nil
-        let d = delegate
-        delegate = nil
+        let d = asyncRequest.delegate
+        asyncRequest.delegate = nil
         d?.exchangeEnded(disconnected: true)
         if let ws = webSocket {
             webSocket = nil

@@ -124,7 +124,7 @@ extension H1Connection: WebSocketTransport {
 
     func webSocketBackpressure() -> Bool {
         guard pendingOutputBytes > H1Connection.highWater else { return false }
-        drainWanted = true
+        output.drainWanted = true
         return true
     }
 
@@ -165,8 +165,8 @@ extension H1Connection: WebSocketTransport {
     }
 
     func webSocketWritable() {
-        if drainWanted && pendingOutputBytes < H1Connection.lowWater {
-            drainWanted = false
+        if output.drainWanted && pendingOutputBytes < H1Connection.lowWater {
+            output.drainWanted = false
             webSocket?.conversation.outputDrained()
             if phase != .websocket { return }
         }

@@ -79,18 +79,26 @@ final class H1Connection: WorkerConnection {
     var keepAlive = true
     var aborted = false
     var writeFailed = false
-    var pending = ByteBuffer()
-    var pendingFile: PendingFile?
-    /// The worker holds this connection's last response (CoalescedOutput).
-    var heldOutput = false
-
-    // ASGI only.
-    var delegate: AsyncExchangeDelegate?
-    var bodyWanted = false
-    var responseComplete = false
-    var drainWanted = false
-    /// ASGI: unasked-for bytes arrived during the request; reading waits.
-    var readPaused = false
+    var output = PendingOutput()
+    /// ASGI only.
+    var asyncRequest = H1AsyncRequest()
+    // The names the response body paths (+Output, +WSGI, +ASGI) use.
+    var pendingFile: PendingFile? {
+        get { output.file }
+        set { output.file = newValue }
+    }
+    var heldOutput: Bool {
+        get { output.held }
+        set { output.held = newValue }
+    }
+    var drainWanted: Bool {
+        get { output.drainWanted }
+        set { output.drainWanted = newValue }
+    }
+    var responseComplete: Bool {
+        get { asyncRequest.responseComplete }
+        set { asyncRequest.responseComplete = newValue }
+    }
 
     // What this TCP connection carries besides HTTP/1.1, each in a type of
     // its own.
@@ -117,7 +125,7 @@ final class H1Connection: WorkerConnection {
         phase = .head
         // What updateInterest wants in the head phase (the handshake sets its own).
         interest = tls == nil ? [.readable, .peerClosed] : .readable
-        readPaused = false
+        asyncRequest.readPaused = false
         requestBytesSeen = false
         aborted = false
         writeFailed = false
@@ -158,7 +166,7 @@ final class H1Connection: WorkerConnection {
         case .lingering:
             drainForLinger()
         case .request:
-            if bodyWanted {
+            if asyncRequest.bodyWanted {
                 readForBody()
             } else if events.contains(.peerClosed) || events.contains(.error) {
                 // Not reading, but the peer is gone: nobody to answer.
@@ -166,7 +174,7 @@ final class H1Connection: WorkerConnection {
             } else {
                 // Bytes the application has not asked for (body, or the
                 // next pipelined request): stop watching until it does.
-                readPaused = true
+                asyncRequest.readPaused = true
                 updateInterest()
             }
         case .websocket:
@@ -190,12 +198,12 @@ final class H1Connection: WorkerConnection {
         case .head where requestBytesSeen || input.readableCount > 0:
             // RFC 9110 §15.5.9: the head did not arrive in time.
             sendErrorAndLinger(408)
-        case .request where bodyWanted:
-            bodyWanted = false
+        case .request where asyncRequest.bodyWanted:
+            asyncRequest.bodyWanted = false
             exchange.failBody(status: 408)
             keepAlive = false
             updateInterest()
-            delegate?.bodyReady()
+            asyncRequest.delegate?.bodyReady()
         case .websocket:
             webSocketTimeout()
         case .http2:
@@ -296,8 +304,8 @@ final class H1Connection: WorkerConnection {
         }
         if let asgi = w.asgi {
             phase = .request
-            responseComplete = false
-            bodyWanted = false
+            asyncRequest.responseComplete = false
+            asyncRequest.bodyWanted = false
             updateInterest()
             asgi.start(request, exchange: self)
         } else {
@@ -392,7 +400,7 @@ final class H1Connection: WorkerConnection {
             // Reading stays armed from the head phase (no epoll_ctl per
             // request) until bytes arrive that nobody asked for.
             want = .peerClosed
-            if bodyWanted || !readPaused { want.insert(.readable) }
+            if asyncRequest.bodyWanted || !asyncRequest.readPaused { want.insert(.readable) }
             if hasPendingOutput { want.insert(.writable) }
         case .websocket:
             want = .peerClosed
@@ -404,7 +412,7 @@ final class H1Connection: WorkerConnection {
         case .head, .discarding, .lingering:
             // peerClosed too, so that starting a request changes nothing.
             want = [.readable, .peerClosed]
-            readPaused = false
+            asyncRequest.readPaused = false
             if hasPendingOutput { want.insert(.writable) }
         case .closed:
             return
