@@ -5,11 +5,13 @@ import HTTP1
 import TLS
 import WebSocket
 
-/// One HTTP/1.1 connection: reads and parses request heads, hands each
-/// request to the gateway, writes the response, and keeps or closes the
-/// connection. What to write and whether the connection lives on are
-/// decided in HTTP1 (`H1ResponseFraming`, `H1ConnectionReuse`); this class
-/// acts on the answers.
+/// One TCP connection (plain or TLS; the worker's `WorkerConnection` of that
+/// kind) and the HTTP/1.1 it speaks until it switches to HTTP/2 or
+/// WebSocket: reads and parses request heads, hands each request to the
+/// gateway, writes the response, and keeps or closes the connection. What
+/// to write and whether the connection lives on are decided in HTTP1
+/// (`H1ResponseFraming`, `H1ConnectionReuse`); this class acts on the
+/// answers.
 ///
 /// Phases:
 ///
@@ -34,7 +36,16 @@ import WebSocket
 ///
 /// The class is split by concern: this file (events and request dispatch),
 /// +Input (reading and body decoding), +Output (framing, writing, closing),
-/// +WSGI (the blocking `Exchange`), +ASGI (the non-blocking one).
+/// +WSGI (the blocking `Exchange`), +ASGI (the non-blocking one), +TLS,
+/// +HTTP2, +WebSocket (the hand-offs).
+///
+/// Stored state: the byte stream's (descriptor, interest, input, peer,
+/// phase, failure flags, `PendingOutput`) and the HTTP/1.1 request's; every
+/// other protocol's is a type of its own held here (`ConnectionTLS`,
+/// `H2HandOff`, `H1WebSocket`, `LingeringClose`). 26 stored
+/// properties remain because the response body paths read the request's
+/// fields one by one (version, keep-alive, framing, the exchange); they
+/// shrink as the exchange takes them over (issue #13).
 final class H1Connection: WorkerConnection {
     enum Phase { case head, request, websocket, http2, discarding, lingering, closed }
 
