@@ -3,7 +3,6 @@ import Core
 import Gateway
 import HTTP1
 import TLS
-import WebSocket
 
 /// One TCP connection (plain or TLS; the worker's `WorkerConnection` of that
 /// kind) and the HTTP/1.1 it speaks until it switches to HTTP/2 or

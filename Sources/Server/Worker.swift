@@ -471,8 +471,8 @@ final class Worker {
 
     // MARK: - Services for connections
 
-    /// `fd` is `c`'s descriptor (a connection of a kind that shares one
-    /// passes the shared one).
+    /// `fd` is `c`'s own descriptor, registered under `c.token` (a kind
+    /// without one, behind a shared descriptor, asks its owner instead).
     func setInterest(_ c: some WorkerConnection, fd: Int32, _ interest: IOEvents) {
         poller.modify(fd, token: c.token, interest: interest)
     }
