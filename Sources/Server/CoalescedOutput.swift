@@ -54,7 +54,7 @@ struct CoalescedOutput: ~Copyable {
         for s in segments {
             let c = s.connection
             guard c.generation == s.generation, c.phase != .closed else { continue }
-            c.heldOutput = false
+            c.output.held = false
             c.writeHeld(UnsafeRawBufferPointer(start: base + s.start, count: s.end - s.start))
         }
         segments.removeAll(keepingCapacity: true)

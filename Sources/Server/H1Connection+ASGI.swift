@@ -8,7 +8,7 @@ import HTTP1
 /// writes queue what the socket does not take and report backpressure.
 extension H1Connection: AsyncExchange {
     func attach(_ delegate: AsyncExchangeDelegate) {
-        self.delegate = delegate
+        asyncRequest.delegate = delegate
     }
 
     func pollBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyPoll {
@@ -25,9 +25,9 @@ extension H1Connection: AsyncExchange {
     }
 
     func wantBody() {
-        guard phase == .request, !bodyWanted else { return }
+        guard phase == .request, !asyncRequest.bodyWanted else { return }
         if !continueIfExpected() { clientGone(); return }
-        bodyWanted = true
+        asyncRequest.bodyWanted = true
         worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
         updateInterest()
     }
@@ -36,10 +36,10 @@ extension H1Connection: AsyncExchange {
     func readForBody() {
         switch fill() {
         case .data:
-            bodyWanted = false
+            asyncRequest.bodyWanted = false
             if !hasPendingOutput { worker.disarm(self) }
             updateInterest()
-            delegate?.bodyReady()
+            asyncRequest.delegate?.bodyReady()
         case .again:
             return
         case .eof, .error:

@@ -22,10 +22,9 @@ extension H1Connection {
     }
 
     func startHTTP2() {
-        firstBytes = false
         phase = .http2
         let session = H2Session(connection: self)
-        h2 = session
+        h2HandOff = .session(session)
         session.start()
     }
 
@@ -38,7 +37,7 @@ extension H1Connection {
     /// After our last HTTP/2 frames (a GOAWAY): close gracefully, reading
     /// and dropping what the client still sends for a moment.
     func lingerAfterHTTP2() {
-        h2 = nil
+        h2HandOff = .http1
         phase = .head
         lingerAfterResponse()
     }

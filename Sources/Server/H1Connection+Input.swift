@@ -57,21 +57,21 @@ extension H1Connection {
     /// chunked body.
     func nextBodySpan(max: Int) throws(H1Error) -> UnsafeRawBufferPointer? {
         let avail = input.readable
-        switch framing {
+        switch requestBody.framing {
         case .none:
             bodyComplete = true
             return nil
         case .contentLength:
-            let n = Int(min(Int64(min(avail.count, max)), remaining))
+            let n = Int(min(Int64(min(avail.count, max)), requestBody.remaining))
             guard n > 0 else { return nil }
-            remaining -= Int64(n)
+            requestBody.remaining -= Int64(n)
             input.readerIndex += n
-            if remaining == 0 { bodyComplete = true }
+            if requestBody.remaining == 0 { bodyComplete = true }
             return UnsafeRawBufferPointer(rebasing: avail[0..<n])
         case .chunked:
-            if chunkCarry > 0 {
-                let n = min(chunkCarry, avail.count, max)
-                chunkCarry -= n
+            if requestBody.chunkCarry > 0 {
+                let n = min(requestBody.chunkCarry, avail.count, max)
+                requestBody.chunkCarry -= n
                 input.readerIndex += n
                 return UnsafeRawBufferPointer(rebasing: avail[0..<n])
             }
@@ -85,7 +85,7 @@ extension H1Connection {
                     let start = offset + span.start
                     let n = min(span.count, max)
                     input.readerIndex += offset + consumed - (span.count - n)
-                    chunkCarry = span.count - n
+                    requestBody.chunkCarry = span.count - n
                     return UnsafeRawBufferPointer(rebasing: avail[start..<(start + n)])
                 case .needMoreData(let consumed):
                     offset += consumed
@@ -107,9 +107,9 @@ extension H1Connection {
     /// Body bytes ready to hand out without reading the socket (an upper
     /// bound for chunked bodies, whose framing is still in the buffer).
     var bufferedBodyBytes: Int {
-        switch framing {
+        switch requestBody.framing {
         case .none: return 0
-        case .contentLength: return Int(min(Int64(input.readableCount), remaining))
+        case .contentLength: return Int(min(Int64(input.readableCount), requestBody.remaining))
         case .chunked: return input.readableCount
         }
     }
@@ -159,8 +159,8 @@ extension H1Connection {
             let span: UnsafeRawBufferPointer?
             do { span = try nextBodySpan(max: Int.max) } catch { close(); return false }
             if let span {
-                discardBudget -= Int64(span.count)
-                if discardBudget < 0 { close(); return false }
+                requestBody.discardBudget -= Int64(span.count)
+                if requestBody.discardBudget < 0 { close(); return false }
                 continue
             }
             if bodyComplete { break }

@@ -3,13 +3,6 @@ import Core
 import Gateway
 import HTTP1
 
-/// A regular file being sent as the rest of a response body.
-struct PendingFile {
-    var fd: Int32
-    var offset: Int64
-    var remaining: Int64
-}
-
 /// Response framing, writing, and closing.
 ///
 /// Bytes are staged in the worker's output buffer (head, framing, small
@@ -25,8 +18,8 @@ extension H1Connection {
     /// ...until it drains below this.
     static let lowWater = 16 * 1024
 
-    var hasPendingOutput: Bool { pending.readableCount > 0 || pendingFile != nil }
-    var pendingOutputBytes: Int { pending.readableCount + Int(pendingFile?.remaining ?? 0) }
+    var hasPendingOutput: Bool { !output.isEmpty }
+    var pendingOutputBytes: Int { output.count }
 
     // MARK: - Writing
 
@@ -76,7 +69,7 @@ extension H1Connection {
     }
 
     private func queue(_ bytes: UnsafeRawBufferPointer) {
-        pending.appendGrowing(bytes)
+        output.bytes.appendGrowing(bytes)
     }
 
     /// Writes bytes held back by CoalescedOutput: what the socket does not
@@ -100,13 +93,13 @@ extension H1Connection {
     /// Writes what the socket takes of the pending bytes and file. Returns
     /// false if the connection failed.
     func writePending() -> Bool {
-        if pending.readableCount > 0 {
-            let (written, failed) = io.writeSome(pending.readable, UnsafeRawBufferPointer(start: nil, count: 0))
+        if output.bytes.readableCount > 0 {
+            let (written, failed) = io.writeSome(output.bytes.readable, UnsafeRawBufferPointer(start: nil, count: 0))
             if failed { writeFailed = true; return false }
-            pending.readerIndex += written
-            if pending.isEmpty { pending.detach()?.deallocate() } else { return true }
+            output.bytes.readerIndex += written
+            if output.bytes.isEmpty { output.bytes.detach()?.deallocate() } else { return true }
         }
-        guard var file = pendingFile else { return true }
+        guard var file = output.file else { return true }
         let io = self.io
         while file.remaining > 0 {
             switch io.sendFile(file.fd, offset: &file.offset, count: Int(min(file.remaining, 1 << 30))) {
@@ -115,19 +108,19 @@ extension H1Connection {
                 exchange.countOut(n)
                 continue
             case .again:
-                pendingFile = file
+                output.file = file
                 return true
             case .failed:
                 break
             }
             // The file shrank or the socket failed: the body cannot be completed.
             _ = csys_close(file.fd)
-            pendingFile = nil
+            output.file = nil
             writeFailed = true
             return false
         }
         _ = csys_close(file.fd)
-        pendingFile = nil
+        output.file = nil
         return true
     }
 
@@ -154,14 +147,14 @@ extension H1Connection {
             return
         }
         if phase == .request {
-            if drainWanted && pendingOutputBytes < H1Connection.lowWater {
-                drainWanted = false
-                delegate?.outputDrained()
+            if output.drainWanted && pendingOutputBytes < H1Connection.lowWater {
+                output.drainWanted = false
+                asyncRequest.delegate?.outputDrained()
                 if phase != .request { return }
             }
             if !hasPendingOutput {
                 worker.disarm(self)
-                if responseComplete { finishAsyncResponse() }
+                if asyncRequest.responseComplete { finishAsyncResponse() }
             } else {
                 worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
             }
@@ -176,9 +169,9 @@ extension H1Connection {
     /// The ASGI response is complete and on the wire: release the request
     /// and go on with the connection.
     func finishAsyncResponse() {
-        let d = delegate
-        delegate = nil
-        bodyWanted = false
+        let d = asyncRequest.delegate
+        asyncRequest.delegate = nil
+        asyncRequest.bodyWanted = false
         afterResponse()
         d?.exchangeEnded(disconnected: false)
         if phase == .head || phase == .discarding { process() }
@@ -284,46 +277,27 @@ extension H1Connection {
         lingerAfterResponse()
     }
 
-    /// Lingering close (RFC 9112 §9.6): our side is shut down, and what the
-    /// client still sends is read and dropped until it has been quiet for
-    /// `lingerQuietMilliseconds`, or for at most `lingerMaxMilliseconds` or
-    /// `lingerMaxBytes` in all. Closing with unread input would reset the
-    /// connection and could destroy the response before the client reads
-    /// it. A lingering connection holds no buffer and no longer counts
-    /// towards --max-connections.
-    static let lingerQuietMilliseconds = 2000
-    static let lingerMaxMilliseconds = 30_000
-    static let lingerMaxBytes = 1 << 20
-
+    /// Lingering close (see LingeringClose).
     func lingerAfterResponse() {
-        if heldOutput { worker.flushHeld() }
+        if output.held { worker.flushHeld() }
         io.shutdownWrite()
         input.readerIndex = input.writerIndex
         releaseInput()
-        let d = delegate
-        delegate = nil
+        let d = asyncRequest.delegate
+        asyncRequest.delegate = nil
         d?.exchangeEnded(disconnected: true)
-        guard worker.beginLinger(self) else { close(); return }
+        guard worker.beginLinger() else { close(); return }
         phase = .lingering
         updateInterest()
-        lingerBytes = 0
-        lingerDeadline = worker.now.adding(milliseconds: H1Connection.lingerMaxMilliseconds)
-        worker.arm(self, milliseconds: H1Connection.lingerQuietMilliseconds)
+        lingering = LingeringClose(now: worker.now)
+        worker.arm(self, milliseconds: LingeringClose.quietMilliseconds)
         drainForLinger()
     }
 
     func drainForLinger() {
-        var scratch: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-        while lingerBytes < H1Connection.lingerMaxBytes {
-            let n = withUnsafeMutableBytes(of: &scratch) { csys_read(fd, $0.baseAddress, $0.count) }
-            if n > 0 { lingerBytes += n; continue }
-            if n < 0 && csys_eintr(csys_errno()) != 0 { continue }
-            if n < 0 && csys_eagain(csys_errno()) != 0 && worker.now < lingerDeadline {
-                let left = lingerDeadline.milliseconds(since: worker.now)
-                worker.arm(self, milliseconds: min(H1Connection.lingerQuietMilliseconds, max(left, 1)))
-                return
-            }
-            break
+        if lingering?.drain(fd) == true, let wait = lingering?.waitMilliseconds(now: worker.now) {
+            worker.arm(self, milliseconds: wait)
+            return
         }
         close()
     }
@@ -337,43 +311,40 @@ extension H1Connection {
 
     func close() {
         guard phase != .closed else { return }
-        if heldOutput { worker.flushHeld() }
+        if output.held { worker.flushHeld() }
         let wasLingering = phase == .lingering
         phase = .closed
         if let session = h2 {
-            h2 = nil
+            h2HandOff = .http1
             session.teardown()
         }
+        lingering = nil
         worker.disarm(self)
         input.readerIndex = input.writerIndex
         releaseInput()
         releaseParsing()
-        pending.detach()?.deallocate()
-        if let file = pendingFile {
+        output.bytes.detach()?.deallocate()
+        if let file = output.file {
             _ = csys_close(file.fd)
-            pendingFile = nil
+            output.file = nil
         }
         worker.out.count = 0
         worker.connectionClosed(self, wasLingering: wasLingering)
-        if let session = tls {
+        if let session = tls?.session {
             // close_notify ends a complete exchange; a cut one must look cut.
             if !aborted && !writeFailed { session.shutdown() }
-            tls = nil
         }
-        handshaking = false
-        readDeferred = false
+        tls = nil
         _ = csys_close(fd)
         fd = -1
         peer = nil
         accessLine = nil
-        let d = delegate
-        delegate = nil
+        let d = asyncRequest.delegate
+        asyncRequest.delegate = nil
         d?.exchangeEnded(disconnected: true)
-        if let conversation = ws {
-            ws = nil
-            wsKey = nil
-            wsCloseWhenFlushed = false
-            conversation.transportClosed()
+        if let ws = webSocket {
+            webSocket = nil
+            ws.conversation.transportClosed()
         }
     }
 }

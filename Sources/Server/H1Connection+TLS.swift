@@ -13,25 +13,25 @@ import TLS
 ///                  │                          └─ALPN h2─▶ HTTP/2 (later)
 ///                  └─failed / timeout─▶ closed (OpenSSL sends its alert)
 ///
-/// While handshaking, `phase` is `.head` with `handshaking` set: stopping
+/// While handshaking, `phase` is `.head` with `tls.handshaking` set: stopping
 /// treats the connection as idle, and its one timer is the handshake's.
 extension H1Connection {
-    var io: ConnectionIO { ConnectionIO(fd: fd, tls: tls) }
+    var io: ConnectionIO { ConnectionIO(fd: fd, tls: tls?.session) }
 
     /// From `open`, for a connection that has a TLS session.
     func beginHandshake() {
-        handshaking = true
+        tls?.handshaking = true
         worker.arm(self, milliseconds: worker.config.tlsHandshakeTimeoutMilliseconds)
         // The ClientHello may be here already: the level-triggered poller
         // reports it on the next round.
     }
 
     func continueHandshake() {
-        guard let tls else { close(); return }
-        switch tls.handshake() {
+        guard let session = tls?.session else { close(); return }
+        switch session.handshake() {
         case .complete:
-            handshaking = false
-            peer.tls = Self.tlsInfo(tls)
+            tls?.handshaking = false
+            peer.tls = Self.tlsInfo(session)
             startProtocol()
         case .wantRead:
             setHandshakeInterest(.readable)
@@ -49,16 +49,16 @@ extension H1Connection {
     private func setHandshakeInterest(_ want: IOEvents) {
         guard want != interest else { return }
         interest = want
-        worker.setInterest(self, want)
+        worker.setInterest(self, fd: fd, want)
     }
 
     /// The handshake is complete: the protocol ALPN chose starts here.
-    /// `tls!.negotiatedProtocol` is "h2", "http/1.1", or nil (the client
+    /// `tls!.session.negotiatedProtocol` is "h2", "http/1.1", or nil (the client
     /// offered no ALPN or none of ours: HTTP/1.1). Only the protocols the
     /// context was given (TLSSetup.alpnProtocols) can come out of it; the
     /// HTTP/2 integration branches off here for "h2".
     func startProtocol() {
-        if tls?.negotiatedProtocol == "h2" {
+        if tls?.session.negotiatedProtocol == "h2" {
             startHTTP2()
             return
         }
@@ -74,16 +74,16 @@ extension H1Connection {
     /// where reading resumes: the next request, ASGI asking for body,
     /// WebSocket reads unpaused).
     func deferReadIfBuffered() {
-        guard let tls, !handshaking, !readDeferred, phase != .closed, phase != .lingering,
-              interest.contains(.readable), tls.pendingBytes > 0 else { return }
-        readDeferred = true
+        guard let tls, !tls.handshaking, !tls.readDeferred, phase != .closed, phase != .lingering,
+              interest.contains(.readable), tls.session.pendingBytes > 0 else { return }
+        self.tls?.readDeferred = true
         worker.deferRead(self)
     }
 
-    func runDeferredRead() {
-        readDeferred = false
+    func onDeferredRead() {
+        tls?.readDeferred = false
         guard phase != .closed, interest.contains(.readable) else { return }
-        onEvents(.readable)
+        dispatch(.readable)
     }
 
     private static func tlsInfo(_ s: TLSSession) -> TLSInfo {

@@ -44,10 +44,8 @@ extension H1Connection: WebSocketTransport {
         case .accept(let key):
             phase = .websocket
             releaseParsing()
-            wsKey = key
-            wsCloseWhenFlushed = false
             let conversation = WebSocketConversation(transport: self, request: request)
-            ws = conversation
+            webSocket = H1WebSocket(conversation: conversation, key: key)
             updateInterest()
             worker.asgi!.startWebSocket(request, subprotocols: WebSocketConversation.subprotocolOffers(request),
                                         exchange: conversation)
@@ -58,7 +56,7 @@ extension H1Connection: WebSocketTransport {
 
     func webSocketSendAccept(subprotocol: UnsafeRawBufferPointer?, deflate: PerMessageDeflateParameters?,
                              fields: UnsafeBufferPointer<ResponseField>) -> Bool {
-        guard phase == .websocket, !writeFailed, let key = wsKey else { return false }
+        guard phase == .websocket, !writeFailed, let key = webSocket?.key else { return false }
         exchange.respondDirectly(status: 101)
         worker.out.append("HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: ")
         worker.out.reserve(SecWebSocketKey.acceptLength)
@@ -96,10 +94,10 @@ extension H1Connection: WebSocketTransport {
         guard emitBody(bytes, flush: false, blocking: false) else { return .closed }
         if final {
             stageBodyEnd(trailers: nil)
-            wsCloseWhenFlushed = true
+            webSocket?.closeWhenFlushed = true
         }
         guard transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false) else { clientGone(); return .closed }
-        if wsCloseWhenFlushed && !hasPendingOutput {
+        if webSocket?.closeWhenFlushed == true && !hasPendingOutput {
             close()
             return .done
         }
@@ -126,7 +124,7 @@ extension H1Connection: WebSocketTransport {
 
     func webSocketBackpressure() -> Bool {
         guard pendingOutputBytes > H1Connection.highWater else { return false }
-        drainWanted = true
+        output.drainWanted = true
         return true
     }
 
@@ -139,7 +137,7 @@ extension H1Connection: WebSocketTransport {
     func webSocketFinish() {
         guard phase == .websocket else { return }
         if hasPendingOutput {
-            wsCloseWhenFlushed = true
+            webSocket?.closeWhenFlushed = true
             updateInterest()
         } else {
             close()
@@ -154,7 +152,7 @@ extension H1Connection: WebSocketTransport {
     // MARK: - Events
 
     func webSocketReadable(_ events: IOEvents) {
-        guard let conversation = ws, conversation.accepted && !conversation.doneReading else {
+        guard let conversation = webSocket?.conversation, conversation.accepted && !conversation.doneReading else {
             if events.contains(.peerClosed) || events.contains(.error) { clientGone() }
             return
         }
@@ -167,25 +165,25 @@ extension H1Connection: WebSocketTransport {
     }
 
     func webSocketWritable() {
-        if drainWanted && pendingOutputBytes < H1Connection.lowWater {
-            drainWanted = false
-            ws?.outputDrained()
+        if output.drainWanted && pendingOutputBytes < H1Connection.lowWater {
+            output.drainWanted = false
+            webSocket?.conversation.outputDrained()
             if phase != .websocket { return }
         }
         if !hasPendingOutput {
-            if wsCloseWhenFlushed { close(); return }
-            ws?.outputFlushed()
+            if webSocket?.closeWhenFlushed == true { close(); return }
+            webSocket?.conversation.outputFlushed()
         }
         updateInterest()
     }
 
     func webSocketTimeout() {
-        ws?.timeout()
+        webSocket?.conversation.timeout()
     }
 
     /// Graceful shutdown: close with 1001 (going away).
     func closeWebSocketGoingAway() {
         guard phase == .websocket else { return }
-        ws?.closeGoingAway()
+        webSocket?.conversation.closeGoingAway()
     }
 }

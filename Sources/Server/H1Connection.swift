@@ -3,13 +3,14 @@ import Core
 import Gateway
 import HTTP1
 import TLS
-import WebSocket
 
-/// One HTTP/1.1 connection: reads and parses request heads, hands each
-/// request to the gateway, writes the response, and keeps or closes the
-/// connection. What to write and whether the connection lives on are
-/// decided in HTTP1 (`H1ResponseFraming`, `H1ConnectionReuse`); this class
-/// acts on the answers.
+/// One TCP connection (plain or TLS; the worker's `WorkerConnection` of that
+/// kind) and the HTTP/1.1 it speaks until it switches to HTTP/2 or
+/// WebSocket: reads and parses request heads, hands each request to the
+/// gateway, writes the response, and keeps or closes the connection. What
+/// to write and whether the connection lives on are decided in HTTP1
+/// (`H1ResponseFraming`, `H1ConnectionReuse`); this class acts on the
+/// answers.
 ///
 /// Phases:
 ///
@@ -34,13 +35,24 @@ import WebSocket
 ///
 /// The class is split by concern: this file (events and request dispatch),
 /// +Input (reading and body decoding), +Output (framing, writing, closing),
-/// +WSGI (the blocking `Exchange`), +ASGI (the non-blocking one).
-final class H1Connection {
+/// +WSGI (the blocking `Exchange`), +ASGI (the non-blocking one), +TLS,
+/// +HTTP2, +WebSocket (the hand-offs).
+///
+/// Stored state: the byte stream's (descriptor, interest, input, peer,
+/// phase, failure flags, `PendingOutput`) and the HTTP/1.1 request's; every
+/// other protocol's is a type of its own held here (`ConnectionTLS`,
+/// `H2HandOff`, `H1WebSocket`, `LingeringClose`). 26 stored
+/// properties remain because the response body paths read the request's
+/// fields one by one (version, keep-alive, framing, the exchange); they
+/// shrink as the exchange takes them over (issue #13).
+final class H1Connection: WorkerConnection {
     enum Phase { case head, request, websocket, http2, discarding, lingering, closed }
 
     // The worker owns every connection and outlives it.
     unowned(unsafe) let worker: Worker
-    let index: Int
+    /// Its slab entry and the entry's generation while open (see
+    /// WorkerConnection); the object is reused by a later accept.
+    private(set) var index = 0
     private(set) var generation: UInt32 = 0
     var fd: Int32 = -1
     var phase: Phase = .closed
@@ -55,11 +67,11 @@ final class H1Connection {
 
     // The request being served.
     var version: H1Version = .http11
-    var framing: H1BodyFraming = .none
-    var remaining: Int64 = 0
-    var chunkCarry = 0
-    var bodyComplete = true
-    var discardBudget: Int64 = 0
+    var requestBody = H1RequestBody()
+    var bodyComplete: Bool {
+        get { requestBody.complete }
+        set { requestBody.complete = newValue }
+    }
     var accessLine: AccessLog.RequestLine?
 
     /// The request's bookkeeping and decisions (body limits and failures,
@@ -77,65 +89,72 @@ final class H1Connection {
     var keepAlive = true
     var aborted = false
     var writeFailed = false
-    var pending = ByteBuffer()
-    var pendingFile: PendingFile?
-    /// The worker holds this connection's last response (CoalescedOutput).
-    var heldOutput = false
-
-    // ASGI only.
-    var delegate: AsyncExchangeDelegate?
-    var bodyWanted = false
-    var responseComplete = false
-    var drainWanted = false
-    /// ASGI: unasked-for bytes arrived during the request; reading waits.
-    var readPaused = false
-
-    // WebSocket (ASGI) after a valid opening handshake; see +WebSocket.
-    var ws: WebSocketConversation?
-    var wsKey: SecWebSocketKey?
-    var wsCloseWhenFlushed = false
-
-    // HTTP/2 after the client preface or ALPN h2; see +HTTP2.
-    var h2: H2Session?
-    /// Nothing has been parsed on this connection yet: the preface may come.
-    var firstBytes = true
-
-    // Lingering close.
-    var lingerDeadline = Instant(nanoseconds: 0)
-    var lingerBytes = 0
-
-    // TLS (nil on a plain connection); see +TLS.
-    var tls: TLSSession?
-    var handshaking = false
-    var readDeferred = false
-
-    init(worker: Worker, index: Int, limits: H1Limits) {
-        self.worker = worker
-        self.index = index
+    var output = PendingOutput()
+    /// ASGI only.
+    var asyncRequest = H1AsyncRequest()
+    // The names the response body paths (+Output, +WSGI, +ASGI) use.
+    var pendingFile: PendingFile? {
+        get { output.file }
+        set { output.file = newValue }
+    }
+    var heldOutput: Bool {
+        get { output.held }
+        set { output.held = newValue }
+    }
+    var drainWanted: Bool {
+        get { output.drainWanted }
+        set { output.drainWanted = newValue }
+    }
+    var responseComplete: Bool {
+        get { asyncRequest.responseComplete }
+        set { asyncRequest.responseComplete = newValue }
     }
 
-    var token: UInt64 { UInt64(generation) << 32 | UInt64(index) }
+    // What this TCP connection carries besides HTTP/1.1, each in a type of
+    // its own.
+    /// WebSocket (ASGI) after a valid opening handshake; see +WebSocket.
+    var webSocket: H1WebSocket?
+    /// HTTP/2 after the client preface or ALPN h2; see +HTTP2.
+    var h2HandOff = H2HandOff.prefaceMayCome
+    var h2: H2Session? { h2HandOff.session }
+    /// Set while lingering; see +Output.
+    var lingering: LingeringClose?
+    /// nil on a plain connection; see +TLS.
+    var tls: ConnectionTLS?
 
-    func open(fd: Int32, peer: PeerInfo, generation: UInt32) {
+    init(worker: Worker) {
+        self.worker = worker
+    }
+
+    func open(fd: Int32, peer: PeerInfo, tls session: TLSSession?, index: Int, generation: UInt32) {
         self.fd = fd
         self.peer = peer
+        tls = session.map(ConnectionTLS.init)
+        self.index = index
         self.generation = generation
         phase = .head
         // What updateInterest wants in the head phase (the handshake sets its own).
         interest = tls == nil ? [.readable, .peerClosed] : .readable
-        readPaused = false
+        asyncRequest.readPaused = false
         requestBytesSeen = false
         aborted = false
         writeFailed = false
-        firstBytes = true
+        h2HandOff = .prefaceMayCome
         if tls != nil { beginHandshake(); return }  // HTTP starts after it (+TLS)
         worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
     }
 
     // MARK: - Events
 
+    /// The events, then a check for decrypted input the poller will not
+    /// report (+TLS).
     func onEvents(_ events: IOEvents) {
-        if handshaking { continueHandshake(); return }
+        dispatch(events)
+        deferReadIfBuffered()
+    }
+
+    func dispatch(_ events: IOEvents) {
+        if tls?.handshaking == true { continueHandshake(); return }
         if phase == .http2, let h2 {
             if events.contains(.writable) { h2.onWritable() }
             if phase == .http2 && !events.intersection([.readable, .error, .peerClosed]).isEmpty { h2.onReadable() }
@@ -157,7 +176,7 @@ final class H1Connection {
         case .lingering:
             drainForLinger()
         case .request:
-            if bodyWanted {
+            if asyncRequest.bodyWanted {
                 readForBody()
             } else if events.contains(.peerClosed) || events.contains(.error) {
                 // Not reading, but the peer is gone: nobody to answer.
@@ -165,7 +184,7 @@ final class H1Connection {
             } else {
                 // Bytes the application has not asked for (body, or the
                 // next pipelined request): stop watching until it does.
-                readPaused = true
+                asyncRequest.readPaused = true
                 updateInterest()
             }
         case .websocket:
@@ -189,12 +208,12 @@ final class H1Connection {
         case .head where requestBytesSeen || input.readableCount > 0:
             // RFC 9110 §15.5.9: the head did not arrive in time.
             sendErrorAndLinger(408)
-        case .request where bodyWanted:
-            bodyWanted = false
+        case .request where asyncRequest.bodyWanted:
+            asyncRequest.bodyWanted = false
             exchange.failBody(status: 408)
             keepAlive = false
             updateInterest()
-            delegate?.bodyReady()
+            asyncRequest.delegate?.bodyReady()
         case .websocket:
             webSocketTimeout()
         case .http2:
@@ -211,6 +230,21 @@ final class H1Connection {
         }
     }
 
+    func beginStopping(closeIdle: Bool) {
+        switch phase {
+        case .websocket: closeWebSocketGoingAway()
+        case .http2: h2?.beginShutdown()
+        case .lingering: close()
+        case .head where closeIdle: close()
+        default: break
+        }
+    }
+
+    func cut() {
+        aborted = true
+        close()
+    }
+
     /// Parses and serves as many buffered requests as are complete
     /// (pipelining: responses go out strictly in request order, since each
     /// is finished before the next head is looked at).
@@ -222,7 +256,7 @@ final class H1Connection {
                 continue
             }
             if input.isEmpty { becomeIdle(); return }
-            if firstBytes && phase == .head && w.config.http2 && detectHTTP2Preface() { return }
+            if case .prefaceMayCome = h2HandOff, phase == .head, w.config.http2, detectHTTP2Preface() { return }
             if !requestBytesSeen {
                 requestBytesSeen = true
                 requestStart = w.now
@@ -249,7 +283,7 @@ final class H1Connection {
 
     private func serve(_ head: H1RequestHead) {
         let w = worker  // one retain for the call, not one per use
-        firstBytes = false
+        h2HandOff = .http1
         if w.config.http2Only {
             // HTTP/1.1 is refused on this server (RFC 9110 §15.6.6).
             sendErrorAndLinger(505)
@@ -280,8 +314,8 @@ final class H1Connection {
         }
         if let asgi = w.asgi {
             phase = .request
-            responseComplete = false
-            bodyWanted = false
+            asyncRequest.responseComplete = false
+            asyncRequest.bodyWanted = false
             updateInterest()
             asgi.start(request, exchange: self)
         } else {
@@ -299,8 +333,7 @@ final class H1Connection {
     /// application.
     private func beginRequest(_ head: H1RequestHead) -> Bool {
         version = head.version
-        framing = head.framing
-        chunkCarry = 0
+        requestBody = H1RequestBody(framing: head.framing)
         var declared: Int64?
         if case .contentLength(let n) = head.framing { declared = n }
         exchange = HTTPExchange(isHead: head.method == .head, declaredBodyLength: declared,
@@ -308,19 +341,15 @@ final class H1Connection {
                                 expectsContinue: head.expectContinue)
         switch head.framing {
         case .none:
-            bodyComplete = true
-            remaining = 0
-        case .contentLength(let n):
+            break
+        case .contentLength:
             if let status = exchange.refusal {
                 // Decided from the declared length, before reading any of it.
                 sendErrorAndLinger(status)
                 return false
             }
-            remaining = n
-            bodyComplete = n == 0
         case .chunked:
             parsing!.chunked = H1ChunkedDecoder(limits: worker.limits)
-            bodyComplete = false
             // Bad framing in the part of the body already here is refused
             // before the application runs, like a bad head.
             if let error = prevalidateChunkedBody() {
@@ -359,7 +388,7 @@ final class H1Connection {
         case .discardBodyThenReadNext:
             phase = .head
             updateInterest()
-            discardBudget = 1 << 20
+            requestBody.discardBudget = 1 << 20
             phase = .discarding
             worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
         }
@@ -381,11 +410,11 @@ final class H1Connection {
             // Reading stays armed from the head phase (no epoll_ctl per
             // request) until bytes arrive that nobody asked for.
             want = .peerClosed
-            if bodyWanted || !readPaused { want.insert(.readable) }
+            if asyncRequest.bodyWanted || !asyncRequest.readPaused { want.insert(.readable) }
             if hasPendingOutput { want.insert(.writable) }
         case .websocket:
             want = .peerClosed
-            if ws?.wantsInput == true { want.insert(.readable) }
+            if webSocket?.conversation.wantsInput == true { want.insert(.readable) }
             if hasPendingOutput { want.insert(.writable) }
         case .http2:
             want = .readable
@@ -393,14 +422,14 @@ final class H1Connection {
         case .head, .discarding, .lingering:
             // peerClosed too, so that starting a request changes nothing.
             want = [.readable, .peerClosed]
-            readPaused = false
+            asyncRequest.readPaused = false
             if hasPendingOutput { want.insert(.writable) }
         case .closed:
             return
         }
         if want != interest {
             interest = want
-            worker.setInterest(self, want)
+            worker.setInterest(self, fd: fd, want)
         }
         if tls != nil { deferReadIfBuffered() }
     }

@@ -44,9 +44,10 @@ final class Worker {
     private var pool = BufferPool()
     let blockSize: Int
     let limits: H1Limits
-    private var slots: [H1Connection] = []
-    private var generations: [UInt32] = []
-    private var freeSlots: [Int] = []
+    /// Open connections of every kind (see ConnectionSlab).
+    private var slab = ConnectionSlab()
+    /// Closed TCP connection objects, reused by the next accepts.
+    private var spareTCPConnections: [H1Connection] = []
     private var openCount = 0
     private var lingeringCount = 0
     private var accepting = true
@@ -245,10 +246,7 @@ final class Worker {
             } else if token == Worker.signalToken {
                 handleSignal()
             } else {
-                let index = Int(token & 0xFFFF_FFFF)
-                guard index < slots.count, UInt64(generations[index]) == token >> 32 else { continue }
-                slots[index].onEvents(events)
-                slots[index].deferReadIfBuffered()
+                slab.connection(for: token)?.onEvents(events)
             }
         }
         runDeferredReads()
@@ -256,8 +254,8 @@ final class Worker {
         // which must not happen while the wheel is being walked.
         expired.removeAll(keepingCapacity: true)
         timers.expire(now: now) { expired.append($0) }
-        for index in expired where slots[index].phase != .closed {
-            slots[index].onTimeout()
+        for index in expired {
+            slab[index]?.onTimeout()
         }
         enforceGracefulDeadline()
         reportToSupervisor()
@@ -287,16 +285,8 @@ final class Worker {
             if deferToLessLoadedSibling() { return }
             let fd = csys_accept(listener.fd, &addr, 64, &port, &isUnix)
             if fd < 0 { return }
-            let index: Int
-            if let free = freeSlots.popLast() {
-                index = free
-            } else {
-                index = slots.count
-                slots.append(H1Connection(worker: self, index: index, limits: limits))
-                generations.append(0)
-            }
-            generations[index] &+= 1
-            let c = slots[index]
+            let c = spareTCPConnections.popLast() ?? H1Connection(worker: self)
+            let (index, generation) = slab.insert(c)
             let remote = String(decoding: addr.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             var local = [CChar](repeating: 0, count: 64)
             var localPort: Int32 = 0
@@ -309,14 +299,14 @@ final class Worker {
                                 scheme: tlsContext == nil ? "http" : "https")
             openCount += 1
             storeLoad()
-            c.tls = tlsContext?.makeSession(fd: fd)
-            c.open(fd: fd, peer: peer, generation: generations[index])
+            let session = tlsContext?.makeSession(fd: fd)
+            c.open(fd: fd, peer: peer, tls: session, index: index, generation: generation)
             do {
                 try poller.add(fd, token: c.token, interest: c.interest)
             } catch {
                 c.close()
             }
-            if tlsContext != nil && c.tls == nil { c.close() }
+            if tlsContext != nil && session == nil { c.close() }
             // Bytes may already be waiting (a client that sends at once):
             // the level-triggered poller reports them on the next round.
         }
@@ -325,7 +315,7 @@ final class Worker {
     /// A connection entering its lingering close stops counting towards
     /// --max-connections; at most as many again may linger (beyond that the
     /// connection is closed at once). False: close now.
-    func beginLinger(_ c: H1Connection) -> Bool {
+    func beginLinger() -> Bool {
         guard lingeringCount < config.maxConnections else { return false }
         lingeringCount += 1
         openCount -= 1
@@ -385,10 +375,12 @@ final class Worker {
         takeReading()
     }
 
+    /// A TCP connection closed (before its descriptor is): out of the
+    /// poller and the slab, its object kept for the next accept.
     func connectionClosed(_ c: H1Connection, wasLingering: Bool) {
         poller.remove(c.fd)
-        generations[c.index] &+= 1
-        freeSlots.append(c.index)
+        slab.release(c.index)
+        spareTCPConnections.append(c)
         if wasLingering { lingeringCount -= 1 } else { openCount -= 1 }
         storeLoad()
         resumeAcceptingIfPaused()
@@ -446,15 +438,7 @@ final class Worker {
         // connections (while a replacement holds one, it takes them).
         _ = csys_close(listener.fd)
 
-        for c in slots {
-            switch c.phase {
-            case .websocket: c.closeWebSocketGoingAway()
-            case .http2: c.h2?.beginShutdown()
-            case .lingering: c.close()
-            case .head where closeIdle: c.close()
-            default: break
-            }
-        }
+        for c in slab.openConnections { c.beginStopping(closeIdle: closeIdle) }
         if asgi != nil { scheduleTimer() }
     }
 
@@ -462,9 +446,9 @@ final class Worker {
     private func enforceGracefulDeadline() {
         guard stopping, let deadline = gracefulDeadline, now >= deadline else { return }
         gracefulDeadline = nil
-        let open = slots.filter { $0.phase != .closed }
+        let open = slab.openConnections
         if !open.isEmpty { Log.warning("graceful timeout: aborting \(open.count) connection(s)") }
-        for c in open { c.aborted = true; c.close() }
+        for c in open { c.cut() }
     }
 
     /// Heartbeat and --max-requests report to the supervisor.
@@ -487,15 +471,17 @@ final class Worker {
 
     // MARK: - Services for connections
 
-    func setInterest(_ c: H1Connection, _ interest: IOEvents) {
-        poller.modify(c.fd, token: c.token, interest: interest)
+    /// `fd` is `c`'s own descriptor, registered under `c.token` (a kind
+    /// without one, behind a shared descriptor, asks its owner instead).
+    func setInterest(_ c: some WorkerConnection, fd: Int32, _ interest: IOEvents) {
+        poller.modify(fd, token: c.token, interest: interest)
     }
 
     /// Arms `c`'s deadline `milliseconds` from `now` (which is the present
     /// moment even after an application ran; see the class comment). Under
     /// ASGI this may happen from a task, outside `poll`, so the loop's timer
     /// is moved if the new deadline is the earliest.
-    func arm(_ c: H1Connection, milliseconds: Int) {
+    func arm(_ c: some WorkerConnection, milliseconds: Int) {
         let now = self.now
         timers.arm(c.index, at: now.adding(milliseconds: milliseconds))
         if asgi != nil { scheduleTimer(now: now) }
@@ -503,7 +489,7 @@ final class Worker {
 
     /// `c` has decrypted input waiting: it gets a readable event after
     /// this round (ASGI: the loop is asked to poll again at once).
-    func deferRead(_ c: H1Connection) {
+    func deferRead(_ c: some WorkerConnection) {
         deferredReads.append(c.token)
         if asgi != nil { scheduleTimer() }
     }
@@ -513,13 +499,11 @@ final class Worker {
         let due = deferredReads
         deferredReads.removeAll(keepingCapacity: true)
         for token in due {
-            let index = Int(token & 0xFFFF_FFFF)
-            guard index < slots.count, UInt64(generations[index]) == token >> 32 else { continue }
-            slots[index].runDeferredRead()
+            slab.connection(for: token)?.onDeferredRead()
         }
     }
 
-    func disarm(_ c: H1Connection) {
+    func disarm(_ c: some WorkerConnection) {
         timers.cancel(c.index)
     }
 
