@@ -21,9 +21,7 @@ public struct H1InformationalHead<Field: H1FieldBytes> {
         self.status = UInt64(truncatingIfNeeded: status)
         reason = ReasonPhrase.reason(status).rawBytes
         self.fields = fields
-        var n = HeadBytes.statusLineLength(self.status, reasonCount: reason.count)
-        for f in fields { n += HeadBytes.fieldLineLength(f.name, f.value) }
-        length = n + 2
+        length = HeadBytes.statusAndFieldsLength(self.status, reasonCount: reason.count, fields) + 2
     }
 
     /// Writes the head at `p`, which has room for `length` bytes; returns
@@ -32,8 +30,7 @@ public struct H1InformationalHead<Field: H1FieldBytes> {
     @discardableResult
     public func write(into p: UnsafeMutableRawPointer) -> Int {
         var out = HeadBytes(p)
-        out.putStatusLine(status, reason)
-        for f in fields { out.putFieldLine(f.name, f.value) }
+        out.putStatusAndFields(status, reason, fields)
         out.put("\r\n")
         return out.count
     }

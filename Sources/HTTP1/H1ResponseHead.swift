@@ -44,8 +44,7 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
         self.reason = reason.isEmpty ? ReasonPhrase.reason(status).rawBytes : reason
         self.fields = fields
         self.framing = framing
-        var n = HeadBytes.statusLineLength(self.status, reasonCount: self.reason.count)
-        for f in fields { n += HeadBytes.fieldLineLength(f.name, f.value) }
+        var n = HeadBytes.statusAndFieldsLength(self.status, reasonCount: self.reason.count, fields)
         self.date = date
         if let date { n += 8 + date.count }
         if let length = framing.contentLengthField {
@@ -67,8 +66,7 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
     @discardableResult
     public func write(into p: UnsafeMutableRawPointer) -> Int {
         var out = HeadBytes(p)
-        out.putStatusLine(status, reason)
-        for f in fields { out.putFieldLine(f.name, f.value) }
+        out.putStatusAndFields(status, reason, fields)
         if let date {
             out.put("date: ")
             out.put(date)

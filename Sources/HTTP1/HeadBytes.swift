@@ -29,6 +29,23 @@ struct HeadBytes {
         cursor += s.utf8CodeUnitCount
     }
 
+    /// The length of a status line and `fields`' lines (every head starts so).
+    @inlinable
+    static func statusAndFieldsLength<Field: H1FieldBytes>(_ status: UInt64, reasonCount: Int,
+                                                           _ fields: UnsafeBufferPointer<Field>) -> Int {
+        var n = statusLineLength(status, reasonCount: reasonCount)
+        for f in fields { n += fieldLineLength(f.name, f.value) }
+        return n
+    }
+
+    /// Writes a status line and `fields`' lines.
+    @inlinable
+    mutating func putStatusAndFields<Field: H1FieldBytes>(_ status: UInt64, _ reason: UnsafeRawBufferPointer,
+                                                          _ fields: UnsafeBufferPointer<Field>) {
+        putStatusLine(status, reason)
+        for f in fields { putFieldLine(f.name, f.value) }
+    }
+
     /// Writes `value` in decimal, without leading zeros.
     @inlinable
     mutating func put(decimal value: UInt64) {
