@@ -31,6 +31,10 @@ public final class EventLoopDriver {
     private var timerFunction: PyRef?
     private var timer: PyRef?
     private var timerDue: Instant?
+    /// `stop()` was called: the loop runs on only for the lifespan shutdown
+    /// and the async generators' cleanup, which must not be cut short by a
+    /// callback of ours stopping it a second time.
+    private var stopped = false
 
     public init() {}
 
@@ -78,7 +82,7 @@ public final class EventLoopDriver {
     /// Arranges one call of `poll` at `due` (replacing an earlier
     /// arrangement unless it is already due sooner); nil cancels.
     public func schedule(at due: Instant?, now: Instant) {
-        guard let loop else { return }
+        guard let loop, !stopped else { return }
         if let due, let current = timerDue, current <= due, timer != nil { return }
         if let t = timer {
             if let r = pshim_call_method0(t, "cancel") { Py.decref(r) } else { PyErr_Clear() }
@@ -113,7 +117,7 @@ public final class EventLoopDriver {
     /// every callback already ready, so work the tasks of this iteration
     /// queue (HTTP/2 frames of many streams) is done once for all of them.
     public func requestDeferred() {
-        guard !deferredScheduled, let callSoon, let fn = deferredFunction else { return }
+        guard !stopped, !deferredScheduled, let callSoon, let fn = deferredFunction else { return }
         deferredScheduled = true
         if let handle = pshim_call1(callSoon, fn) {
             Py.decref(handle)
@@ -126,13 +130,24 @@ public final class EventLoopDriver {
 
     fileprivate func runDeferred() {
         deferredScheduled = false
-        deferred?()
+        if !stopped { deferred?() }
     }
 
+    /// Ends `run_forever`, once. The arranged timer is cancelled (a
+    /// cancelled handle is skipped even when already due), and from now on
+    /// nothing of ours runs in the loop: the timer or the deferred call
+    /// firing during the lifespan shutdown that follows would stop the loop
+    /// again, before that shutdown completed ("Event loop stopped before
+    /// Future completed").
     public func stop() {
-        guard let loop else { return }
+        guard let loop, !stopped else { return }
+        schedule(at: nil, now: Instant(nanoseconds: 0))
+        stopped = true
         if let r = pshim_call_method0(loop, "stop") { Py.decref(r) } else { PyErr_Clear() }
     }
+
+    /// A callback of ours fired: whether the server may run (not after `stop`).
+    fileprivate var live: Bool { !stopped }
 
     fileprivate func attachLoop(_ l: PyRef) {
         Py.incref(l)
@@ -149,14 +164,15 @@ public final class EventLoopDriver {
 }
 
 private let pollEntry: FastMethod = { me, _, _ in
-    EventLoopDriver.bound(me).poll?()
+    let driver = EventLoopDriver.bound(me)
+    if driver.live { driver.poll?() }
     return Py.newNone()
 }
 
 private let timerEntry: FastMethod = { me, _, _ in
     let driver = EventLoopDriver.bound(me)
     driver.timerFired()
-    driver.poll?()
+    if driver.live { driver.poll?() }
     return Py.newNone()
 }
 

@@ -139,4 +139,4 @@ def test_shutdown_runs_the_end_of_the_lifespan_context(start_server: Callable[..
     with httpx.Client(base_url=server.base_url, timeout=20) as http:
         assert http.get("/plain").text == "plain text"
     assert server.stop() == 0
-    assert server.events() == ["fastapi startup", "fastapi shutdown"]
+    assert server.events() == ["fastapi startup", "fastapi shutdown"], server.excerpt()

@@ -143,3 +143,14 @@ def test_a_failed_shutdown_is_logged_and_the_server_still_stops(
     assert server.stop() == 0
     assert server.events() == ["shutdown asked"]
     assert words in server.stderr.text(), server.excerpt()
+
+
+def test_a_long_shutdown_runs_to_its_end(start_server: Callable[..., Server], loop: str) -> None:
+    # The worker's timers keep firing while the lifespan shutdown awaits: none of them may stop the loop
+    # again before the shutdown completes (that failed with "Event loop stopped before Future completed").
+    server = start_server("asgi_raw:slow_shutdown", *LOOPS[loop])
+    with RawConnection.to(server) as connection:
+        connection.send(request("GET", "/"))
+        assert connection.read_response().body == b"up"
+    assert server.stop() == 0
+    assert server.events() == ["slow shutdown started", "slow shutdown done"], server.excerpt()
