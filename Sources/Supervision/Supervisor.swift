@@ -157,6 +157,9 @@ final class Supervisor {
     // MARK: - Workers
 
     private func spawn(slot: Int, replaces: Int32?) {
+        // Every path that starts a worker passes here; none may once stopAll
+        // has sent its SIGTERMs.
+        guard !stopping else { return }
         var fds: [Int32] = [0, 0]
         guard csys_pipe(&fds) == 0 else {
             Log.error("cannot create a status pipe: \(SystemError(call: "pipe2", errno: csys_errno()))")
@@ -225,6 +228,11 @@ final class Supervisor {
         rec.state = .ready
         workers[rec.pid] = rec
         failures[rec.slot] = 0
+        // Stopping: this worker already has its SIGTERM (stopAll), and what
+        // a ready worker would set off — the other workers' first start, the
+        // next step of a rolling restart — must not start workers nobody
+        // would stop.
+        if stopping { return }
         if !everReady {
             everReady = true
             Log.info("listening on \(listener.displayURL)")
