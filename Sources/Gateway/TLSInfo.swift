@@ -58,6 +58,8 @@ public final class TLSInfo {
     }
 
     // The connection is closed by the worker's loop, which holds the GIL.
+    // (The two caches outlive the calls that make them, so they are
+    // released here by hand.)
     deinit {
         Py.xdecref(wsgiKeys)
         Py.xdecref(asgiExtension)
@@ -71,9 +73,8 @@ public final class TLSInfo {
         if let wsgiKeys { return wsgiKeys }
         guard let d = PyDict_New() else { return nil }
         func put(_ key: String, _ value: String) {
-            let v = Py.str(value)
-            PyDict_SetItemString(d, key, v)
-            Py.decref(v)
+            let v = PyOwned(stealing: Py.str(value))
+            PyDict_SetItemString(d, key, v.ref)
         }
         put("HTTPS", "on")
         put("SSL_PROTOCOL", versionName)
@@ -97,22 +98,20 @@ public final class TLSInfo {
     func asgiTLSExtension() -> PyRef? {
         if let asgiExtension { return asgiExtension }
         guard let d = PyDict_New() else { return nil }
-        func put(_ key: StaticString, _ value: PyRef) {
-            PyDict_SetItemString(d, key.description, value)
-            Py.decref(value)
+        func put(_ key: StaticString, _ value: consuming PyOwned) {
+            PyDict_SetItemString(d, key.description, value.ref)
         }
-        put("server_cert", serverCertificatePEM.map { Py.str($0) } ?? Py.newNone())
-        let chain = PyList_New(0)!
+        put("server_cert", PyOwned(stealing: serverCertificatePEM.map { Py.str($0) } ?? Py.newNone()))
+        let chain = PyOwned(stealing: PyList_New(0)!)
         for pem in client?.chainPEM ?? [] {
-            let s = Py.str(pem)
-            PyList_Append(chain, s)
-            Py.decref(s)
+            let s = PyOwned(stealing: Py.str(pem))
+            PyList_Append(chain.ref, s.ref)
         }
         put("client_cert_chain", chain)
-        put("client_cert_name", client.map { Py.str($0.subject) } ?? Py.newNone())
-        put("client_cert_error", client?.verifyError.map { Py.str($0) } ?? Py.newNone())
-        put("tls_version", Py.int(version))
-        put("cipher_suite", Py.int(cipherSuite))
+        put("client_cert_name", PyOwned(stealing: client.map { Py.str($0.subject) } ?? Py.newNone()))
+        put("client_cert_error", PyOwned(stealing: client?.verifyError.map { Py.str($0) } ?? Py.newNone()))
+        put("tls_version", PyOwned(stealing: Py.int(version)))
+        put("cipher_suite", PyOwned(stealing: Py.int(cipherSuite)))
         asgiExtension = d
         return d
     }
