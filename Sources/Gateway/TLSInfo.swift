@@ -44,8 +44,10 @@ public final class TLSInfo {
         }
     }
 
-    private var wsgiKeys: PyRef?
-    private var asgiExtension: PyRef?
+    // Released with the connection, which the worker's loop (holding the
+    // GIL) closes.
+    private var wsgiKeys: PyOwned?
+    private var asgiExtension: PyOwned?
 
     public init(version: Int, versionName: String, cipherSuite: Int, cipherName: String,
                 serverCertificatePEM: String?, client: ClientCertificate?) {
@@ -57,20 +59,12 @@ public final class TLSInfo {
         self.client = client
     }
 
-    // The connection is closed by the worker's loop, which holds the GIL.
-    // (The two caches outlive the calls that make them, so they are
-    // released here by hand.)
-    deinit {
-        Py.xdecref(wsgiKeys)
-        Py.xdecref(asgiExtension)
-    }
-
     /// mod_ssl's variables: HTTPS, SSL_PROTOCOL, SSL_CIPHER, SSL_CLIENT_VERIFY
     /// (SUCCESS, NONE or FAILED:reason) and, with a client certificate,
     /// SSL_CLIENT_S_DN, _I_DN, _M_SERIAL, _V_START, _V_END and _CERT.
     /// Borrowed; merged into each environ.
     func wsgiVariables() -> PyRef? {
-        if let wsgiKeys { return wsgiKeys }
+        if let cached = wsgiKeys.ref { return cached }
         guard let d = PyDict_New() else { return nil }
         func put(_ key: String, _ value: String) {
             let v = PyOwned(stealing: Py.str(value))
@@ -90,13 +84,13 @@ public final class TLSInfo {
         } else {
             put("SSL_CLIENT_VERIFY", "NONE")
         }
-        wsgiKeys = d
+        wsgiKeys = PyOwned(stealing: d)
         return d
     }
 
     /// The ASGI "TLS Extension" dict (scope["extensions"]["tls"]). Borrowed.
     func asgiTLSExtension() -> PyRef? {
-        if let asgiExtension { return asgiExtension }
+        if let cached = asgiExtension.ref { return cached }
         guard let d = PyDict_New() else { return nil }
         func put(_ key: StaticString, _ value: consuming PyOwned) {
             PyDict_SetItemString(d, key.description, value.ref)
@@ -112,7 +106,7 @@ public final class TLSInfo {
         put("client_cert_error", PyOwned(stealing: client?.verifyError.map { Py.str($0) } ?? Py.newNone()))
         put("tls_version", PyOwned(stealing: Py.int(version)))
         put("cipher_suite", PyOwned(stealing: Py.int(cipherSuite)))
-        asgiExtension = d
+        asgiExtension = PyOwned(stealing: d)
         return d
     }
 }

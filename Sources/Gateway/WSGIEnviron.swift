@@ -8,7 +8,7 @@ import PyBridge
 /// The constant part (wsgi.version, wsgi.errors, SCRIPT_NAME, ...) is a
 /// template dict made once per worker; each request starts from a copy of it
 /// and sets only what varies.
-struct WSGIEnvironBuilder {
+struct WSGIEnvironBuilder: ~Copyable {
     let keys: WSGIKeys
     let template: PyRef
     let rootPath: [UInt8]
@@ -157,20 +157,18 @@ struct WSGIEnvironBuilder {
 
 /// The Python str of the most recent value asked for (an address, a port):
 /// built again only when the value changes.
-struct RecentString<Value: Equatable> {
+struct RecentString<Value: Equatable>: ~Copyable {
     private let make: (Value) -> PyRef
     private var value: Value?
-    private var cached: PyRef?
+    private var cached: PyOwned?
 
     init(_ make: @escaping (Value) -> PyRef) { self.make = make }
 
-    /// A borrowed reference, valid until the next call. (`cached` outlives
-    /// the call that makes it, so it is released by hand when replaced.)
+    /// A borrowed reference, valid until the next call.
     mutating func object(_ v: Value) -> PyRef {
-        if let cached, value == v { return cached }
-        Py.xdecref(cached)
+        if let cached = cached.ref, value == v { return cached }
         let fresh = make(v)
-        cached = fresh
+        cached = PyOwned(stealing: fresh)
         value = v
         return fresh
     }

@@ -109,9 +109,8 @@ public enum Py {
 
     /// `str(o)` as Swift text, for messages.
     public static func describe(_ o: PyRef) -> String {
-        guard let s = PyObject_Str(o) else { PyErr_Clear(); return "<unprintable>" }
-        defer { pshim_decref(s) }
-        return string(s) ?? "<unprintable>"
+        guard let s = PyOwned(stealing: PyObject_Str(o)) else { PyErr_Clear(); return "<unprintable>" }
+        return string(s.ref) ?? "<unprintable>"
     }
 
     public static func typeName(_ o: PyRef) -> String { String(cString: pshim_type_name(o)) }
@@ -121,9 +120,8 @@ public enum Py {
         var m = message
         m.withUTF8 { b in
             b.withMemoryRebound(to: CChar.self) { c in
-                let s = PyUnicode_FromStringAndSize(c.baseAddress, c.count)
-                PyErr_SetObject(exc, s)
-                Py.xdecref(s)
+                let s = PyOwned(stealing: PyUnicode_FromStringAndSize(c.baseAddress, c.count))
+                PyErr_SetObject(exc, s.ref)
             }
         }
     }
