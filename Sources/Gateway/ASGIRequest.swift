@@ -385,3 +385,12 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
         waiters.releaseAll()
     }
 }
+
+/// `bytes` made `count` long (`_PyBytes_Resize` frees or moves the object,
+/// so the reference goes in and a new one comes out); nil with MemoryError
+/// set, the object freed.
+@inline(__always) private func resizedBytes(_ bytes: consuming PyOwned, _ count: Int) -> PyOwned? {
+    var o: PyRef? = bytes.take()
+    guard _PyBytes_Resize(&o, count) == 0, let resized = o else { return nil }
+    return PyOwned(stealing: resized)
+}

@@ -502,8 +502,10 @@ public final class WSGIGateway {
         var capacity = size < 0 ? max(bodyCapacity, bodyEnd - bodyStart) : size
         if size > bodyCapacity * 16 { capacity = bodyCapacity }  // grow as data actually arrives
         // Manual: `_PyBytes_Resize` frees or moves the object as it grows,
-        // so the reference is replaced in a loop (an owner reassigned in a
-        // loop trips the Swift 6.3 optimiser's ownership verifier).
+        // so the reference is replaced again and again; an owner in a `var`
+        // reassigned that way crashed the Swift 6.3 optimiser's ownership
+        // verifier (and leaked in debug builds) in ASGIRequest, so this one
+        // stays a plain pointer.
         guard var out = PyBytes_FromStringAndSize(nil, capacity) else { return nil }
         var filled = 0
         while size < 0 || filled < size {
@@ -569,15 +571,6 @@ public final class WSGIGateway {
 // MARK: - Small helpers
 
 @inline(__always) func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
-
-/// `bytes` made `count` long (`_PyBytes_Resize` frees or moves the object,
-/// so the reference goes in and a new one comes out); nil with MemoryError
-/// set, the object freed.
-@inline(__always) func resizedBytes(_ bytes: consuming PyOwned, _ count: Int) -> PyOwned? {
-    var o: PyRef? = bytes.take()
-    guard _PyBytes_Resize(&o, count) == 0, let resized = o else { return nil }
-    return PyOwned(stealing: resized)
-}
 
 /// The bytes of a 1-byte-kind str (validated in start_response).
 func latin1View(_ s: PyRef) -> UnsafeRawBufferPointer {

@@ -61,8 +61,8 @@ public enum Interpreter {
                                traceback: tb.text)
         }
         // Manual: each step replaces the reference it walks from (an owner
-        // reassigned in a loop trips the Swift 6.3 optimiser), and the last
-        // one is returned for the worker's life.
+        // in a reassigned `var` is what the Swift 6.3 optimiser rejected in
+        // ASGIRequest), and the last one is returned for the worker's life.
         var current = module
         for part in attrPath.split(separator: ".", omittingEmptySubsequences: false) {
             guard !part.isEmpty, let next = PyObject_GetAttrString(current, String(part)) else {
