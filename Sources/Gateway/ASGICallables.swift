@@ -36,10 +36,10 @@ enum ASGICallables {
         return b.build()
     }())
 
-    static func make(_ kind: Kind, for request: ASGIConversation) -> PyRef? {
+    static func make(_ kind: Kind, for request: ASGIConversation) -> PyOwned? {
         guard let o = nativeAllocate(type.ref) else { return nil }
         nativePayload(o, as: Payload.self).initialize(to: Payload(conversation: request, kind: kind.rawValue))
-        return o
+        return PyOwned(stealing: o)
     }
 
     private static let call: @convention(c) (PyRef?, PyRef?, PyRef?) -> PyRef? = { me, args, kwargs in

@@ -66,30 +66,31 @@ public final class ASGIGateway {
     }
 
     /// Calls the application and runs the coroutine as a task whose end
-    /// goes to `conversation.taskDone`. Consumes the three references.
-    private func run(_ conversation: ASGIConversation, scope scopeDict: PyRef, receive: PyRef, send: PyRef) {
-        let coroutine = pshim_call3(app, scopeDict, receive, send)
-        Py.decref(scopeDict); Py.decref(receive); Py.decref(send)
-        guard let coroutine else {
+    /// goes to `conversation.taskDone`.
+    private func run(_ conversation: ASGIConversation, scope scopeDict: consuming PyOwned,
+                     receive: consuming PyOwned, send: consuming PyOwned) {
+        let called = PyOwned(stealing: pshim_call3(app, scopeDict.ref, receive.ref, send.ref))
+        // The application keeps what it needs of them.
+        _ = consume scopeDict; _ = consume receive; _ = consume send
+        guard let coroutine = called else {
             // The call itself raised (a synchronous callable, wrong arity).
             let tb = takeTraceback()
             Log.error("the ASGI application raised \(tb.exceptionName): \(tb.message)\n\(tb.text)")
             conversation.taskDone(Py.none)
             return
         }
-        guard let task = pshim_call1(createTask!, coroutine) else {
-            Py.decref(coroutine)
+        let created = PyOwned(stealing: pshim_call1(createTask!, coroutine.ref))
+        _ = consume coroutine  // the task holds it
+        guard let task = created else {
             let tb = takeTraceback()
             Log.error("the ASGI application did not return an awaitable: \(tb.message)")
             conversation.taskDone(Py.none)
             return
         }
-        Py.decref(coroutine)
-        if let done = ASGICallables.make(.done, for: conversation) {
-            if let result = PyObject_CallMethodOneArg(task, doneName, done) { Py.decref(result) } else { PyErr_Clear() }
-            Py.decref(done)
+        if let done = ASGICallables.make(.done, for: conversation),
+           PyOwned(stealing: PyObject_CallMethodOneArg(task.ref, doneName, done.ref)) == nil {
+            PyErr_Clear()
         }
-        Py.decref(task)
     }
 
     /// Starts the application for a WebSocket opening handshake the
@@ -105,30 +106,28 @@ public final class ASGIGateway {
             ws.taskDone(Py.none)
             return
         }
-        PyDict_SetItem(scopeDict, keys.type, keys.websocket)
-        PyDict_SetItem(scopeDict, keys.scheme, keys.ws)
-        PyDict_DelItem(scopeDict, keys.method)
-        let offered = PyList_New(0)!
+        let d = scopeDict.ref
+        PyDict_SetItem(d, keys.type, keys.websocket)
+        PyDict_SetItem(d, keys.scheme, keys.ws)
+        PyDict_DelItem(d, keys.method)
+        let offered = PyOwned(stealing: PyList_New(0)!)
         for p in subprotocols {
-            if let s = Py.latin1(p) { PyList_Append(offered, s); Py.decref(s) }
+            if let s = PyOwned(stealing: Py.latin1(p)) { PyList_Append(offered.ref, s.ref) }
         }
-        PyDict_SetItem(scopeDict, keys.subprotocols, offered)
-        Py.decref(offered)
-        PyDict_SetItem(scopeDict, keys.extensions, webSocketExtensions)
+        PyDict_SetItem(d, keys.subprotocols, offered.ref)
+        PyDict_SetItem(d, keys.extensions, webSocketExtensions)
         if let tls = request.peer.tls {
-            let wss = Py.str("wss")
-            PyDict_SetItem(scopeDict, keys.scheme, wss)
-            Py.decref(wss)
-            scope.setTLSExtension(scopeDict, tls)
+            let wss = PyOwned(stealing: Py.str("wss"))
+            PyDict_SetItem(d, keys.scheme, wss.ref)
+            scope.setTLSExtension(d, tls)
         }
         run(ws, scope: scopeDict, receive: receive, send: send)
     }
 
     private lazy var webSocketExtensions: PyRef = {
         let ext = PyDict_New()!
-        let empty = PyDict_New()!
-        PyDict_SetItemString(ext, "websocket.http.response", empty)
-        Py.decref(empty)
+        let empty = PyOwned(stealing: PyDict_New()!)
+        PyDict_SetItemString(ext, "websocket.http.response", empty.ref)
         return ext
     }()
 
@@ -144,47 +143,42 @@ public final class ASGIGateway {
     }
 
     func isDone(_ future: PyRef) -> Bool {
-        guard let r = PyObject_CallMethodNoArgs(future, doneQuery) else { PyErr_Clear(); return true }
-        defer { Py.decref(r) }
-        return r == Py.true
+        guard let r = PyOwned(stealing: PyObject_CallMethodNoArgs(future, doneQuery)) else { PyErr_Clear(); return true }
+        return r.ref == Py.true
     }
 
     /// Completes `future` with `value` unless it was cancelled meanwhile.
     func resolve(_ future: PyRef, _ value: PyRef) {
         guard !isDone(future) else { return }
-        if let r = PyObject_CallMethodOneArg(future, setResultName, value) { Py.decref(r) } else { logFailure("set_result") }
+        if PyOwned(stealing: PyObject_CallMethodOneArg(future, setResultName, value)) == nil { logFailure("set_result") }
     }
 
     func reject(_ future: PyRef, with type: PyRef, _ message: String) {
         guard !isDone(future) else { return }
-        let text = Py.str(message)
-        defer { Py.decref(text) }
-        guard let exc = pshim_call1(type, text) else { PyErr_Clear(); return }
-        defer { Py.decref(exc) }
-        if let r = PyObject_CallMethodOneArg(future, setExceptionName, exc) { Py.decref(r) } else { PyErr_Clear() }
+        let text = PyOwned(stealing: Py.str(message))
+        guard let exc = PyOwned(stealing: pshim_call1(type, text.ref)) else { PyErr_Clear(); return }
+        if PyOwned(stealing: PyObject_CallMethodOneArg(future, setExceptionName, exc.ref)) == nil { PyErr_Clear() }
     }
 
     /// Completes `future` with the pending Python exception.
     func fail(_ future: PyRef) {
-        guard let exc = pshim_fetch_exception() else { return }
-        defer { Py.decref(exc) }
+        guard let exc = PyOwned(stealing: pshim_fetch_exception()) else { return }
         guard !isDone(future) else { return }
-        if let r = PyObject_CallMethodOneArg(future, setExceptionName, exc) { Py.decref(r) } else { PyErr_Clear() }
+        if PyOwned(stealing: PyObject_CallMethodOneArg(future, setExceptionName, exc.ref)) == nil { PyErr_Clear() }
     }
 
     /// The exception a finished task ended with, formatted; nil if it
     /// returned normally or was cancelled.
     func taskException(_ task: PyRef) -> PythonTraceback? {
         guard task != Py.none else { return nil }
-        if let cancelled = pshim_call_method0(task, "cancelled") {
-            defer { Py.decref(cancelled) }
-            if cancelled == Py.true { return nil }
+        if let cancelled = PyOwned(stealing: pshim_call_method0(task, "cancelled")) {
+            if cancelled.ref == Py.true { return nil }
         } else {
             PyErr_Clear()
         }
-        guard let exc = pshim_call_method0(task, "exception") else { PyErr_Clear(); return nil }
-        if exc == Py.none { Py.decref(exc); return nil }
-        pshim_restore_exception(exc)
+        guard let exc = PyOwned(stealing: pshim_call_method0(task, "exception")) else { PyErr_Clear(); return nil }
+        if exc.ref == Py.none { return nil }
+        pshim_restore_exception(exc.take())  // steals it
         return takeTraceback()
     }
 }

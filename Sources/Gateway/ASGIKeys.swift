@@ -57,6 +57,7 @@ struct ASGIKeys {
     let wsResponseBody = Py.intern("websocket.http.response.body")
 
     let emptyBytes = PyBytes_FromStringAndSize(nil, 0)!
+    let emptyString = Py.intern("")
 
     /// True if `s` is the interned `key` or a str equal to it.
     @inline(__always)

@@ -70,28 +70,26 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     private func nextBodyMessage() -> PyRef? {
         guard let exchange else { return disconnectMessage() }
         let size = min(max(exchange.bufferedBodyBytes, 1), 64 * 1024)
-        guard var bytes = PyBytes_FromStringAndSize(nil, size) else { return nil }
-        let buffer = UnsafeMutableRawBufferPointer(start: pshim_bytes_data(bytes), count: size)
+        guard let bytes = PyOwned(stealing: PyBytes_FromStringAndSize(nil, size)) else { return nil }
+        let buffer = UnsafeMutableRawBufferPointer(start: pshim_bytes_data(bytes.ref), count: size)
         switch exchange.pollBody(into: buffer) {
         case .data(let n):
+            let body: PyOwned
             if n != size {
-                var o: PyRef? = bytes
-                guard _PyBytes_Resize(&o, n) == 0, let shrunk = o else { return nil }
-                bytes = shrunk
+                guard let shrunk = resizedBytes(bytes, n) else { return nil }
+                body = shrunk
+            } else {
+                body = bytes
             }
             let more = !exchange.bodyComplete
             if !more { bodyDelivered = true }
-            return requestMessage(bytes, more: more)
+            return requestMessage(body.ref, more: more)
         case .end:
-            Py.decref(bytes)
             bodyDelivered = true
-            Py.incref(keys.emptyBytes)
             return requestMessage(keys.emptyBytes, more: false)
         case .wait:
-            Py.decref(bytes)
             return nil
         case .failed(let code):
-            Py.decref(bytes)
             bodyDelivered = true
             // The client broke the body (400), stalled (408) or sent too much
             // (413): it gets that answer if nothing has been sent yet, and
@@ -103,10 +101,9 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     }
 
     private func requestMessage(_ body: PyRef, more: Bool) -> PyRef? {
-        guard let d = PyDict_New() else { Py.decref(body); return nil }
+        guard let d = PyDict_New() else { return nil }
         PyDict_SetItem(d, keys.type, keys.httpRequest)
         PyDict_SetItem(d, keys.body, body)
-        Py.decref(body)
         PyDict_SetItem(d, keys.moreBody, more ? Py.true : Py.false)
         return d
     }
@@ -336,19 +333,16 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     func bodyReady() {
         // A receive() cancelled meanwhile leaves the body for the next one.
         guard !bodyDelivered, let waiter = waiters.takeReceive(gateway) else { return }
-        guard let message = nextBodyMessage() else {
+        guard let message = PyOwned(stealing: nextBodyMessage()) else {
             if PyErr_Occurred() != nil {
-                gateway.fail(waiter)
-                Py.decref(waiter)
+                gateway.fail(waiter.ref)
             } else {
-                _ = waiters.waitForReceiveKeeping(waiter)
+                waiters.waitForReceiveKeeping(waiter)
                 exchange?.wantBody()
             }
             return
         }
-        gateway.resolve(waiter, message)
-        Py.decref(message)
-        Py.decref(waiter)
+        gateway.resolve(waiter.ref, message.ref)
     }
 
     func outputDrained() {
@@ -358,12 +352,8 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     func exchangeEnded(disconnected gone: Bool) {
         exchange = nil
         if gone && !complete { disconnected = true }
-        if let waiter = waiters.takeReceive(gateway) {
-            if let message = disconnectMessage() {
-                gateway.resolve(waiter, message)
-                Py.decref(message)
-            }
-            Py.decref(waiter)
+        if let waiter = waiters.takeReceive(gateway), let message = PyOwned(stealing: disconnectMessage()) {
+            gateway.resolve(waiter.ref, message.ref)
         }
         if disconnected { waiters.failSend(gateway) } else { waiters.drained(gateway) }
     }
@@ -394,4 +384,13 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
         }
         waiters.releaseAll()
     }
+}
+
+/// `bytes` made `count` long (`_PyBytes_Resize` frees or moves the object,
+/// so the reference goes in and a new one comes out); nil with MemoryError
+/// set, the object freed.
+@inline(__always) private func resizedBytes(_ bytes: consuming PyOwned, _ count: Int) -> PyOwned? {
+    var o: PyRef? = bytes.take()
+    guard _PyBytes_Resize(&o, count) == 0, let resized = o else { return nil }
+    return PyOwned(stealing: resized)
 }

@@ -18,27 +18,21 @@ struct ASGIScopeBuilder {
         self.keys = keys
         let t = PyDict_New()!
         PyDict_SetItem(t, keys.type, keys.http)
-        let asgi = PyDict_New()!
-        let v3 = Py.str("3.0"), spec = Py.str("2.4")
-        PyDict_SetItemString(asgi, "version", v3)
-        PyDict_SetItemString(asgi, "spec_version", spec)
-        Py.decref(v3); Py.decref(spec)
-        PyDict_SetItem(t, keys.asgi, asgi)
-        Py.decref(asgi)
-        let s = Py.str(scheme)
-        PyDict_SetItem(t, keys.scheme, s)
-        Py.decref(s)
-        let root = Py.str(rootPath)
-        PyDict_SetItem(t, keys.rootPath, root)
-        Py.decref(root)
-        let ext = PyDict_New()!
+        let asgi = PyOwned(stealing: PyDict_New()!)
+        let v3 = PyOwned(stealing: Py.str("3.0")), spec = PyOwned(stealing: Py.str("2.4"))
+        PyDict_SetItemString(asgi.ref, "version", v3.ref)
+        PyDict_SetItemString(asgi.ref, "spec_version", spec.ref)
+        PyDict_SetItem(t, keys.asgi, asgi.ref)
+        let s = PyOwned(stealing: Py.str(scheme))
+        PyDict_SetItem(t, keys.scheme, s.ref)
+        let root = PyOwned(stealing: Py.str(rootPath))
+        PyDict_SetItem(t, keys.rootPath, root.ref)
+        let ext = PyOwned(stealing: PyDict_New()!)
         for name in ["http.response.trailers", "http.response.pathsend", "http.response.early_hint"] {
-            let empty = PyDict_New()!
-            PyDict_SetItemString(ext, name, empty)
-            Py.decref(empty)
+            let empty = PyOwned(stealing: PyDict_New()!)
+            PyDict_SetItemString(ext.ref, name, empty.ref)
         }
-        PyDict_SetItem(t, keys.extensions, ext)
-        Py.decref(ext)
+        PyDict_SetItem(t, keys.extensions, ext.ref)
         template = t
     }
 
@@ -50,14 +44,14 @@ struct ASGIScopeBuilder {
 
     @inline(__always)
     private func set(_ d: PyRef, _ key: PyRef, _ value: PyRef?) {
-        guard let value else { PyErr_Clear(); return }
-        PyDict_SetItem(d, key, value)
-        Py.decref(value)
+        guard let value = PyOwned(stealing: value) else { PyErr_Clear(); return }
+        PyDict_SetItem(d, key, value.ref)
     }
 
     /// A new scope dict, or nil with an exception set.
-    mutating func build(_ request: GatewayRequest, methodKeys: WSGIKeys, state: PyRef?) -> PyRef? {
-        guard let scope = PyDict_Copy(template) else { return nil }
+    mutating func build(_ request: GatewayRequest, methodKeys: WSGIKeys, state: PyRef?) -> PyOwned? {
+        guard let owner = PyOwned(stealing: PyDict_Copy(template)) else { return nil }
+        let scope = owner.ref
         PyDict_SetItem(scope, keys.httpVersion, versionKey(request.httpVersion))
         set(scope, keys.method, methodKeys.method(request.bytes(request.method)))
         let rawPath = request.bytes(request.path)
@@ -78,18 +72,17 @@ struct ASGIScopeBuilder {
             // Each request gets a shallow copy of the lifespan state.
             set(scope, keys.state, PyDict_Copy(state))
         }
-        return scope
+        return owner
     }
 
     /// scope["extensions"] becomes a copy of the shared one with "tls"
     /// added (ASGI TLS Extension); the "tls" dict is the connection's.
     /// (`scope` is not yet the application's, so borrowing from it is safe.)
     func setTLSExtension(_ scope: PyRef, _ tls: TLSInfo) {
-        guard let shared = PyDict_GetItem(scope, keys.extensions), let ext = PyDict_Copy(shared),
+        guard let shared = PyDict_GetItem(scope, keys.extensions), let ext = PyOwned(stealing: PyDict_Copy(shared)),
               let value = tls.asgiTLSExtension() else { PyErr_Clear(); return }
-        PyDict_SetItemString(ext, "tls", value)
-        PyDict_SetItem(scope, keys.extensions, ext)
-        Py.decref(ext)
+        PyDict_SetItemString(ext.ref, "tls", value)
+        PyDict_SetItem(scope, keys.extensions, ext.ref)
     }
 
     private func pair(_ host: String, _ port: Int) -> PyRef? {
@@ -101,21 +94,18 @@ struct ASGIScopeBuilder {
 
     /// `[(name, value), ...]`: lower-cased names, bytes, in order, repeats kept.
     private mutating func headerList(_ request: GatewayRequest) -> PyRef? {
-        guard let list = PyList_New(request.fieldCount) else { return nil }
+        guard let list = PyOwned(stealing: PyList_New(request.fieldCount)) else { return nil }
         for i in 0..<request.fieldCount {
             let f = request.fields[i]
-            let name = names.key(for: request.bytes(f.name)) ?? Py.bytes(request.bytes(f.name))
-            let value = Py.bytes(request.bytes(f.value))
-            guard let name, let value, let t = PyTuple_New(2) else {
-                Py.xdecref(name); Py.xdecref(value)
-                Py.decref(list)
-                return nil
-            }
-            pshim_tuple_set_item(t, 0, name)
-            pshim_tuple_set_item(t, 1, value)
-            PyList_SetItem(list, i, t)
+            guard let name = PyOwned(stealing: names.key(for: request.bytes(f.name)) ?? Py.bytes(request.bytes(f.name))),
+                  let value = PyOwned(stealing: Py.bytes(request.bytes(f.value))),
+                  let t = PyTuple_New(2) else { return nil }
+            // The tuple and the list take the references over (they steal them).
+            pshim_tuple_set_item(t, 0, name.take())
+            pshim_tuple_set_item(t, 1, value.take())
+            PyList_SetItem(list.ref, i, t)
         }
-        return list
+        return list.take()
     }
 
     /// The percent-decoded path as UTF-8 text (undecodable bytes become

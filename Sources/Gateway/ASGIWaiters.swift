@@ -3,50 +3,45 @@ import CPyShim
 import PyBridge
 
 /// The futures an ASGI conversation hands out when `receive()` or `send()`
-/// must wait, shared by `ASGIRequest` and `ASGIWebSocket`.
-struct ASGIWaiters {
-    private(set) var receive: PyRef?
-    private(set) var send: PyRef?
+/// must wait, shared by `ASGIRequest` and `ASGIWebSocket`. Each is held
+/// with a reference of our own (the application holds the one it awaits)
+/// until the transport resolves it or the conversation ends.
+struct ASGIWaiters: ~Copyable {
+    private var receive: PyOwned?
+    private var send: PyOwned?
 
     /// Before a new `receive()`: a previous one the application cancelled
     /// (asyncio.wait_for, a framework polling for disconnect) left a
     /// finished future, which is forgotten; one still pending is an error
     /// (false, with RuntimeError set).
     mutating func clearCancelledReceive(_ gateway: ASGIGateway) -> Bool {
-        guard let waiter = receive else { return true }
+        guard let waiter = receive.ref else { return true }
         guard gateway.isDone(waiter) else {
             Py.raise(Py.runtimeError, "receive() called again while a previous receive() is still pending")
             return false
         }
         receive = nil
-        Py.decref(waiter)
         return true
     }
 
-    /// A new future for a waiting `receive()` (returned to the caller; the
-    /// waiter keeps its own reference).
+    /// A new future for a waiting `receive()` (a new reference, returned to
+    /// the caller; the waiter keeps its own).
     mutating func waitForReceive(_ gateway: ASGIGateway) -> PyRef? {
         guard let future = gateway.newFuture() else { return nil }
-        Py.incref(future)
-        receive = future
+        receive = PyOwned(borrowing: future)
         return future
     }
 
     /// Puts back a waiter taken with `takeReceive` that must wait longer.
-    mutating func waitForReceiveKeeping(_ waiter: PyRef) -> PyRef {
-        receive = waiter
-        return waiter
+    mutating func waitForReceiveKeeping(_ waiter: consuming PyOwned) {
+        receive = consume waiter
     }
 
     /// Takes the pending receive waiter if it is still wanted; one that was
     /// cancelled meanwhile is dropped (nil).
-    mutating func takeReceive(_ gateway: ASGIGateway) -> PyRef? {
-        guard let waiter = receive else { return nil }
-        receive = nil
-        if gateway.isDone(waiter) {
-            Py.decref(waiter)
-            return nil
-        }
+    mutating func takeReceive(_ gateway: ASGIGateway) -> PyOwned? {
+        guard let waiter = receive.take() else { return nil }
+        if gateway.isDone(waiter.ref) { return nil }
         return waiter
     }
 
@@ -61,32 +56,26 @@ struct ASGIWaiters {
             return nil
         case .backpressure:
             guard let future = gateway.newFuture() else { return nil }
-            Py.xdecref(send)
-            Py.incref(future)
-            send = future
+            send = PyOwned(borrowing: future)
             return future
         }
     }
 
     /// Output drained: the waiting `send()` completes.
     mutating func drained(_ gateway: ASGIGateway) {
-        guard let waiter = send else { return }
-        send = nil
-        gateway.resolve(waiter, Py.none)
-        Py.decref(waiter)
+        guard let waiter = send.take() else { return }
+        gateway.resolve(waiter.ref, Py.none)
     }
 
     /// The connection is gone: a waiting `send()` raises ClientDisconnected.
     mutating func failSend(_ gateway: ASGIGateway) {
-        guard let waiter = send else { return }
-        send = nil
-        gateway.reject(waiter, with: gateway.clientDisconnected, "the client disconnected")
-        Py.decref(waiter)
+        guard let waiter = send.take() else { return }
+        gateway.reject(waiter.ref, with: gateway.clientDisconnected, "the client disconnected")
     }
 
     mutating func releaseAll() {
-        Py.xdecref(receive); receive = nil
-        Py.xdecref(send); send = nil
+        receive = nil
+        send = nil
     }
 }
 

@@ -27,7 +27,11 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     private var closeSent = false
     private var ended = false
     private var endCode = 1006
-    private var endReason: PyRef?
+    private var endReason: PyOwned?
+    /// Messages made for the application and not yet received, each a new
+    /// reference: an array of owners would need a noncopyable collection, so
+    /// they are released by hand (by `receive()`, which hands them on, or at
+    /// `taskDone`).
     private var queue: [PyRef] = []
     private var queuedBytes = 0
     private var paused = false
@@ -73,10 +77,9 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
 
     private func disconnectMessage() -> PyRef? {
         let d = message(keys.wsDisconnect)
-        let code = Py.int(endCode)
-        PyDict_SetItem(d, keys.code, code)
-        Py.decref(code)
-        PyDict_SetItem(d, keys.reason, endReason ?? Py.str(""))
+        let code = PyOwned(stealing: Py.int(endCode))
+        PyDict_SetItem(d, keys.code, code.ref)
+        PyDict_SetItem(d, keys.reason, endReason.ref ?? keys.emptyString)
         return d
     }
 
@@ -265,20 +268,16 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     // MARK: - Transport events
 
     func messageReceived(_ bytes: UnsafeRawBufferPointer, text: Bool) {
-        let m = message(keys.wsReceive)
-        let data = text
+        let m = PyOwned(stealing: message(keys.wsReceive))
+        guard let data = PyOwned(stealing: text
             ? PyUnicode_DecodeUTF8(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count, "strict")
-            : Py.bytes(bytes)
-        guard let data else { PyErr_Clear(); Py.decref(m); return }
-        PyDict_SetItem(m, text ? keys.text : keys.bytes, data)
-        Py.decref(data)
+            : Py.bytes(bytes)) else { PyErr_Clear(); return }
+        PyDict_SetItem(m.ref, text ? keys.text : keys.bytes, data.ref)
         if let waiter = waiters.takeReceive(gateway) {
-            gateway.resolve(waiter, m)
-            Py.decref(waiter)
-            Py.decref(m)
+            gateway.resolve(waiter.ref, m.ref)
             return
         }
-        queue.append(m)
+        queue.append(m.take())
         queuedBytes += bytes.count
         if !paused && (queue.count >= gateway.webSocketMaxQueue || queuedBytes >= gateway.webSocketMaxQueueBytes) {
             paused = true
@@ -295,14 +294,11 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
         ended = true
         exchange = nil
         endCode = code
-        endReason = PyUnicode_DecodeUTF8(reason.baseAddress?.assumingMemoryBound(to: CChar.self), reason.count, "replace")
+        endReason = PyOwned(stealing: PyUnicode_DecodeUTF8(reason.baseAddress?.assumingMemoryBound(to: CChar.self),
+                                                           reason.count, "replace"))
         if endReason == nil { PyErr_Clear() }
-        if let waiter = waiters.takeReceive(gateway) {
-            if let m = disconnectMessage() {
-                gateway.resolve(waiter, m)
-                Py.decref(m)
-            }
-            Py.decref(waiter)
+        if let waiter = waiters.takeReceive(gateway), let m = PyOwned(stealing: disconnectMessage()) {
+            gateway.resolve(waiter.ref, m.ref)
         }
         waiters.failSend(gateway)
     }

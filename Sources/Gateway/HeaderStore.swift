@@ -17,23 +17,21 @@ struct HeaderStore {
     /// Loads `[(name, value), ...]`; false with an exception set.
     mutating func load(_ headers: PyRef, context: String, append: Bool = false) -> Bool {
         if !append { bytes.removeAll(keepingCapacity: true); ranges.removeAll(keepingCapacity: true) }
-        guard let iterator = PyObject_GetIter(headers) else {
+        guard let iterator = PyOwned(stealing: PyObject_GetIter(headers)) else {
             PyErr_Clear()
             Py.raise(Py.typeError, "\(context) 'headers' must be an iterable of (name, value) pairs")
             return false
         }
-        defer { Py.decref(iterator) }
-        while let item = PyIter_Next(iterator) {
-            defer { Py.decref(item) }
+        while let pair = PyOwned(stealing: PyIter_Next(iterator.ref)) {
+            let item = pair.ref
             guard PySequence_Check(item) != 0, PySequence_Size(item) == 2,
-                  let name = PySequence_GetItem(item, 0) else {
+                  let nameItem = PyOwned(stealing: PySequence_GetItem(item, 0)) else {
                 PyErr_Clear()
                 Py.raise(Py.typeError, "\(context): each header must be a (name, value) pair, got \(Py.describe(item))")
                 return false
             }
-            defer { Py.decref(name) }
-            guard let value = PySequence_GetItem(item, 1) else { return false }
-            defer { Py.decref(value) }
+            guard let valueItem = PyOwned(stealing: PySequence_GetItem(item, 1)) else { return false }
+            let name = nameItem.ref, value = valueItem.ref
             guard let n = view(name), let v = view(value) else {
                 let isText = pshim_unicode_check(name) != 0 || pshim_unicode_check(value) != 0
                 if isText && [name, value].allSatisfy({ pshim_unicode_check($0) != 0 || pshim_bytes_check($0) != 0 || pshim_bytearray_check($0) != 0 }) {
@@ -70,12 +68,10 @@ struct HeaderStore {
 
     /// Loads the `links` of an early hint as `link` fields.
     mutating func loadLinks(_ links: PyRef) -> Bool {
-        guard let iterator = PyObject_GetIter(links) else { return false }
-        defer { Py.decref(iterator) }
+        guard let iterator = PyOwned(stealing: PyObject_GetIter(links)) else { return false }
         let name: StaticString = "link"
-        while let item = PyIter_Next(iterator) {
-            defer { Py.decref(item) }
-            guard let v = view(item), ResponseFields.isValidValue(v) else {
+        while let link = PyOwned(stealing: PyIter_Next(iterator.ref)) {
+            guard let v = view(link.ref), ResponseFields.isValidValue(v) else {
                 Py.raise(Py.typeError, "http.response.early_hint 'links' must be bytes without control characters")
                 return false
             }

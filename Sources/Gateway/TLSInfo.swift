@@ -44,8 +44,10 @@ public final class TLSInfo {
         }
     }
 
-    private var wsgiKeys: PyRef?
-    private var asgiExtension: PyRef?
+    // Released with the connection, which the worker's loop (holding the
+    // GIL) closes.
+    private var wsgiKeys: PyOwned?
+    private var asgiExtension: PyOwned?
 
     public init(version: Int, versionName: String, cipherSuite: Int, cipherName: String,
                 serverCertificatePEM: String?, client: ClientCertificate?) {
@@ -57,23 +59,16 @@ public final class TLSInfo {
         self.client = client
     }
 
-    // The connection is closed by the worker's loop, which holds the GIL.
-    deinit {
-        Py.xdecref(wsgiKeys)
-        Py.xdecref(asgiExtension)
-    }
-
     /// mod_ssl's variables: HTTPS, SSL_PROTOCOL, SSL_CIPHER, SSL_CLIENT_VERIFY
     /// (SUCCESS, NONE or FAILED:reason) and, with a client certificate,
     /// SSL_CLIENT_S_DN, _I_DN, _M_SERIAL, _V_START, _V_END and _CERT.
     /// Borrowed; merged into each environ.
     func wsgiVariables() -> PyRef? {
-        if let wsgiKeys { return wsgiKeys }
+        if let cached = wsgiKeys.ref { return cached }
         guard let d = PyDict_New() else { return nil }
         func put(_ key: String, _ value: String) {
-            let v = Py.str(value)
-            PyDict_SetItemString(d, key, v)
-            Py.decref(v)
+            let v = PyOwned(stealing: Py.str(value))
+            PyDict_SetItemString(d, key, v.ref)
         }
         put("HTTPS", "on")
         put("SSL_PROTOCOL", versionName)
@@ -89,31 +84,29 @@ public final class TLSInfo {
         } else {
             put("SSL_CLIENT_VERIFY", "NONE")
         }
-        wsgiKeys = d
+        wsgiKeys = PyOwned(stealing: d)
         return d
     }
 
     /// The ASGI "TLS Extension" dict (scope["extensions"]["tls"]). Borrowed.
     func asgiTLSExtension() -> PyRef? {
-        if let asgiExtension { return asgiExtension }
+        if let cached = asgiExtension.ref { return cached }
         guard let d = PyDict_New() else { return nil }
-        func put(_ key: StaticString, _ value: PyRef) {
-            PyDict_SetItemString(d, key.description, value)
-            Py.decref(value)
+        func put(_ key: StaticString, _ value: consuming PyOwned) {
+            PyDict_SetItemString(d, key.description, value.ref)
         }
-        put("server_cert", serverCertificatePEM.map { Py.str($0) } ?? Py.newNone())
-        let chain = PyList_New(0)!
+        put("server_cert", PyOwned(stealing: serverCertificatePEM.map { Py.str($0) } ?? Py.newNone()))
+        let chain = PyOwned(stealing: PyList_New(0)!)
         for pem in client?.chainPEM ?? [] {
-            let s = Py.str(pem)
-            PyList_Append(chain, s)
-            Py.decref(s)
+            let s = PyOwned(stealing: Py.str(pem))
+            PyList_Append(chain.ref, s.ref)
         }
         put("client_cert_chain", chain)
-        put("client_cert_name", client.map { Py.str($0.subject) } ?? Py.newNone())
-        put("client_cert_error", client?.verifyError.map { Py.str($0) } ?? Py.newNone())
-        put("tls_version", Py.int(version))
-        put("cipher_suite", Py.int(cipherSuite))
-        asgiExtension = d
+        put("client_cert_name", PyOwned(stealing: client.map { Py.str($0.subject) } ?? Py.newNone()))
+        put("client_cert_error", PyOwned(stealing: client?.verifyError.map { Py.str($0) } ?? Py.newNone()))
+        put("tls_version", PyOwned(stealing: Py.int(version)))
+        put("cipher_suite", PyOwned(stealing: Py.int(cipherSuite)))
+        asgiExtension = PyOwned(stealing: d)
         return d
     }
 }

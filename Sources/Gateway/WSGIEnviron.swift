@@ -8,7 +8,7 @@ import PyBridge
 /// The constant part (wsgi.version, wsgi.errors, SCRIPT_NAME, ...) is a
 /// template dict made once per worker; each request starts from a copy of it
 /// and sets only what varies.
-struct WSGIEnvironBuilder {
+struct WSGIEnvironBuilder: ~Copyable {
     let keys: WSGIKeys
     let template: PyRef
     let rootPath: [UInt8]
@@ -29,26 +29,22 @@ struct WSGIEnvironBuilder {
         // request was a sixth of the user-space instructions of a small
         // WSGI request.
         let t = pshim_dict_new_presized(32)!
-        let version = PyTuple_New(2)!
-        pshim_tuple_set_item(version, 0, Py.int(1))
-        pshim_tuple_set_item(version, 1, Py.int(0))
-        PyDict_SetItem(t, keys.wsgiVersion, version)
-        Py.decref(version)
-        let schemeStr = Py.str(scheme.description)
-        PyDict_SetItem(t, keys.wsgiURLScheme, schemeStr)
-        Py.decref(schemeStr)
+        let version = PyOwned(stealing: PyTuple_New(2)!)
+        pshim_tuple_set_item(version.ref, 0, Py.int(1))
+        pshim_tuple_set_item(version.ref, 1, Py.int(0))
+        PyDict_SetItem(t, keys.wsgiVersion, version.ref)
+        let schemeStr = PyOwned(stealing: Py.str(scheme.description))
+        PyDict_SetItem(t, keys.wsgiURLScheme, schemeStr.ref)
         PyDict_SetItem(t, keys.wsgiErrors, errors)
         PyDict_SetItem(t, keys.wsgiMultithread, multithread ? Py.true : Py.false)
         PyDict_SetItem(t, keys.wsgiMultiprocess, multiprocess ? Py.true : Py.false)
         PyDict_SetItem(t, keys.wsgiRunOnce, Py.false)
         PyDict_SetItem(t, keys.wsgiFileWrapper, fileWrapper)
         PyDict_SetItem(t, keys.wsgiInputTerminated, Py.true)
-        let software = Py.str("peregrine")
-        PyDict_SetItem(t, keys.serverSoftware, software)
-        Py.decref(software)
-        let script = Py.str(rootPath)
-        PyDict_SetItem(t, keys.scriptName, script)
-        Py.decref(script)
+        let software = PyOwned(stealing: Py.str("peregrine"))
+        PyDict_SetItem(t, keys.serverSoftware, software.ref)
+        let script = PyOwned(stealing: Py.str(rootPath))
+        PyDict_SetItem(t, keys.scriptName, script.ref)
         // Set on every request (build, setPeer): placed here so a request
         // replaces values instead of adding entries.
         for key in [keys.requestMethod, keys.pathInfo, keys.queryString, keys.rawURI, keys.requestURI,
@@ -62,14 +58,14 @@ struct WSGIEnvironBuilder {
     /// Sets `key` to a new reference `value` (consumed).
     @inline(__always)
     private func set(_ env: PyRef, _ key: PyRef, _ value: PyRef?) {
-        guard let value else { PyErr_Clear(); return }
-        PyDict_SetItem(env, key, value)
-        Py.decref(value)
+        guard let value = PyOwned(stealing: value) else { PyErr_Clear(); return }
+        PyDict_SetItem(env, key, value.ref)
     }
 
     /// A new environ dict, or nil with a Python exception set.
-    mutating func build(_ request: GatewayRequest, input: PyRef) -> PyRef? {
-        guard let env = PyDict_Copy(template) else { return nil }
+    mutating func build(_ request: GatewayRequest, input: PyRef) -> PyOwned? {
+        guard let owner = PyOwned(stealing: PyDict_Copy(template)) else { return nil }
+        let env = owner.ref
         set(env, keys.requestMethod, keys.method(request.bytes(request.method)))
         setPath(env, request)
         let q = request.bytes(request.query)
@@ -78,11 +74,9 @@ struct WSGIEnvironBuilder {
         } else {
             set(env, keys.queryString, Py.latin1(q))
         }
-        let target = Py.latin1(request.bytes(request.target))
-        if let target {
-            PyDict_SetItem(env, keys.rawURI, target)
-            PyDict_SetItem(env, keys.requestURI, target)
-            Py.decref(target)
+        if let target = PyOwned(stealing: Py.latin1(request.bytes(request.target))) {
+            PyDict_SetItem(env, keys.rawURI, target.ref)
+            PyDict_SetItem(env, keys.requestURI, target.ref)
         }
         let proto: PyRef
         switch request.httpVersion.utf8CodeUnitCount {
@@ -99,40 +93,35 @@ struct WSGIEnvironBuilder {
             let f = request.fields[i]
             let name = request.bytes(f.name)
             let value = request.bytes(f.value)
-            let key: PyRef
+            let keyOwner: PyOwned
             if name.equalsIgnoringASCIICase("content-type") {
-                key = keys.contentType; Py.incref(key)
+                keyOwner = PyOwned(borrowing: keys.contentType)
             } else if name.equalsIgnoringASCIICase("content-length") {
-                key = keys.contentLength; Py.incref(key)
+                keyOwner = PyOwned(borrowing: keys.contentLength)
             } else {
-                guard let k = headerKeys.key(for: name) else { continue }
-                key = k
+                guard let k = PyOwned(stealing: headerKeys.key(for: name)) else { continue }
+                keyOwner = k
             }
-            defer { Py.decref(key) }
-            guard let v = Py.latin1(value) else { PyErr_Clear(); continue }
+            let key = keyOwner.ref
+            guard let v = PyOwned(stealing: Py.latin1(value)) else { PyErr_Clear(); continue }
             // Borrowed: `env` is not yet the application's.
             if let existing = PyDict_GetItemWithError(env, key) {
                 // Repeated fields are one field with a list value (RFC 9110
                 // §5.3); cookies are joined the way the Cookie header joins
                 // them (RFC 6265 §5.4).
                 let separator = name.equalsIgnoringASCIICase("cookie") ? "; " : ", "
-                let sep = Py.str(separator)
-                let joined = PyUnicode_Concat(existing, sep)
-                Py.decref(sep)
-                if let joined, let full = PyUnicode_Concat(joined, v) {
-                    PyDict_SetItem(env, key, full)
-                    Py.decref(full)
+                let sep = PyOwned(stealing: Py.str(separator))
+                if let joined = PyOwned(stealing: PyUnicode_Concat(existing, sep.ref)),
+                   let full = PyOwned(stealing: PyUnicode_Concat(joined.ref, v.ref)) {
+                    PyDict_SetItem(env, key, full.ref)
                 }
-                Py.xdecref(joined)
-                Py.decref(v)
                 // Content-Length and Content-Type are single-valued; the
                 // parser has already refused differing Content-Lengths.
             } else {
-                PyDict_SetItem(env, key, v)
-                Py.decref(v)
+                PyDict_SetItem(env, key, v.ref)
             }
         }
-        return env
+        return owner
     }
 
     /// REMOTE_* and SERVER_*: the address strings repeat from request to
@@ -140,9 +129,8 @@ struct WSGIEnvironBuilder {
     /// kept; the client's port is new with every connection.
     private mutating func setPeer(_ env: PyRef, _ peer: PeerInfo) {
         PyDict_SetItem(env, keys.remoteAddr, recentRemoteAddress.object(peer.isUnix ? "" : peer.remoteAddress))
-        if !peer.isUnix, let port = pshim_unicode_decimal(Int64(peer.remotePort)) {
-            PyDict_SetItem(env, keys.remotePort, port)
-            Py.decref(port)
+        if !peer.isUnix, let port = PyOwned(stealing: pshim_unicode_decimal(Int64(peer.remotePort))) {
+            PyDict_SetItem(env, keys.remotePort, port.ref)
         }
         PyDict_SetItem(env, keys.serverName, recentServerName.object(peer.serverName))
         PyDict_SetItem(env, keys.serverPort, recentServerPort.object(peer.serverPort))
@@ -169,19 +157,18 @@ struct WSGIEnvironBuilder {
 
 /// The Python str of the most recent value asked for (an address, a port):
 /// built again only when the value changes.
-struct RecentString<Value: Equatable> {
+struct RecentString<Value: Equatable>: ~Copyable {
     private let make: (Value) -> PyRef
     private var value: Value?
-    private var cached: PyRef?
+    private var cached: PyOwned?
 
     init(_ make: @escaping (Value) -> PyRef) { self.make = make }
 
     /// A borrowed reference, valid until the next call.
     mutating func object(_ v: Value) -> PyRef {
-        if let cached, value == v { return cached }
-        Py.xdecref(cached)
+        if let cached = cached.ref, value == v { return cached }
         let fresh = make(v)
-        cached = fresh
+        cached = PyOwned(stealing: fresh)
         value = v
         return fresh
     }

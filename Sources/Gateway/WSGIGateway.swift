@@ -36,8 +36,10 @@ public final class WSGIGateway {
     private var startCalled = false
     private var headSent = false
     private var status = 0
-    private var statusRef: PyRef?
-    private var headersRef: PyRef?
+    /// What start_response accepted: the status str and the checked
+    /// headers tuple, held until the head is sent or the request ends.
+    private var statusRef: PyOwned?
+    private var headersRef: PyOwned?
     private var declaredLength: Int64?
     private var closeRequested = false
     private var writeUsed = false
@@ -100,26 +102,25 @@ public final class WSGIGateway {
         bodyDone = false
         defer { endRequest() }
 
+        guard let result = callApplication(request, token: token) else { applicationFailed(); return }
+        respond(with: result.ref)
+        closeIterable(result.ref)
+    }
+
+    /// `application(environ, start_response)`: the environ, wsgi.input and
+    /// start_response are released when the call returns (the application
+    /// keeps its own references if it wants them); nil with the exception set.
+    private func callApplication(_ request: GatewayRequest, token: UInt64) -> PyOwned? {
         guard let input = WSGIInput.make(for: self, token: token),
-              let start = WSGICallables.make(WSGICallables.startResponseType, for: self, token: token) else {
-            applicationFailed(); return
-        }
-        guard let env = environ.build(request, input: input) else {
-            Py.decref(input); Py.decref(start)
-            applicationFailed(); return
-        }
-        let result = pshim_call2(app, env, start)
-        Py.decref(env); Py.decref(input); Py.decref(start)
-        guard let result else { applicationFailed(); return }
-        respond(with: result)
-        closeIterable(result)
-        Py.decref(result)
+              let start = WSGICallables.make(WSGICallables.startResponseType, for: self, token: token),
+              let env = environ.build(request, input: input.ref) else { return nil }
+        return PyOwned(stealing: pshim_call2(app, env.ref, start.ref))
     }
 
     private func endRequest() {
         token = 0
-        Py.xdecref(statusRef); statusRef = nil
-        Py.xdecref(headersRef); headersRef = nil
+        statusRef = nil
+        headersRef = nil
         exchange = nil
     }
 
@@ -172,10 +173,9 @@ public final class WSGIGateway {
     /// Any other iterable: each block reaches the socket before the next is
     /// requested (PEP 3333 "unbuffered").
     private func respondWithIterable(_ result: PyRef) {
-        guard let iterator = PyObject_GetIter(result) else { applicationFailed(); return }
-        defer { Py.decref(iterator) }
-        while let item = PyIter_Next(iterator) {
-            defer { Py.decref(item) }
+        guard let iterator = PyOwned(stealing: PyObject_GetIter(result)) else { applicationFailed(); return }
+        while let block = PyOwned(stealing: PyIter_Next(iterator.ref)) {
+            let item = block.ref
             guard pshim_bytes_check(item) != 0 else {
                 Py.raise(Py.typeError, "the application yielded \(Py.typeName(item)), not bytes")
                 applicationFailed(); return
@@ -201,8 +201,8 @@ public final class WSGIGateway {
     /// wsgi.file_wrapper around a regular file: sendfile from its current
     /// position. Returns false to fall back to plain iteration.
     private func respondWithFile(_ wrapper: PyRef) -> Bool {
-        guard let filelike = PyObject_GetAttrString(wrapper, "filelike") else { PyErr_Clear(); return false }
-        defer { Py.decref(filelike) }
+        guard let owner = PyOwned(stealing: PyObject_GetAttrString(wrapper, "filelike")) else { PyErr_Clear(); return false }
+        let filelike = owner.ref
         let fd = PyObject_AsFileDescriptor(filelike)
         if fd < 0 { PyErr_Clear(); return false }
         let size = Files.regularFileSize(fd)
@@ -210,9 +210,8 @@ public final class WSGIGateway {
         // A Python file object may have read ahead into its own buffer; its
         // tell() is the logical position, which is where sending starts.
         var offset: Int64
-        if let pos = pshim_call_method0(filelike, "tell") {
-            offset = Int64(PyLong_AsLongLong(pos))
-            Py.decref(pos)
+        if let pos = PyOwned(stealing: pshim_call_method0(filelike, "tell")) {
+            offset = Int64(PyLong_AsLongLong(pos.ref))
             if PyErr_Occurred() != nil { PyErr_Clear(); return false }
         } else {
             PyErr_Clear()
@@ -237,9 +236,7 @@ public final class WSGIGateway {
         // swallow an AttributeError on every request.
         if pshim_list_exact(result) != 0 || pshim_tuple_exact(result) != 0 { return }
         guard PyObject_HasAttrString(result, "close") != 0 else { return }
-        if let r = pshim_call_method0(result, "close") {
-            Py.decref(r)
-        } else {
+        if PyOwned(stealing: pshim_call_method0(result, "close")) == nil {
             let tb = takeTraceback()
             Log.error("the application's close() raised \(tb.exceptionName): \(tb.message)\n\(tb.text)")
         }
@@ -249,7 +246,7 @@ public final class WSGIGateway {
 
     @discardableResult
     private func emitHead(knownLength: Int64?) -> Bool {
-        guard let exchange, let headersRef, let statusRef else { return false }
+        guard let exchange, let headersRef = headersRef.ref, let statusRef = statusRef.ref else { return false }
         headSent = true
         // A tuple start_response checked (and made, from a list): its pairs
         // and their strs live as long as it does, so borrowing is safe.
@@ -352,9 +349,8 @@ public final class WSGIGateway {
                 // given their own references for PyErr_Restore.
                 if pshim_tuple_check(excInfo) != 0 && pshim_tuple_size(excInfo) == 3 {
                     let t = pshim_tuple_item(excInfo, 0)!, v = pshim_tuple_item(excInfo, 1)!, tb = pshim_tuple_item(excInfo, 2)!
-                    Py.incref(t); Py.incref(v); Py.incref(tb)
-                    PyErr_Restore(t, v, tb == Py.none ? nil : tb)
-                    if tb == Py.none { Py.decref(tb) }
+                    PyErr_Restore(PyOwned(borrowing: t).take(), PyOwned(borrowing: v).take(),
+                                  tb == Py.none ? nil : PyOwned(borrowing: tb).take())
                 } else {
                     Py.raise(Py.typeError, "exc_info must be a (type, value, traceback) tuple")
                 }
@@ -431,19 +427,15 @@ public final class WSGIGateway {
         // application's, which could change it (append a pair that is not a
         // tuple, or a value with CR LF) before the head is sent; the tuple
         // and the pairs and strs in it cannot change.
-        let snapshot: PyRef
+        let snapshot: PyOwned
         if isList {
-            guard let tuple = PyList_AsTuple(headers) else { return false }
+            guard let tuple = PyOwned(stealing: PyList_AsTuple(headers)) else { return false }
             snapshot = tuple
         } else {
-            Py.incref(headers)
-            snapshot = headers
+            snapshot = PyOwned(borrowing: headers)
         }
-        Py.xdecref(statusRef)
-        Py.xdecref(headersRef)
-        Py.incref(statusObj)
-        statusRef = statusObj
-        headersRef = snapshot
+        statusRef = PyOwned(borrowing: statusObj)
+        headersRef = consume snapshot
         status = code
         declaredLength = declared
         closeRequested = close
@@ -509,6 +501,11 @@ public final class WSGIGateway {
     func readBody(size: Int) -> PyRef? {
         var capacity = size < 0 ? max(bodyCapacity, bodyEnd - bodyStart) : size
         if size > bodyCapacity * 16 { capacity = bodyCapacity }  // grow as data actually arrives
+        // Manual: `_PyBytes_Resize` frees or moves the object as it grows,
+        // so the reference is replaced again and again; an owner in a `var`
+        // reassigned that way crashed the Swift 6.3 optimiser's ownership
+        // verifier (and leaked in debug builds) in ASGIRequest, so this one
+        // stays a plain pointer.
         guard var out = PyBytes_FromStringAndSize(nil, capacity) else { return nil }
         var filled = 0
         while size < 0 || filled < size {

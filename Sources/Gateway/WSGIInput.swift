@@ -31,10 +31,10 @@ enum WSGIInput {
         return b.build()
     }())
 
-    static func make(for gateway: WSGIGateway, token: UInt64) -> PyRef? {
+    static func make(for gateway: WSGIGateway, token: UInt64) -> PyOwned? {
         guard let o = nativeAllocate(type.ref) else { return nil }
         nativePayload(o, as: Payload.self).initialize(to: Payload(gateway: gateway, token: token))
-        return o
+        return PyOwned(stealing: o)
     }
 
     /// The gateway serving this object's request, or nil with an exception set.
@@ -71,18 +71,17 @@ enum WSGIInput {
 
     static let readlines: FastMethod = { me, args, nargs in
         guard let g = gateway(me), let hint = sizeArgument(args, nargs, "readlines") else { return nil }
-        guard let list = PyList_New(0) else { return nil }
+        guard let list = PyOwned(stealing: PyList_New(0)) else { return nil }
         var total = 0
         while true {
-            guard let line = g.readLine(limit: -1) else { Py.decref(list); return nil }
-            let n = pshim_bytes_size(line)
-            if n == 0 { Py.decref(line); break }
-            PyList_Append(list, line)
-            Py.decref(line)
+            guard let line = PyOwned(stealing: g.readLine(limit: -1)) else { return nil }
+            let n = pshim_bytes_size(line.ref)
+            if n == 0 { break }
+            PyList_Append(list.ref, line.ref)
             total += n
             if hint > 0 && total >= hint { break }
         }
-        return list
+        return list.take()
     }
 
     static let dealloc: @convention(c) (PyRef?) -> Void = { me in
@@ -96,11 +95,8 @@ enum WSGIInput {
     }
 
     static let next: @convention(c) (PyRef?) -> PyRef? = { me in
-        guard let g = gateway(me), let line = g.readLine(limit: -1) else { return nil }
-        if pshim_bytes_size(line) == 0 {
-            Py.decref(line)
-            return nil  // StopIteration, without an exception object
-        }
-        return line
+        guard let g = gateway(me), let line = PyOwned(stealing: g.readLine(limit: -1)) else { return nil }
+        if pshim_bytes_size(line.ref) == 0 { return nil }  // StopIteration, without an exception object
+        return line.take()
     }
 }

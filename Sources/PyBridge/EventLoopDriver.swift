@@ -24,12 +24,13 @@ public final class EventLoopDriver {
     /// `requestDeferred`).
     public var deferred: (() -> Void)?
 
-    private var loop: PyRef?
-    private var deferredFunction: PyRef?
-    private var callSoon: PyRef?
+    // Held while the loop runs; released when `run` returns.
+    private var loop: PyOwned?
+    private var deferredFunction: PyOwned?
+    private var callSoon: PyOwned?
     private var deferredScheduled = false
-    private var timerFunction: PyRef?
-    private var timer: PyRef?
+    private var timerFunction: PyOwned?
+    private var timer: PyOwned?
     private var timerDue: Instant?
     /// `stop()` was called: the loop runs on only for the lifespan shutdown
     /// and the async generators' cleanup, which must not be cut short by a
@@ -43,72 +44,64 @@ public final class EventLoopDriver {
     /// returns only after the loop is closed, and the worker keeps its driver
     /// at least that long.
     public func run(app: PyRef, fd: Int32, lifespan: Bool, uvloop: Bool) throws(StartupError) {
-        guard let me = PyCapsule_New(Unmanaged.passUnretained(self).toOpaque(), nil, nil) else {
+        guard let me = PyOwned(stealing: PyCapsule_New(Unmanaged.passUnretained(self).toOpaque(), nil, nil)) else {
             throw StartupError("cannot bind the event loop callbacks: \(takeTraceback().message)")
         }
-        defer { Py.decref(me) }
-        let pollFn = NativeTypeBuilder.function(name: "poll", pollEntry, boundTo: me)
-        let attachFn = NativeTypeBuilder.function(name: "attach", attachEntry, boundTo: me)
-        timerFunction = NativeTypeBuilder.function(name: "timer", timerEntry, boundTo: me)
-        deferredFunction = NativeTypeBuilder.function(name: "deferred", deferredEntry, boundTo: me)
-        let args = PyTuple_New(6)!
-        Py.incref(app)
-        pshim_tuple_set_item(args, 0, app)
-        pshim_tuple_set_item(args, 1, Py.int(Int(fd)))
-        pshim_tuple_set_item(args, 2, pollFn)
-        pshim_tuple_set_item(args, 3, attachFn)
-        pshim_tuple_set_item(args, 4, Py.bool(lifespan))
-        pshim_tuple_set_item(args, 5, Py.bool(uvloop))
+        let pollFn = NativeTypeBuilder.function(name: "poll", pollEntry, boundTo: me.ref)
+        let attachFn = NativeTypeBuilder.function(name: "attach", attachEntry, boundTo: me.ref)
+        timerFunction = PyOwned(stealing: NativeTypeBuilder.function(name: "timer", timerEntry, boundTo: me.ref))
+        deferredFunction = PyOwned(stealing: NativeTypeBuilder.function(name: "deferred", deferredEntry, boundTo: me.ref))
+        // The tuple takes over the references put in it (it steals them).
+        let args = PyOwned(stealing: PyTuple_New(6)!)
+        pshim_tuple_set_item(args.ref, 0, PyOwned(borrowing: app).take())
+        pshim_tuple_set_item(args.ref, 1, Py.int(Int(fd)))
+        pshim_tuple_set_item(args.ref, 2, pollFn)
+        pshim_tuple_set_item(args.ref, 3, attachFn)
+        pshim_tuple_set_item(args.ref, 4, Py.bool(lifespan))
+        pshim_tuple_set_item(args.ref, 5, Py.bool(uvloop))
         let serve = Runtime.attribute("serve_asgi")  // held until the loop is done
-        let result = PyObject_Call(serve.ref, args, nil)
-        Py.decref(args)
+        let result = PyOwned(stealing: PyObject_Call(serve.ref, args.ref, nil))
+        _ = consume args
         defer {
-            Py.xdecref(callSoon); callSoon = nil
-            Py.xdecref(timer); timer = nil; timerDue = nil
-            Py.xdecref(timerFunction); timerFunction = nil
-            Py.xdecref(deferredFunction); deferredFunction = nil
-            Py.xdecref(loop); loop = nil
+            callSoon = nil
+            timer = nil; timerDue = nil
+            timerFunction = nil
+            deferredFunction = nil
+            loop = nil
         }
-        guard let result else {
+        guard result != nil else {
             let tb = takeTraceback()
             if tb.exceptionName.hasSuffix("StartupFailed") {
                 throw StartupError("ASGI lifespan startup failed: \(tb.message)")
             }
             throw StartupError("the event loop failed: \(tb.exceptionName): \(tb.message)", traceback: tb.text)
         }
-        Py.decref(result)
     }
 
     /// Arranges one call of `poll` at `due` (replacing an earlier
     /// arrangement unless it is already due sooner); nil cancels.
     public func schedule(at due: Instant?, now: Instant) {
-        guard let loop, !stopped else { return }
+        guard let loop = loop.ref, !stopped else { return }
         if let due, let current = timerDue, current <= due, timer != nil { return }
-        if let t = timer {
-            if let r = pshim_call_method0(t, "cancel") { Py.decref(r) } else { PyErr_Clear() }
-            Py.decref(t)
-            timer = nil
+        if let t = timer.take() {
+            if PyOwned(stealing: pshim_call_method0(t.ref, "cancel")) == nil { PyErr_Clear() }
             timerDue = nil
         }
-        guard let due, let timerFunction else { return }
+        guard let due, let timerFunction = timerFunction.ref else { return }
         let delay = Double(max(0, due.nanoseconds - now.nanoseconds)) / 1e9
-        let args = PyTuple_New(2)!
-        pshim_tuple_set_item(args, 0, PyFloat_FromDouble(delay))
-        Py.incref(timerFunction)
-        pshim_tuple_set_item(args, 1, timerFunction)
-        if let callLater = PyObject_GetAttrString(loop, "call_later") {
-            timer = PyObject_Call(callLater, args, nil)
-            Py.decref(callLater)
+        let args = PyOwned(stealing: PyTuple_New(2)!)
+        pshim_tuple_set_item(args.ref, 0, PyFloat_FromDouble(delay))
+        pshim_tuple_set_item(args.ref, 1, PyOwned(borrowing: timerFunction).take())
+        if let callLater = PyOwned(stealing: PyObject_GetAttrString(loop, "call_later")) {
+            timer = PyOwned(stealing: PyObject_Call(callLater.ref, args.ref, nil))
         }
         if timer == nil { PyErr_Clear() } else { timerDue = due }
-        Py.decref(args)
     }
 
     /// The arranged call happened: forget it. (The loop's clock and ours
     /// differ slightly, so whether it was "due" is not asked: a loop may run
     /// a timer a fraction of a millisecond early by our clock.)
     fileprivate func timerFired() {
-        Py.xdecref(timer)
         timer = nil
         timerDue = nil
     }
@@ -117,11 +110,9 @@ public final class EventLoopDriver {
     /// every callback already ready, so work the tasks of this iteration
     /// queue (HTTP/2 frames of many streams) is done once for all of them.
     public func requestDeferred() {
-        guard !stopped, !deferredScheduled, let callSoon, let fn = deferredFunction else { return }
+        guard !stopped, !deferredScheduled, let callSoon = callSoon.ref, let fn = deferredFunction.ref else { return }
         deferredScheduled = true
-        if let handle = pshim_call1(callSoon, fn) {
-            Py.decref(handle)
-        } else {
+        if PyOwned(stealing: pshim_call1(callSoon, fn)) == nil {
             PyErr_Clear()
             deferredScheduled = false
             deferred?()
@@ -140,19 +131,18 @@ public final class EventLoopDriver {
     /// again, before that shutdown completed ("Event loop stopped before
     /// Future completed").
     public func stop() {
-        guard let loop, !stopped else { return }
+        guard let loop = loop.ref, !stopped else { return }
         schedule(at: nil, now: Instant(nanoseconds: 0))
         stopped = true
-        if let r = pshim_call_method0(loop, "stop") { Py.decref(r) } else { PyErr_Clear() }
+        if PyOwned(stealing: pshim_call_method0(loop, "stop")) == nil { PyErr_Clear() }
     }
 
     /// A callback of ours fired: whether the server may run (not after `stop`).
     fileprivate var live: Bool { !stopped }
 
     fileprivate func attachLoop(_ l: PyRef) {
-        Py.incref(l)
-        loop = l
-        callSoon = PyObject_GetAttrString(l, "call_soon")
+        loop = PyOwned(borrowing: l)
+        callSoon = PyOwned(stealing: PyObject_GetAttrString(l, "call_soon"))
         if callSoon == nil { PyErr_Clear() }
     }
 

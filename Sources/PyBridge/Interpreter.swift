@@ -36,9 +36,8 @@ public enum Interpreter {
         // Later entries are inserted first so the final order is the
         // command-line order, then the current directory.
         for dir in (pythonPaths.reversed() + [""]).reversed() {
-            let s = Py.str(dir)
-            PyList_Insert(sysPath, 0, s)
-            Py.decref(s)
+            let s = PyOwned(stealing: Py.str(dir))
+            PyList_Insert(sysPath, 0, s.ref)
         }
         // Only `--python-path` entries and "" (cwd) were inserted above, in
         // reverse, so they now lead sys.path in the order given.
@@ -61,6 +60,9 @@ public enum Interpreter {
             throw StartupError("cannot import module '\(moduleName)': \(tb.exceptionName): \(tb.message)",
                                traceback: tb.text)
         }
+        // Manual: each step replaces the reference it walks from (an owner
+        // in a reassigned `var` is what the Swift 6.3 optimiser rejected in
+        // ASGIRequest), and the last one is returned for the worker's life.
         var current = module
         for part in attrPath.split(separator: ".", omittingEmptySubsequences: false) {
             guard !part.isEmpty, let next = PyObject_GetAttrString(current, String(part)) else {
@@ -108,23 +110,19 @@ public struct PythonTraceback {
 
 /// Clears the pending exception and returns it formatted.
 public func takeTraceback() -> PythonTraceback {
-    guard let exc = pshim_fetch_exception() else {
+    guard let owner = PyOwned(stealing: pshim_fetch_exception()) else {
         return PythonTraceback(exceptionName: "Error", message: "unknown error", text: "")
     }
-    defer { Py.decref(exc) }
+    let exc = owner.ref
     let name = Py.typeName(exc)
     let message = Py.describe(exc)
     var text = ""
-    if let tbmod = PyImport_ImportModule("traceback") {
-        if let fmt = PyObject_GetAttrString(tbmod, "format_exception"),
-           let lines = pshim_call1(fmt, exc) {
-            // Borrowing is safe: the list is new and only ours.
-            let n = PyList_Size(lines)
-            for i in 0..<n { text += Py.string(PyList_GetItem(lines, i)) ?? "" }
-            Py.decref(lines)
-            Py.decref(fmt)
-        }
-        Py.decref(tbmod)
+    if let tbmod = PyOwned(stealing: PyImport_ImportModule("traceback")),
+       let fmt = PyOwned(stealing: PyObject_GetAttrString(tbmod.ref, "format_exception")),
+       let lines = PyOwned(stealing: pshim_call1(fmt.ref, exc)) {
+        // Borrowing is safe: the list is new and only ours.
+        let n = PyList_Size(lines.ref)
+        for i in 0..<n { text += Py.string(PyList_GetItem(lines.ref, i)) ?? "" }
     }
     PyErr_Clear()
     return PythonTraceback(exceptionName: name, message: message, text: text)

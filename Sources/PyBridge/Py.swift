@@ -8,11 +8,24 @@ public typealias PyRef = UnsafeMutablePointer<PyObject>
 
 /// A strong reference released when the owner goes away; move-only, so the
 /// compiler proves the decref happens once.
-public struct PyOwned: ~Copyable {
+///
+/// What is still decref'd by hand in the gateways is one of: a reference
+/// kept in a field past the call that made it (a gateway's or request's
+/// cache, a future waiting for the transport), one given away to a C call
+/// that steals it or returned to Python (`take()` hands it over), or an
+/// element of a collection of them (a WebSocket's message queue).
+@frozen public struct PyOwned: ~Copyable {
     public let ref: PyRef
 
     /// Takes over a new reference (from a call that returns one).
     @inlinable public init(stealing ref: PyRef) { self.ref = ref }
+
+    /// Takes over the result of a call that returns a new reference or
+    /// NULL (with an exception set): nil for NULL.
+    @inlinable public init?(stealing ref: PyRef?) {
+        guard let ref else { return nil }
+        self.ref = ref
+    }
 
     /// Adds a reference to a borrowed object.
     @inlinable public init(borrowing ref: PyRef) {
@@ -21,13 +34,13 @@ public struct PyOwned: ~Copyable {
     }
 
     /// Gives the reference to the caller without releasing it.
-    public consuming func take() -> PyRef {
+    @inlinable public consuming func take() -> PyRef {
         let r = ref
         discard self
         return r
     }
 
-    deinit { pshim_decref(ref) }
+    @inlinable deinit { pshim_decref(ref) }
 }
 
 public enum Py {
@@ -96,9 +109,8 @@ public enum Py {
 
     /// `str(o)` as Swift text, for messages.
     public static func describe(_ o: PyRef) -> String {
-        guard let s = PyObject_Str(o) else { PyErr_Clear(); return "<unprintable>" }
-        defer { pshim_decref(s) }
-        return string(s) ?? "<unprintable>"
+        guard let s = PyOwned(stealing: PyObject_Str(o)) else { PyErr_Clear(); return "<unprintable>" }
+        return string(s.ref) ?? "<unprintable>"
     }
 
     public static func typeName(_ o: PyRef) -> String { String(cString: pshim_type_name(o)) }
@@ -108,9 +120,8 @@ public enum Py {
         var m = message
         m.withUTF8 { b in
             b.withMemoryRebound(to: CChar.self) { c in
-                let s = PyUnicode_FromStringAndSize(c.baseAddress, c.count)
-                PyErr_SetObject(exc, s)
-                Py.xdecref(s)
+                let s = PyOwned(stealing: PyUnicode_FromStringAndSize(c.baseAddress, c.count))
+                PyErr_SetObject(exc, s.ref)
             }
         }
     }

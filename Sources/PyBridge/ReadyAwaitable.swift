@@ -31,7 +31,8 @@ public enum ReadyAwaitable {
         _ = none
     }
 
-    /// A ready awaitable resolving to `value` (the reference is consumed).
+    /// A ready awaitable resolving to `value` (the reference is consumed,
+    /// by hand: it is the caller's, given up like one a C call steals).
     public static func make(stealing value: PyRef) -> PyRef? {
         guard let o = nativeAllocate(type.ref) else { Py.decref(value); return nil }
         nativePayload(o, as: Payload.self).pointee.value = value
@@ -62,6 +63,7 @@ public enum ReadyAwaitable {
         return PySendResult(rawValue: PySendResult.RawValue(pshim_gen_return()))
     }
 
+    /// The value lives in the Python object's memory, not in a Swift owner.
     private static let dealloc: @convention(c) (PyRef?) -> Void = { me in
         let p = nativePayload(me!, as: Payload.self)
         Py.xdecref(p.pointee.value)

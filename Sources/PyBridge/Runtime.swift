@@ -232,17 +232,14 @@ class FileWrapper:
             throw StartupError("cannot create the _peregrine module")
         }
         let dict = PyModule_GetDict(m)!
-        let logType = NativeTypeBuilder.function(name: "log", logFunction)
-        PyDict_SetItemString(dict, "log", logType)
-        Py.decref(logType)
+        let logType = PyOwned(stealing: NativeTypeBuilder.function(name: "log", logFunction))
+        PyDict_SetItemString(dict, "log", logType.ref)
         PyDict_SetItemString(dict, "__builtins__", PyEval_GetBuiltins())
-        guard let r = PyRun_String(source, Py_file_input, dict, dict) else {
+        guard PyOwned(stealing: PyRun_String(source, Py_file_input, dict, dict)) != nil else {
             let tb = takeTraceback()
             throw StartupError("internal runtime module failed: \(tb.message)", traceback: tb.text)
         }
-        Py.decref(r)
-        Py.incref(m)
-        return m
+        return PyOwned(borrowing: m).take()  // PyImport_AddModule's is borrowed
     }
 
     /// An attribute of the module (a new reference: an application may
@@ -258,12 +255,11 @@ class FileWrapper:
     /// "asgi", "wsgi" or nil.
     public static func detectProtocol(_ app: PyRef) -> String? {
         let detect = attribute("detect_protocol")
-        guard let r = pshim_call1(detect.ref, app) else {
+        guard let r = PyOwned(stealing: pshim_call1(detect.ref, app)) else {
             PyErr_Clear()
             return nil
         }
-        defer { Py.decref(r) }
-        return r == Py.none ? nil : Py.string(r)
+        return r.ref == Py.none ? nil : Py.string(r.ref)
     }
 }
 
