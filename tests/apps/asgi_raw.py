@@ -170,16 +170,14 @@ async def lifespan(scope: Scope, receive: Receive, send: Send) -> None:
 async def slow_shutdown(scope: Scope, receive: Receive, send: Send) -> None:
     """A lifespan shutdown that takes 2.5 s (longer than the worker's own timers' period), then `hello`."""
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                log_event("slow shutdown started")
-                await asyncio.sleep(2.5)
-                log_event("slow shutdown done")
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        assert (await receive())["type"] == "lifespan.startup"
+        await send({"type": "lifespan.startup.complete"})
+        assert (await receive())["type"] == "lifespan.shutdown"
+        log_event("slow shutdown started")
+        await asyncio.sleep(2.5)
+        log_event("slow shutdown done")
+        await send({"type": "lifespan.shutdown.complete"})
+        return
     await respond(send, b"up")
 
 
