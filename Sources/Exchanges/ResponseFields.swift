@@ -38,13 +38,13 @@ public enum ResponseFields {
         -> ResponseFieldRole {
         guard isToken(name) else { throw .invalidName }
         guard isValidValue(value) else { throw .controlCharacter }
+        guard isServerOwned(name) else { return .regular }
         if name.equalsIgnoringASCIICase("content-length") {
             guard let length = parseLength(value) else { throw .invalidContentLength }
             return .contentLength(length)
         }
         if name.equalsIgnoringASCIICase("connection") { return .connection(close: containsToken(value, "close")) }
-        if name.equalsIgnoringASCIICase("transfer-encoding") || name.equalsIgnoringASCIICase("keep-alive") { return .framing }
-        return .regular
+        return .framing  // Transfer-Encoding, Keep-Alive
     }
 
     /// The field is one the server writes itself (`Content-Length`,

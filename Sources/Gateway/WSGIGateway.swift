@@ -579,17 +579,3 @@ func latin1View(_ s: PyRef) -> UnsafeRawBufferPointer {
     guard pshim_unicode_latin1(s, &data, &len) != 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
     return UnsafeRawBufferPointer(start: data, count: len)
 }
-
-/// Raises the ValueError for a response field the exchange's rules refuse
-/// (both gateways: `context` is "response" for WSGI, the ASGI message type).
-func raiseResponseFieldError(_ error: ResponseFieldError, context: String, name: PyRef, value: PyRef) {
-    switch error {
-    case .invalidName:
-        Py.raise(Py.valueError, "\(context): invalid header name \(Py.describe(name))")
-    case .controlCharacter:
-        Py.raise(Py.valueError, "\(context): header \(Py.describe(name)) has a control character (CR, LF or NUL) in its value")
-    case .invalidContentLength:
-        Py.raise(Py.valueError, "\(context): invalid Content-Length \(Py.describe(value))")
-    }
-}
-

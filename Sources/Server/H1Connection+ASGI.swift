@@ -11,6 +11,8 @@ extension H1Connection: AsyncExchange {
         asyncRequest.delegate = delegate
     }
 
+    var bodyComplete: Bool { requestBody.complete }
+
     func pollBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyPoll {
         if let failure = exchange.bodyFailure { return .failed(status: failure) }
         switch copyBody(into: buffer) {
@@ -20,7 +22,7 @@ extension H1Connection: AsyncExchange {
             exchange.failBody(status: error.status)
             return .failed(status: error.status)
         case nil:
-            return bodyComplete ? .end : .wait
+            return requestBody.complete ? .end : .wait
         }
     }
 
@@ -78,11 +80,11 @@ extension H1Connection: AsyncExchange {
                 return outcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false))
             }
             stageBodyEnd(trailers: nil)
-            responseComplete = true
+            asyncRequest.responseComplete = true
         } else {
             guard emitBody(bytes, flush: false, blocking: false) else { return .closed }
         }
-        return outcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false, final: responseComplete))
+        return outcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false, final: asyncRequest.responseComplete))
     }
 
     func sendFile(fd file: Int32, offset: Int64, count: Int64) -> SendOutcome {
@@ -97,10 +99,10 @@ extension H1Connection: AsyncExchange {
         if bodyless || count == 0 {
             _ = csys_close(file)
         } else {
-            pendingFile = PendingFile(fd: file, offset: offset, remaining: count)
+            output.file = PendingFile(fd: file, offset: offset, remaining: count)
         }
         if !trailersOut {
-            responseComplete = true
+            asyncRequest.responseComplete = true
         }
         // The staged head goes first; the file follows from onWritable or
         // right away if the socket takes it.
@@ -112,7 +114,7 @@ extension H1Connection: AsyncExchange {
     func sendTrailers(_ fields: UnsafeBufferPointer<ResponseField>) -> SendOutcome {
         guard phase == .request, !writeFailed else { return .closed }
         stageBodyEnd(trailers: fields)
-        responseComplete = true
+        asyncRequest.responseComplete = true
         return outcome(transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false))
     }
 
@@ -121,12 +123,12 @@ extension H1Connection: AsyncExchange {
     private func outcome(_ transmitted: Bool) -> SendOutcome {
         guard transmitted else { clientGone(); return .closed }
         if hasPendingOutput { updateInterest() }
-        if responseComplete && !hasPendingOutput {
+        if asyncRequest.responseComplete && !hasPendingOutput {
             finishAsyncResponse()
             return .done
         }
         if pendingOutputBytes > H1Connection.highWater {
-            drainWanted = true
+            output.drainWanted = true
             return .backpressure
         }
         return .done

@@ -59,14 +59,14 @@ extension H1Connection {
         let avail = input.readable
         switch requestBody.framing {
         case .none:
-            bodyComplete = true
+            requestBody.complete = true
             return nil
         case .contentLength:
             let n = Int(min(Int64(min(avail.count, max)), requestBody.remaining))
             guard n > 0 else { return nil }
             requestBody.remaining -= Int64(n)
             input.readerIndex += n
-            if requestBody.remaining == 0 { bodyComplete = true }
+            if requestBody.remaining == 0 { requestBody.complete = true }
             return UnsafeRawBufferPointer(rebasing: avail[0..<n])
         case .chunked:
             if requestBody.chunkCarry > 0 {
@@ -95,7 +95,7 @@ extension H1Connection {
                     }
                 case .end(let consumed):
                     input.readerIndex += offset + consumed
-                    bodyComplete = true
+                    requestBody.complete = true
                     return nil
                 case .failed(let error):
                     throw error
@@ -121,14 +121,14 @@ extension H1Connection {
             guard let span = try nextBodySpan(max: buffer.count) else { return nil }
             if exchange.receiveBody(count: span.count) == .tooLarge {
                 keepAlive = false
-                bodyComplete = true
+                requestBody.complete = true
                 return .failure(BodyError(status: 413, reason: "request body larger than --max-body"))
             }
             buffer.baseAddress!.copyMemory(from: span.baseAddress!, byteCount: span.count)
             return .success(span.count)
         } catch {
             keepAlive = false
-            bodyComplete = true  // nothing more can be read from this framing
+            requestBody.complete = true  // nothing more can be read from this framing
             return .failure(BodyError(status: Int(error.status), reason: error.reason))
         }
     }
@@ -155,7 +155,7 @@ extension H1Connection {
     /// Drops body bytes the application did not read; false when waiting
     /// for more input (or the connection was closed).
     func discardBody() -> Bool {
-        while !bodyComplete {
+        while !requestBody.complete {
             let span: UnsafeRawBufferPointer?
             do { span = try nextBodySpan(max: Int.max) } catch { close(); return false }
             if let span {
@@ -163,7 +163,7 @@ extension H1Connection {
                 if requestBody.discardBudget < 0 { close(); return false }
                 continue
             }
-            if bodyComplete { break }
+            if requestBody.complete { break }
             if input.isEmpty { releaseInput() }
             return false
         }

@@ -34,14 +34,14 @@ extension H1Connection {
     func transmit(_ extra: UnsafeRawBufferPointer, blocking: Bool, final: Bool = false) -> Bool {
         if writeFailed { worker.out.count = 0; return false }
         let staged = worker.out.bytes
-        if final && keepAlive && bodyComplete && !hasPendingOutput && !worker.stopRequested
+        if final && keepAlive && requestBody.complete && !hasPendingOutput && !worker.stopRequested
             && staged.count + extra.count <= CoalescedOutput.maxResponse {
-            heldOutput = true
+            output.held = true
             worker.hold(self, staged, extra)
             worker.out.count = 0
             return true
         }
-        if heldOutput { worker.flushHeld() }
+        if output.held { worker.flushHeld() }
         if !hasPendingOutput {
             let (written, failed) = io.writeSome(staged, extra)
             if failed {

@@ -9,7 +9,7 @@ import HTTP1
 extension H1Connection: Exchange {
     func readBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyRead {
         if let failure = exchange.bodyFailure { return .failed("the request body cannot be read", status: failure) }
-        if bodyComplete { return .end }
+        if requestBody.complete { return .end }
         if !continueIfExpected() { return .failed("the connection failed", status: 0) }
         while true {
             switch copyBody(into: buffer) {
@@ -21,7 +21,7 @@ extension H1Connection: Exchange {
             case nil:
                 break
             }
-            if bodyComplete { return .end }
+            if requestBody.complete { return .end }
             switch fill() {
             case .data:
                 continue
@@ -59,12 +59,12 @@ extension H1Connection: Exchange {
         // the pending-file machinery can close its own descriptor.
         let own = csys_dup(file)
         guard own >= 0 else { return nil }
-        pendingFile = PendingFile(fd: own, offset: offset, remaining: count)
+        output.file = PendingFile(fd: own, offset: offset, remaining: count)
         let before = exchange.bytesOut
         _ = drainBlocking()
-        if let left = pendingFile {
+        if let left = output.file {
             _ = csys_close(left.fd)
-            pendingFile = nil
+            output.file = nil
         }
         let sent = exchange.bytesOut - before
         return sent == count ? asked : sent

@@ -68,10 +68,6 @@ final class H1Connection: WorkerConnection {
     // The request being served.
     var version: H1Version = .http11
     var requestBody = H1RequestBody()
-    var bodyComplete: Bool {
-        get { requestBody.complete }
-        set { requestBody.complete = newValue }
-    }
     var accessLine: AccessLog.RequestLine?
 
     /// The request's bookkeeping and decisions (body limits and failures,
@@ -92,23 +88,6 @@ final class H1Connection: WorkerConnection {
     var output = PendingOutput()
     /// ASGI only.
     var asyncRequest = H1AsyncRequest()
-    // The names the response body paths (+Output, +WSGI, +ASGI) use.
-    var pendingFile: PendingFile? {
-        get { output.file }
-        set { output.file = newValue }
-    }
-    var heldOutput: Bool {
-        get { output.held }
-        set { output.held = newValue }
-    }
-    var drainWanted: Bool {
-        get { output.drainWanted }
-        set { output.drainWanted = newValue }
-    }
-    var responseComplete: Bool {
-        get { asyncRequest.responseComplete }
-        set { asyncRequest.responseComplete = newValue }
-    }
 
     // What this TCP connection carries besides HTTP/1.1, each in a type of
     // its own.
@@ -377,7 +356,7 @@ final class H1Connection: WorkerConnection {
             return
         }
         switch H1ConnectionReuse(keepAlive: keepAlive, hardStopping: worker.hardStopping,
-                                 requestBodyComplete: bodyComplete, continuePending: exchange.continuePending) {
+                                 requestBodyComplete: requestBody.complete, continuePending: exchange.continuePending) {
         case .close:
             close()
         case .lingerThenClose:

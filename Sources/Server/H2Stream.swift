@@ -71,7 +71,7 @@ final class H2Stream {
         exchange = HTTPExchange(isHead: isHead,
                                 declaredBodyLength: head.contentLength,
                                 maxBody: session.worker.config.maxBody, start: session.worker.now,
-                                expectsContinue: H2Stream.expectsContinue(head))
+                                expectsContinue: head.expectsContinue)
         // One allocation for the request's bytes; the spans keep their offsets.
         // The name `host` goes after the decoded bytes (see prepareRequest).
         let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: head.storage.count + 4, alignment: 1)
@@ -259,17 +259,6 @@ final class H2Stream {
             progressed = true
         }
         return progressed
-    }
-
-    /// `expect: 100-continue` (names arrive in lower case, RFC 9113 §8.2.1;
-    /// the expectation is case-insensitive, RFC 9110 §10.1.1).
-    static func expectsContinue(_ head: H2RequestHead) -> Bool {
-        head.storage.withUnsafeBytes { b in
-            head.fields.contains { f in
-                UnsafeRawBufferPointer(rebasing: b[f.name.start..<f.name.end]).equalsIgnoringASCIICase("expect")
-                    && UnsafeRawBufferPointer(rebasing: b[f.value.start..<f.value.end]).equalsIgnoringASCIICase("100-continue")
-            }
-        }
     }
 
     /// Sends `100 Continue` if the client waits for it before sending the

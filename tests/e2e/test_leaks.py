@@ -1,6 +1,7 @@
 """100,000 requests leave the worker's memory flat: WSGI and ASGI, over HTTP/1.1 and h2c.
 
-h2load (nghttp2's load generator, an independent client) sends the load: a
+h2load (nghttp2's load generator, an independent client; scripts/test.sh
+installs nghttp2-client) sends the load: a
 warm-up first (so pools, caches and the allocator's arenas reach their
 working size), then 100,000 requests, half GETs and half POSTs with a 1 KiB
 body. The application reports the worker's resident set and the number of
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import urllib.request
 from typing import TYPE_CHECKING
@@ -33,8 +33,6 @@ RSS_BOUND_KIB = 4096
 OBJECTS_BOUND = 200
 
 SUCCEEDED = re.compile(r"requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded")
-
-pytestmark = pytest.mark.skipif(shutil.which("h2load") is None, reason="h2load (nghttp2-client) is not installed")
 
 
 def stats(server: Server) -> dict[str, int]:

@@ -39,6 +39,9 @@ public struct H2RequestHead: Sendable {
     public var fields: [H2Field]
     /// The validated content-length, if present.
     public var contentLength: Int64?
+    /// `expect: 100-continue`: the client may hold its body back until an
+    /// interim 100 (RFC 9110 §10.1.1).
+    public var expectsContinue = false
 
     public init(storage: [UInt8] = [], method: ByteSpan = .empty, scheme: ByteSpan = .empty,
                 authority: ByteSpan = .empty, path: ByteSpan = .empty, protocolName: ByteSpan = .empty,

@@ -117,6 +117,9 @@ struct RequestValidator {
                     cookieCrumbs.append(f.value)
                     if cookieIndex != nil { continue }
                     cookieIndex = head.fields.count
+                case 6 where !trailers && FieldSyntax.equals(name, "expect"):
+                    // The expectation token is case-insensitive (RFC 9110 §10.1.1).
+                    if FieldSyntax.equalsIgnoringCase(value, "100-continue") { head.expectsContinue = true }
                 case 7 where FieldSyntax.equals(name, "upgrade"),
                      10 where FieldSyntax.equals(name, "connection") || FieldSyntax.equals(name, "keep-alive"),
                      16 where FieldSyntax.equals(name, "proxy-connection"),

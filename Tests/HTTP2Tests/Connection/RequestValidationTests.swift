@@ -113,6 +113,18 @@ final class RequestValidationTests: XCTestCase {
         assertMalformed(base + [("te", "trailers, deflate")], .teNotTrailers)
     }
 
+    // RFC 9110 §10.1.1: the expectation is read out; its token is case-insensitive.
+    func testExpectContinueIsReadOut() {
+        let h = H2Harness()
+        for (sid, value, expected) in [(1, "100-continue", true), (3, "100-Continue", true), (5, "something-else", false)] {
+            guard case .request(_, let head, _)? = h.feed(h.headers(UInt32(sid), base + [("expect", value)], endStream: false)).first
+            else { return XCTFail() }
+            XCTAssertEqual(head.expectsContinue, expected, value)
+        }
+        guard case .request(_, let plain, _)? = h.feed(h.headers(7, base, endStream: false)).first else { return XCTFail() }
+        XCTAssertFalse(plain.expectsContinue)
+    }
+
     // RFC 9110 §8.6: content-length = 1*DIGIT.
     func testContentLengthIsOneDecimal() {
         let h = H2Harness()

@@ -13,6 +13,7 @@ struct Head: Equatable, CustomStringConvertible {
     var method = "", scheme = "", authority = "", path = "", protocolName = ""
     var fields: [[String]] = []
     var contentLength: Int64?
+    var expectsContinue = false
 
     init(_ h: H2RequestHead) {
         func s(_ span: ByteSpan) -> String { text(h[span]) }
@@ -20,6 +21,7 @@ struct Head: Equatable, CustomStringConvertible {
         protocolName = s(h.protocolName)
         fields = h.fields.map { [s($0.name), s($0.value)] }
         contentLength = h.contentLength
+        expectsContinue = h.expectsContinue
     }
 
     var description: String { "\(method) \(scheme) \(authority) \(path) \(protocolName) \(fields) cl=\(String(describing: contentLength))" }
