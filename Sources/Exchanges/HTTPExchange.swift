@@ -16,6 +16,7 @@ import Core
 ///     body is given:      let n = exchange.admitBody(count)  -> at most what the declared length allows
 ///     body is sent:       exchange.countOut(n)
 ///     at the last byte:   if exchange.bodyEndedShort() { abort: the client must see a truncated response }
+///     the response ends:  exchange.completeResponse()
 ///     at the end:         access log from `status`, `bytesOut`, `start`
 ///
 /// What stays with the transport is framing: HTTP/1.1's choice between
@@ -57,6 +58,12 @@ public struct HTTPExchange: Sendable {
     /// Response body bytes the application gave and `admitBody` let through.
     public private(set) var bodyAdmitted: Int64 = 0
     private var excessReported = false
+    /// Trailer fields will end the body: the application announced them and
+    /// the transport's framing carries them.
+    public private(set) var trailersFollow = false
+    /// The application's response is complete (the end of the body, or its
+    /// trailers, has been framed): once it is out, the exchange ends.
+    public private(set) var responseComplete = false
 
     public init(isHead: Bool, declaredBodyLength: Int64?, maxBody: Int64, start: Instant, expectsContinue: Bool = false) {
         self.isHead = isHead
@@ -155,6 +162,16 @@ public struct HTTPExchange: Sendable {
         responseLength = bodyless ? nil : length
         return ResponsePlan(status: s, bodyless: bodyless,
                             addsDate: !head.fields.contains { HTTPSemantics.isDateField($0.name) }, contentLength: length)
+    }
+
+    /// The body will end with trailer fields, not with its last block.
+    public mutating func carryTrailers() {
+        trailersFollow = true
+    }
+
+    /// The end of the response has been framed.
+    public mutating func completeResponse() {
+        responseComplete = true
     }
 
     /// The server answers by itself (a refusal, an error before the

@@ -115,19 +115,18 @@ extension H1Connection {
     }
 
     /// Copies the next body bytes into `buffer`; nil when none are buffered.
-    /// Enforces --max-body; a framing error or the limit ends the body.
+    /// Enforces --max-body; a framing error or the limit ends the body (and
+    /// with it the connection, see `requestKeepAlive`).
     func copyBody(into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, BodyError>? {
         do {
             guard let span = try nextBodySpan(max: buffer.count) else { return nil }
             if exchange.receiveBody(count: span.count) == .tooLarge {
-                keepAlive = false
                 requestBody.complete = true
                 return .failure(BodyError(status: 413, reason: "request body larger than --max-body"))
             }
             buffer.baseAddress!.copyMemory(from: span.baseAddress!, byteCount: span.count)
             return .success(span.count)
         } catch {
-            keepAlive = false
             requestBody.complete = true  // nothing more can be read from this framing
             return .failure(BodyError(status: Int(error.status), reason: error.reason))
         }
@@ -169,15 +168,6 @@ extension H1Connection {
         }
         phase = .head
         return true
-    }
-
-    /// Sends `100 Continue` if the client waits for it and nothing of the
-    /// response has been queued yet (RFC 9110 §10.1.1).
-    func continueIfExpected() -> Bool {
-        guard exchange.continueNeeded(bodyArrived: !input.isEmpty) else { return true }
-        let head = H1InformationalHead(status: 100, fields: UnsafeBufferPointer<ResponseField>(start: nil, count: 0))
-        worker.out.write(head.length) { head.write(into: $0) }
-        return transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: worker.asgi == nil)
     }
 }
 

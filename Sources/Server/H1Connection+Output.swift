@@ -34,7 +34,7 @@ extension H1Connection {
     func transmit(_ extra: UnsafeRawBufferPointer, blocking: Bool, final: Bool = false) -> Bool {
         if writeFailed { worker.out.count = 0; return false }
         let staged = worker.out.bytes
-        if final && keepAlive && requestBody.complete && !hasPendingOutput && !worker.stopRequested
+        if final && requestKeepAlive && requestBody.complete && !hasPendingOutput && !worker.stopRequested
             && staged.count + extra.count <= CoalescedOutput.maxResponse {
             output.held = true
             worker.hold(self, staged, extra)
@@ -154,7 +154,7 @@ extension H1Connection {
             }
             if !hasPendingOutput {
                 worker.disarm(self)
-                if asyncRequest.responseComplete { finishAsyncResponse() }
+                if exchange.responseComplete { finishAsyncResponse() }
             } else {
                 worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
             }
@@ -179,22 +179,19 @@ extension H1Connection {
 
     // MARK: - Framing
 
-    /// No body bytes go out (HEAD, 1xx, 204, 304).
-    var bodyless: Bool { responseFraming?.isBodyless ?? false }
     /// Body blocks are framed as chunks.
     var chunkedOut: Bool { responseFraming?.isChunked ?? false }
     /// Trailer fields may end the body.
     var trailersOut: Bool { responseFraming?.trailers ?? false }
 
     /// Decides the response's framing and persistence (`H1ResponseFraming`)
-    /// and stages its head.
-    func stageHead(_ head: ResponseHead, trailers: Bool) {
+    /// and stages its head; returns whether trailers will be carried.
+    func stageHead(_ head: ResponseHead, plan: HTTPExchange.ResponsePlan, trailers: Bool) -> Bool {
         // One strong reference for the whole head: each access through the
         // unowned(unsafe) `worker` would otherwise retain and release it.
         let w = worker
-        let plan = exchange.beginResponse(head)
         let framing = H1ResponseFraming(
-            version: version, isHead: exchange.isHead, requestKeepAlive: keepAlive, status: plan.status,
+            version: version, isHead: exchange.isHead, requestKeepAlive: requestKeepAlive, status: plan.status,
             contentLength: plan.contentLength, trailers: trailers, applicationClose: head.close,
             stopping: w.stopRequested)
         responseFraming = framing
@@ -204,7 +201,13 @@ extension H1Connection {
         let bytes = H1ResponseHead(status: plan.status, reason: reason, fields: head.fields,
                                    framing: framing, date: plan.addsDate ? w.date.bytes : nil)
         w.out.write(bytes.length) { bytes.write(into: $0) }
+        return framing.trailers
     }
+
+    /// The request lets the connection persist: its own wish, unless its
+    /// body could not be read to the end (nobody knows where the next
+    /// request would start).
+    var requestKeepAlive: Bool { keepAlive && exchange.bodyFailure == nil }
 
     /// Stages `name: value` lines.
     func stageFields(_ fields: UnsafeBufferPointer<ResponseField>) {
@@ -212,20 +215,11 @@ extension H1Connection {
         worker.out.write(lines.length) { lines.write(into: $0) }
     }
 
-    /// Stages (small) or transmits (large) one block of body with its chunk
-    /// framing. Returns false if the connection failed.
-    func emitBody(_ given: UnsafeRawBufferPointer, flush: Bool, blocking: Bool) -> Bool {
+    /// Stages (small) or transmits (large) one block of body (admitted and
+    /// counted by the exchange) with its chunk framing. Returns false if
+    /// the connection failed.
+    func emitBody(_ bytes: UnsafeRawBufferPointer, blocking: Bool) -> Bool {
         if writeFailed { return false }
-        var bytes = given
-        if !bodyless && !bytes.isEmpty {
-            // Held to the declared length (the exchange drops the excess).
-            let n = Int(exchange.admitBody(Int64(bytes.count)))
-            if n < bytes.count { bytes = UnsafeRawBufferPointer(rebasing: bytes[0..<n]) }
-        }
-        if bodyless || bytes.isEmpty {
-            return flush ? transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: blocking) : true
-        }
-        exchange.countOut(bytes.count)
         let chunkedOut = self.chunkedOut
         if chunkedOut {
             worker.out.write(H1ChunkedEncoder.maxSizeLineLength) { H1ChunkedEncoder.writeSizeLine(bytes.count, into: $0) }
@@ -237,7 +231,7 @@ extension H1Connection {
         if bytes.count <= 16 * 1024 && !completesBody {
             worker.out.append(bytes)
             if chunkedOut { worker.out.append("\r\n") }
-            if flush || worker.out.count > 64 * 1024 {
+            if worker.out.count > 64 * 1024 {
                 return transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: blocking)
             }
             return true
@@ -245,7 +239,7 @@ extension H1Connection {
         // Large block: written with the staged bytes, not copied.
         guard transmit(bytes, blocking: blocking) else { return false }
         if chunkedOut { worker.out.append("\r\n") }
-        return flush ? transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: blocking) : true
+        return true
     }
 
     /// Stages the end of a chunked body (with trailer fields, if the

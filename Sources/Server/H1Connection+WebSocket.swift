@@ -85,13 +85,15 @@ extension H1Connection: WebSocketTransport {
 
     func webSocketDenyHead(_ head: ResponseHead) -> SendOutcome {
         guard phase == .websocket, !writeFailed else { return .closed }
-        stageHead(head, trailers: false)
+        _ = stageHead(head, plan: exchange.beginResponse(head), trailers: false)
         return .done
     }
 
     func webSocketDenyBody(_ bytes: UnsafeRawBufferPointer, final: Bool) -> SendOutcome {
         guard phase == .websocket, !writeFailed else { worker.out.count = 0; return .closed }
-        guard emitBody(bytes, flush: false, blocking: false) else { return .closed }
+        let body = admitted(bytes)
+        exchange.countOut(body.count)
+        guard body.isEmpty || emitBody(body, blocking: false) else { return .closed }
         if final {
             stageBodyEnd(trailers: nil)
             webSocket?.closeWhenFlushed = true

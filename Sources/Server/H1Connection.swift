@@ -35,8 +35,9 @@ import TLS
 ///
 /// The class is split by concern: this file (events and request dispatch),
 /// +Input (reading and body decoding), +Output (framing, writing, closing),
-/// +WSGI (the blocking `Exchange`), +ASGI (the non-blocking one), +TLS,
-/// +HTTP2, +WebSocket (the hand-offs).
+/// +ExchangeTransport (what the exchange of its current request asks of
+/// it; `Exchange` and `AsyncExchange` come from Exchanges), +TLS, +HTTP2,
+/// +WebSocket (the hand-offs).
 ///
 /// Stored state: the byte stream's (descriptor, interest, input, peer,
 /// phase, failure flags, `PendingOutput`) and the HTTP/1.1 request's; every
@@ -74,7 +75,6 @@ final class H1Connection: WorkerConnection {
     /// the response head's status, date and length, what the access log
     /// reports), shared with every other transport.
     var exchange = HTTPExchange(isHead: false, declaredBodyLength: nil, maxBody: 0, start: Instant(nanoseconds: 0))
-    var headSent: Bool { exchange.headSent }
 
     // The response being written.
     /// Decided when the head is staged; nil until then.
@@ -190,7 +190,6 @@ final class H1Connection: WorkerConnection {
         case .request where asyncRequest.bodyWanted:
             asyncRequest.bodyWanted = false
             exchange.failBody(status: 408)
-            keepAlive = false
             updateInterest()
             asyncRequest.delegate?.bodyReady()
         case .websocket:
@@ -293,7 +292,6 @@ final class H1Connection: WorkerConnection {
         }
         if let asgi = w.asgi {
             phase = .request
-            asyncRequest.responseComplete = false
             asyncRequest.bodyWanted = false
             updateInterest()
             asgi.start(request, exchange: self)
@@ -355,7 +353,7 @@ final class H1Connection: WorkerConnection {
             close()
             return
         }
-        switch H1ConnectionReuse(keepAlive: keepAlive, hardStopping: worker.hardStopping,
+        switch H1ConnectionReuse(keepAlive: requestKeepAlive, hardStopping: worker.hardStopping,
                                  requestBodyComplete: requestBody.complete, continuePending: exchange.continuePending) {
         case .close:
             close()

@@ -46,8 +46,6 @@ final class H2Stream {
     /// The response is complete: END_STREAM is in the session's output.
     var responseEnded = false
     var drainWanted = false
-    /// ASGI announced trailers: END_STREAM comes with them.
-    var trailersAnnounced = false
 
     // ASGI.
     var delegate: AsyncExchangeDelegate?
@@ -93,9 +91,6 @@ final class H2Stream {
         pendingOut.detach()?.deallocate()
         if let file = pendingFile { _ = csys_close(file.fd) }
     }
-
-    var headSent: Bool { exchange.headSent }
-    var bodyless: Bool { exchange.bodyless }
 
     var hasPendingOutput: Bool { pendingOut.readableCount > 0 || pendingFile != nil }
     var pendingOutputBytes: Int { pendingOut.readableCount + Int(pendingFile?.remaining ?? 0) }
@@ -144,7 +139,7 @@ final class H2Stream {
     }
 
     /// Copies buffered body bytes out and gives their window back.
-    func takeBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+    func copyBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         let n = min(buffer.count, body.readableCount)
         guard n > 0 else { return 0 }
         buffer.baseAddress!.copyMemory(from: body.readable.baseAddress!, byteCount: n)
@@ -164,10 +159,15 @@ final class H2Stream {
 
     // MARK: - Response
 
-    /// Encodes the response head the exchange plans: the application's
-    /// fields, then `date` and `content-length` as HTTP/1.1 adds them.
+    /// A head the server sends itself (a refusal, a WebSocket's answer):
+    /// planned by the exchange, framed like the application's.
     func encodeHead(_ head: ResponseHead, endStream: Bool) {
-        let plan = exchange.beginResponse(head)
+        writeHead(head, plan: exchange.beginResponse(head), endStream: endStream)
+    }
+
+    /// Encodes the response head the exchange planned: the application's
+    /// fields, then `date` and `content-length` as HTTP/1.1 adds them.
+    func writeHead(_ head: ResponseHead, plan: HTTPExchange.ResponsePlan, endStream: Bool) {
         session.core.beginHeaders(streamID: id, status: plan.status)
         for f in head.fields { session.core.addField(name: f.name, value: f.value) }
         if plan.addsDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
@@ -180,13 +180,6 @@ final class H2Stream {
         }
         session.core.endHeaders(endStream: endStream)
         if endStream { responseEnded = true }
-    }
-
-    func encodeInformational(status: Int, fields: UnsafeBufferPointer<ResponseField>) {
-        guard (100...199).contains(status), status != 101 else { return }  // no upgrades in HTTP/2
-        session.core.beginHeaders(streamID: id, status: status)
-        for f in fields { session.core.addField(name: f.name, value: f.value) }
-        session.core.endHeaders(endStream: false)
     }
 
     /// Frames as much of `bytes` as the windows and the output high-water
@@ -259,14 +252,6 @@ final class H2Stream {
             progressed = true
         }
         return progressed
-    }
-
-    /// Sends `100 Continue` if the client waits for it before sending the
-    /// body (the exchange decides; over HTTP/2 it is a HEADERS frame with
-    /// `:status 100`, RFC 9113 §8.1).
-    func continueIfExpected() {
-        guard exchange.continueNeeded(bodyArrived: body.readableCount > 0 || bodyEnded) else { return }
-        encodeInformational(status: 100, fields: UnsafeBufferPointer(start: nil, count: 0))
     }
 
     static var dateName: UnsafeRawBufferPointer { bytes("date") }
