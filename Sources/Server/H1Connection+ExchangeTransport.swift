@@ -18,7 +18,7 @@ extension H1Connection: ExchangeTransport {
     // MARK: - Request body
 
     var bodyArrived: Bool { !input.isEmpty }
-    var bodyComplete: Bool { requestBody.complete }
+    var bodyComplete: Bool { request.body.complete }
 
     func takeBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyTake {
         switch copyBody(into: buffer) {
@@ -27,7 +27,7 @@ extension H1Connection: ExchangeTransport {
         case .failure(let error)?:
             return .failed(status: error.status, reason: error.reason)
         case nil:
-            return requestBody.complete ? .end : .wait
+            return request.body.complete ? .end : .wait
         }
     }
 
@@ -78,7 +78,7 @@ extension H1Connection: ExchangeTransport {
 
     func frameInformational(status: Int, fields: UnsafeBufferPointer<ResponseField>) -> Bool {
         // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
-        guard H1ResponseFraming.allowsInformational(to: version) else { return false }
+        guard H1ResponseFraming.allowsInformational(to: request.version) else { return false }
         let head = H1InformationalHead(status: status, fields: fields)
         worker.out.write(head.length) { head.write(into: $0) }
         return true

@@ -34,7 +34,7 @@ extension H1Connection {
     func transmit(_ extra: UnsafeRawBufferPointer, blocking: Bool, final: Bool = false) -> Bool {
         if writeFailed { worker.out.count = 0; return false }
         let staged = worker.out.bytes
-        if final && requestKeepAlive && requestBody.complete && !hasPendingOutput && !worker.stopRequested
+        if final && requestKeepAlive && request.body.complete && !hasPendingOutput && !worker.stopRequested
             && staged.count + extra.count <= CoalescedOutput.maxResponse {
             output.held = true
             worker.hold(self, staged, extra)
@@ -158,7 +158,7 @@ extension H1Connection {
             } else {
                 worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
             }
-        } else if phase == .head && !hasPendingOutput && !requestBytesSeen && input.isEmpty {
+        } else if phase == .head && !hasPendingOutput && !request.bytesSeen && input.isEmpty {
             // A held response that had to wait for the socket is out: the
             // connection is idle again.
             worker.arm(self, milliseconds: worker.config.keepAliveMilliseconds)
@@ -180,9 +180,9 @@ extension H1Connection {
     // MARK: - Framing
 
     /// Body blocks are framed as chunks.
-    var chunkedOut: Bool { responseFraming?.isChunked ?? false }
+    var chunkedOut: Bool { request.framing?.isChunked ?? false }
     /// Trailer fields may end the body.
-    var trailersOut: Bool { responseFraming?.trailers ?? false }
+    var trailersOut: Bool { request.framing?.trailers ?? false }
 
     /// Decides the response's framing and persistence (`H1ResponseFraming`)
     /// and stages its head; returns whether trailers will be carried.
@@ -191,11 +191,11 @@ extension H1Connection {
         // unowned(unsafe) `worker` would otherwise retain and release it.
         let w = worker
         let framing = H1ResponseFraming(
-            version: version, isHead: exchange.isHead, requestKeepAlive: requestKeepAlive, status: plan.status,
+            version: request.version, isHead: exchange.isHead, requestKeepAlive: requestKeepAlive, status: plan.status,
             contentLength: plan.contentLength, trailers: trailers, applicationClose: head.close,
             stopping: w.stopRequested)
-        responseFraming = framing
-        keepAlive = framing.keepAlive
+        request.framing = framing
+        request.keepAlive = framing.keepAlive
         // A status the exchange replaced (500) takes the registry's reason.
         let reason = plan.status == head.status ? head.reason : UnsafeRawBufferPointer(start: nil, count: 0)
         let bytes = H1ResponseHead(status: plan.status, reason: reason, fields: head.fields,
@@ -207,7 +207,7 @@ extension H1Connection {
     /// The request lets the connection persist: its own wish, unless its
     /// body could not be read to the end (nobody knows where the next
     /// request would start).
-    var requestKeepAlive: Bool { keepAlive && exchange.bodyFailure == nil }
+    var requestKeepAlive: Bool { request.keepAlive && exchange.bodyFailure == nil }
 
     /// Stages `name: value` lines.
     func stageFields(_ fields: UnsafeBufferPointer<ResponseField>) {
@@ -227,7 +227,7 @@ extension H1Connection {
         // A WSGI block that completes a Content-Length body goes out with
         // the staged head in one writev instead of being copied after it
         // (a 12 KiB body: 12 KiB less to copy per response).
-        let completesBody = blocking && bytes.count >= 2048 && responseFraming?.isComplete(afterSending: exchange.bytesOut) == true
+        let completesBody = blocking && bytes.count >= 2048 && request.framing?.isComplete(afterSending: exchange.bytesOut) == true
         if bytes.count <= 16 * 1024 && !completesBody {
             worker.out.append(bytes)
             if chunkedOut { worker.out.append("\r\n") }
@@ -332,7 +332,7 @@ extension H1Connection {
         _ = csys_close(fd)
         fd = -1
         peer = nil
-        accessLine = nil
+        request.accessLine = nil
         let d = asyncRequest.delegate
         asyncRequest.delegate = nil
         d?.exchangeEnded(disconnected: true)

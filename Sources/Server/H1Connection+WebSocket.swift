@@ -29,7 +29,7 @@ extension H1Connection: WebSocketTransport {
                 upgrade.receive(field, value: UnsafeRawBufferPointer(start: base + table.value(i).start, count: table.value(i).count))
             }
         }
-        let verdict = upgrade.verdict(isGET: head.method == .get, isHTTP11OrLater: version != .http10)
+        let verdict = upgrade.verdict(isGET: head.method == .get, isHTTP11OrLater: request.version != .http10)
         if case .notWebSocket = verdict { return nil }
         return verdict
     }
@@ -76,9 +76,9 @@ extension H1Connection: WebSocketTransport {
         }
         stageFields(fields)
         worker.out.append("\r\n")
-        if let line = accessLine {
+        if let line = request.accessLine {
             worker.accessLog.record(line, exchange, peer: peer, now: worker.now)
-            accessLine = nil
+            request.accessLine = nil
         }
         return true
     }

@@ -40,12 +40,10 @@ import TLS
 /// +WebSocket (the hand-offs).
 ///
 /// Stored state: the byte stream's (descriptor, interest, input, peer,
-/// phase, failure flags, `PendingOutput`) and the HTTP/1.1 request's; every
+/// phase, failure flags, `PendingOutput`), the HTTP/1.1 request's
+/// (`H1Request`, its `HTTPExchange`, and for ASGI `H1AsyncRequest`); every
 /// other protocol's is a type of its own held here (`ConnectionTLS`,
-/// `H2HandOff`, `H1WebSocket`, `LingeringClose`). 26 stored
-/// properties remain because the response body paths read the request's
-/// fields one by one (version, keep-alive, framing, the exchange); they
-/// shrink as the exchange takes them over (issue #13).
+/// `H2HandOff`, `H1WebSocket`, `LingeringClose`).
 final class H1Connection: WorkerConnection {
     enum Phase { case head, request, websocket, http2, discarding, lingering, closed }
 
@@ -63,26 +61,15 @@ final class H1Connection: WorkerConnection {
     var inputPooled = false
     /// Held while a request arrives or is served (nil when idle).
     var parsing: H1RequestParsing?
-    var requestBytesSeen = false
-    var requestStart = Instant(nanoseconds: 0)
-
-    // The request being served.
-    var version: H1Version = .http11
-    var requestBody = H1RequestBody()
-    var accessLine: AccessLog.RequestLine?
+    /// The HTTP/1.1 request arriving or being served, and its response's
+    /// framing.
+    var request = H1Request()
 
     /// The request's bookkeeping and decisions (body limits and failures,
     /// the response head's status, date and length, what the access log
     /// reports), shared with every other transport.
     var exchange = HTTPExchange(isHead: false, declaredBodyLength: nil, maxBody: 0, start: Instant(nanoseconds: 0))
 
-    // The response being written.
-    /// Decided when the head is staged; nil until then.
-    var responseFraming: H1ResponseFraming?
-    /// The request's wish (its Connection options and version, RFC 9112
-    /// §9.3), cleared if its body cannot be read to the end; then what the
-    /// response head told the client (`H1ResponseFraming.keepAlive`).
-    var keepAlive = true
     var aborted = false
     var writeFailed = false
     var output = PendingOutput()
@@ -115,7 +102,7 @@ final class H1Connection: WorkerConnection {
         // What updateInterest wants in the head phase (the handshake sets its own).
         interest = tls == nil ? [.readable, .peerClosed] : .readable
         asyncRequest.readPaused = false
-        requestBytesSeen = false
+        request.bytesSeen = false
         aborted = false
         writeFailed = false
         h2HandOff = .prefaceMayCome
@@ -184,7 +171,7 @@ final class H1Connection: WorkerConnection {
 
     func onTimeout() {
         switch phase {
-        case .head where requestBytesSeen || input.readableCount > 0:
+        case .head where request.bytesSeen || input.readableCount > 0:
             // RFC 9110 §15.5.9: the head did not arrive in time.
             sendErrorAndLinger(408)
         case .request where asyncRequest.bodyWanted:
@@ -235,9 +222,9 @@ final class H1Connection: WorkerConnection {
             }
             if input.isEmpty { becomeIdle(); return }
             if case .prefaceMayCome = h2HandOff, phase == .head, w.config.http2, detectHTTP2Preface() { return }
-            if !requestBytesSeen {
-                requestBytesSeen = true
-                requestStart = w.now
+            if !request.bytesSeen {
+                request.bytesSeen = true
+                request.start = w.now
                 w.arm(self, milliseconds: w.config.requestTimeoutMilliseconds)
             }
             if parsing == nil { parsing = w.takeParsing() }
@@ -276,15 +263,15 @@ final class H1Connection: WorkerConnection {
         for i in 0..<table.count {
             spans[i] = FieldSpans(name: table.name(i), value: table.value(i))
         }
-        let request = GatewayRequest(
+        let gatewayRequest = GatewayRequest(
             base: base, method: head.methodSpan, target: head.target, path: head.path, query: head.query,
-            httpVersion: version == .http10 ? "HTTP/1.0" : "HTTP/1.1", isHead: exchange.isHead,
+            httpVersion: request.version == .http10 ? "HTTP/1.0" : "HTTP/1.1", isHead: exchange.isHead,
             fieldCount: table.count, fields: UnsafePointer(spans), peer: peer)
-        accessLine = w.accessLog.enabled ? AccessLog.RequestLine(request) : nil
+        request.accessLine = w.accessLog.enabled ? AccessLog.RequestLine(gatewayRequest) : nil
         w.requestsServed += 1
         if head.upgrade, w.asgi != nil, let verdict = webSocketVerdict(head) {
             if w.config.websockets {
-                startWebSocket(verdict, request: request)
+                startWebSocket(verdict, request: gatewayRequest)
             } else {
                 sendErrorAndLinger(501)
             }
@@ -294,12 +281,12 @@ final class H1Connection: WorkerConnection {
             phase = .request
             asyncRequest.bodyWanted = false
             updateInterest()
-            asgi.start(request, exchange: self)
+            asgi.start(gatewayRequest, exchange: self)
         } else {
             // While the application runs inline this worker cannot accept:
             // siblings must not leave connections to it meanwhile.
             w.publishBusy()
-            w.wsgi!.serve(request, exchange: self, token: w.nextRequestToken())
+            w.wsgi!.serve(gatewayRequest, exchange: self, token: w.nextRequestToken())
             w.publishLoad()
             afterResponse()
         }
@@ -309,12 +296,12 @@ final class H1Connection: WorkerConnection {
     /// request was refused (413, bad chunked framing) without reaching the
     /// application.
     private func beginRequest(_ head: H1RequestHead) -> Bool {
-        version = head.version
-        requestBody = H1RequestBody(framing: head.framing)
+        request.version = head.version
+        request.body = H1RequestBody(framing: head.framing)
         var declared: Int64?
         if case .contentLength(let n) = head.framing { declared = n }
         exchange = HTTPExchange(isHead: head.method == .head, declaredBodyLength: declared,
-                                maxBody: worker.config.maxBody, start: requestStart,
+                                maxBody: worker.config.maxBody, start: request.start,
                                 expectsContinue: head.expectContinue)
         switch head.framing {
         case .none:
@@ -335,26 +322,26 @@ final class H1Connection: WorkerConnection {
             }
         }
         aborted = false
-        responseFraming = nil
-        keepAlive = head.keepAlive
+        request.framing = nil
+        request.keepAlive = head.keepAlive
         return true
     }
 
     /// The response is complete (and, for ASGI, flushed): log it, then keep
     /// the connection for the next request or close it.
     func afterResponse() {
-        if let line = accessLine {
+        if let line = request.accessLine {
             worker.accessLog.record(line, exchange, peer: peer, now: worker.now)
-            accessLine = nil
+            request.accessLine = nil
         }
-        requestBytesSeen = false
+        request.bytesSeen = false
         parsing?.head.reset()
         if aborted || writeFailed || !exchange.headSent {
             close()
             return
         }
         switch H1ConnectionReuse(keepAlive: requestKeepAlive, hardStopping: worker.hardStopping,
-                                 requestBodyComplete: requestBody.complete, continuePending: exchange.continuePending) {
+                                 requestBodyComplete: request.body.complete, continuePending: exchange.continuePending) {
         case .close:
             close()
         case .lingerThenClose:
@@ -365,7 +352,7 @@ final class H1Connection: WorkerConnection {
         case .discardBodyThenReadNext:
             phase = .head
             updateInterest()
-            requestBody.discardBudget = 1 << 20
+            request.body.discardBudget = 1 << 20
             phase = .discarding
             worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
         }

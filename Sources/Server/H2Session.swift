@@ -129,7 +129,7 @@ final class H2Session {
             // Padding counts against the window but never reaches the
             // application: its share goes back at once.
             if flowControlled > bytes.count { core.consumed(streamID: id, flowControlled - bytes.count) }
-            if s.webSocket != nil {
+            if s.webSocket?.conversation != nil {
                 s.webSocketData(bytes, end: end)
                 return
             }
@@ -147,7 +147,7 @@ final class H2Session {
             if end { checkDone(s) }
         case .trailers(let id, _):
             guard let s = streams[id] else { return }
-            if s.webSocket != nil {
+            if s.webSocket?.conversation != nil {
                 s.webSocketData(UnsafeRawBufferPointer(start: nil, count: 0), end: true)
                 return
             }
@@ -173,7 +173,6 @@ final class H2Session {
 
     /// An ASGI stream's application waits for body (see `bodyWaiters`).
     func waitForBody(_ s: H2Stream) {
-        s.bodyWanted = true
         s.bodyWaitSince = worker.now
         bodyWaiters.append(s)
         // The timer is re-armed after this loop iteration (afterIO).
@@ -181,8 +180,8 @@ final class H2Session {
     }
 
     private func wakeReader(_ s: H2Stream) {
-        guard s.bodyWanted else { return }
-        s.bodyWanted = false
+        guard s.bodyWaitSince != nil else { return }
+        s.bodyWaitSince = nil
         if let i = bodyWaiters.firstIndex(where: { $0 === s }) { bodyWaiters.remove(at: i) }
         s.delegate?.bodyReady()
     }
@@ -342,7 +341,7 @@ final class H2Session {
             guard s.pendingOutputBytes < H2Session.lowWater else { drainWaiters.append(s); continue }
             s.drainWanted = false
             s.delegate?.outputDrained()
-            s.webSocket?.outputDrained()
+            s.webSocket?.conversation?.outputDrained()
         }
     }
 
@@ -351,7 +350,7 @@ final class H2Session {
     /// Ends the stream once its response is framed completely.
     func checkDone(_ s: H2Stream) {
         guard s.responseEnded, !s.hasPendingOutput, streams[s.id] === s else { return }
-        if s.isWebSocket {
+        if s.webSocket != nil {
             // The peer gets a moment to end its side too (RFC 8441 §5).
             if s.lingerForPeerEnd() { return }
             webSocketEnded(s)
@@ -379,14 +378,14 @@ final class H2Session {
     private func dropStream(_ s: H2Stream, disconnected: Bool) {
         s.reset = true
         if streams[s.id] === s { streams[s.id] = nil }
-        if s.isWebSocket { webSocketEnded(s) }
+        if s.webSocket != nil { webSocketEnded(s) }
         s.releaseBody()
         if let file = s.pendingFile {
             _ = csys_close(file.fd)
             s.pendingFile = nil
         }
         if s.exchange.headSent || s.accessLine != nil { record(s) }
-        s.bodyWanted = false
+        s.bodyWaitSince = nil
         let d = s.delegate
         s.delegate = nil
         d?.exchangeEnded(disconnected: disconnected)
@@ -433,9 +432,9 @@ final class H2Session {
                 timerPurpose = .webSocket
             }
         }
-        bodyWaiters.removeAll { !$0.bodyWanted || $0.reset }
-        if let oldest = bodyWaiters.first {
-            let left = max(worker.config.requestTimeoutMilliseconds - now.milliseconds(since: oldest.bodyWaitSince), 0)
+        bodyWaiters.removeAll { $0.bodyWaitSince == nil || $0.reset }
+        if let since = bodyWaiters.first?.bodyWaitSince {
+            let left = max(worker.config.requestTimeoutMilliseconds - now.milliseconds(since: since), 0)
             if timeout == nil || left < timeout! {
                 timeout = left
                 timerPurpose = .bodyStall
@@ -510,7 +509,8 @@ final class H2Session {
         case .bodyStall?:
             let limit = worker.config.requestTimeoutMilliseconds
             let now = worker.now
-            for s in bodyWaiters where s.bodyWanted && now.milliseconds(since: s.bodyWaitSince) >= limit {
+            for s in bodyWaiters {
+                guard let since = s.bodyWaitSince, now.milliseconds(since: since) >= limit else { continue }
                 s.exchange.failBody(status: 408)
                 wakeReader(s)
             }
@@ -532,7 +532,7 @@ final class H2Session {
     func beginShutdown() {
         guard !closed else { return }
         // WebSockets close with 1001 (going away), as over HTTP/1.1.
-        for s in webSockets { s.webSocket?.closeGoingAway() }
+        for s in webSockets { s.webSocket?.conversation?.closeGoingAway() }
         guard !goingAway else { afterIO(); return }
         goingAway = true
         core.goAway(code: .noError)

@@ -53,22 +53,22 @@ extension H2Session {
             respondDirectly(s, status: Int(rejection.status), field: field)
             return
         }
-        s.isWebSocket = true
+        s.webSocket = H2WebSocket()
         s.accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(request) : nil
         worker.requestsServed += 1
         webSockets.append(s)
         let conversation = WebSocketConversation(transport: s, request: request)
-        s.webSocket = conversation
+        s.webSocket?.conversation = conversation
         asgi.startWebSocket(request, subprotocols: WebSocketConversation.subprotocolOffers(request), exchange: conversation)
     }
 
     /// The stream is leaving the session: its conversation learns it.
     func webSocketEnded(_ s: H2Stream) {
         if let i = webSockets.firstIndex(where: { $0 === s }) { webSockets.remove(at: i) }
-        s.webSocketDeadline = nil
-        s.webSocketDirectInput = nil
-        if let conversation = s.webSocket {
-            s.webSocket = nil
+        s.webSocket?.deadline = nil
+        s.webSocket?.directInput = nil
+        if let conversation = s.webSocket?.conversation {
+            s.webSocket?.conversation = nil
             conversation.transportClosed()
         }
     }
@@ -76,7 +76,7 @@ extension H2Session {
     func earliestWebSocketDeadline() -> Instant? {
         var earliest: Instant?
         for s in webSockets {
-            if let d = s.webSocketDeadline, earliest == nil || d < earliest! { earliest = d }
+            if let d = s.webSocket?.deadline, earliest == nil || d < earliest! { earliest = d }
         }
         return earliest
     }
@@ -84,9 +84,9 @@ extension H2Session {
     func fireWebSocketTimers() {
         let now = worker.now.adding(milliseconds: 1)
         for s in webSockets {
-            guard let deadline = s.webSocketDeadline, deadline <= now else { continue }
-            s.webSocketDeadline = nil
-            if let conversation = s.webSocket {
+            guard let deadline = s.webSocket?.deadline, deadline <= now else { continue }
+            s.webSocket?.deadline = nil
+            if let conversation = s.webSocket?.conversation {
                 conversation.timeout()
             } else {
                 checkDone(s)  // the peer did not end its side in time
@@ -100,7 +100,7 @@ extension H2Stream: WebSocketTransport {
 
     /// DATA (or the end of the peer's side) for the WebSocket.
     func webSocketData(_ bytes: UnsafeRawBufferPointer, end: Bool) {
-        guard let conversation = webSocket else {
+        guard let conversation = webSocket?.conversation else {
             session.core.consumed(streamID: id, bytes.count)
             return
         }
@@ -113,16 +113,16 @@ extension H2Stream: WebSocketTransport {
         if !bytes.isEmpty && body.isEmpty && conversation.wantsInput {
             // Decoded where the connection read it; only a remainder (a frame
             // cut short, or the application's queue filled) is copied.
-            webSocketDirectInput = UnsafeMutableRawBufferPointer(mutating: bytes)
+            webSocket?.directInput = UnsafeMutableRawBufferPointer(mutating: bytes)
             conversation.inputArrived()
-            if let left = webSocketDirectInput, !left.isEmpty {
-                if webSocket != nil && !conversation.doneReading && !reset {
+            if let left = webSocket?.directInput, !left.isEmpty {
+                if webSocket?.conversation != nil && !conversation.doneReading && !reset {
                     body.appendGrowing(UnsafeRawBufferPointer(left))
                 } else {
                     session.core.consumed(streamID: id, left.count)
                 }
             }
-            webSocketDirectInput = nil
+            webSocket?.directInput = nil
             return
         }
         if !bytes.isEmpty { body.appendGrowing(bytes) }
@@ -134,15 +134,15 @@ extension H2Stream: WebSocketTransport {
     /// lingering.
     func lingerForPeerEnd() -> Bool {
         guard !bodyEnded, !reset else { return false }
-        guard let conversation = webSocket else { return webSocketDeadline != nil }
+        guard let conversation = webSocket?.conversation else { return webSocket?.deadline != nil }
         guard conversation.accepted else { return false }  // a denial: RST_STREAM(NO_ERROR) at once
-        webSocket = nil
-        webSocketDirectInput = nil
+        webSocket?.conversation = nil
+        webSocket?.directInput = nil
         conversation.transportClosed()
         releaseBody()
         // Bytes delivered but never decoded: their window goes back too.
         session.core.consumed(streamID: id, Int.max)
-        webSocketDeadline = worker.now.adding(milliseconds: min(worker.config.requestTimeoutMilliseconds, 5000))
+        webSocket?.deadline = worker.now.adding(milliseconds: min(worker.config.requestTimeoutMilliseconds, 5000))
         return true
     }
 
@@ -175,13 +175,13 @@ extension H2Stream: WebSocketTransport {
     }
 
     var webSocketInput: UnsafeMutableRawBufferPointer {
-        webSocketDirectInput ?? UnsafeMutableRawBufferPointer(mutating: body.readable)
+        webSocket?.directInput ?? UnsafeMutableRawBufferPointer(mutating: body.readable)
     }
 
     func webSocketConsumed(_ n: Int) {
         guard n > 0 else { return }
-        if let direct = webSocketDirectInput {
-            webSocketDirectInput = UnsafeMutableRawBufferPointer(rebasing: direct[n...])
+        if let direct = webSocket?.directInput {
+            webSocket?.directInput = UnsafeMutableRawBufferPointer(rebasing: direct[n...])
         } else {
             body.readerIndex += n
             if body.isEmpty { body.detach()?.deallocate() }
@@ -227,13 +227,13 @@ extension H2Stream: WebSocketTransport {
     var webSocketTimerBusy: Bool { false }
 
     func webSocketArmTimer(milliseconds: Int?) {
-        webSocketDeadline = milliseconds.map { worker.now.adding(milliseconds: $0) }
+        webSocket?.deadline = milliseconds.map { worker.now.adding(milliseconds: $0) }
         session.requestFlush()  // afterIO re-arms the session's timer
     }
 
     func webSocketFinish() {
         guard !reset, !responseEnded else { return }
-        webSocketDeadline = nil
+        webSocket?.deadline = nil
         endAfterPending = true
         if hasPendingOutput {
             session.enqueueForSending(self)

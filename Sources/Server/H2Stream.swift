@@ -30,7 +30,8 @@ final class H2Stream {
     var body = ByteBuffer()
     /// END_STREAM (or trailers) arrived.
     var bodyEnded = false
-    var bodyWaitSince = Instant(nanoseconds: 0)
+    /// Since when the ASGI application waits for body (nil: it does not).
+    var bodyWaitSince: Instant?
     /// The peer reset the stream, or it was reset for an error: the
     /// application's reads and writes fail from now on.
     var reset = false
@@ -49,18 +50,10 @@ final class H2Stream {
 
     // ASGI.
     var delegate: AsyncExchangeDelegate?
-    var bodyWanted = false
 
-    // WebSocket over this stream (RFC 8441); see +WebSocket.
-    var webSocket: WebSocketConversation?
-    /// Opened by an extended CONNECT for a WebSocket: on the session's list
-    /// of streams with a WebSocket timer.
-    var isWebSocket = false
-    /// The conversation's timer, or, once our END_STREAM is out, how long
-    /// the peer has to end its side.
-    var webSocketDeadline: Instant?
-    /// The DATA payload being decoded in place, when nothing was buffered.
-    var webSocketDirectInput: UnsafeMutableRawBufferPointer?
+    /// Set when an extended CONNECT opened a WebSocket over this stream
+    /// (RFC 8441); see +WebSocket.
+    var webSocket: H2WebSocket?
 
     init(session: H2Session, id: UInt32, head: H2RequestHead) {
         self.session = session

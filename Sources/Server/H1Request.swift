@@ -1,0 +1,24 @@
+import Core
+import HTTP1
+
+/// The HTTP/1.1 request on a connection, from its first byte to the end of
+/// its response: what the connection needs besides the exchange
+/// (`HTTPExchange`, the decisions every transport shares) to frame the
+/// response and to decide what comes after it. Reset for each request.
+struct H1Request {
+    /// A byte of the request arrived: the timer is the request timeout from
+    /// then on, not the keep-alive timeout.
+    var bytesSeen = false
+    /// When that byte arrived (the access log's start).
+    var start = Instant(nanoseconds: 0)
+    var version: H1Version = .http11
+    var body = H1RequestBody()
+    var accessLine: AccessLog.RequestLine?
+    /// The response's framing, decided when the head is staged; nil until then.
+    var framing: H1ResponseFraming?
+    /// The request's wish (its Connection options and version, RFC 9112
+    /// §9.3); then what the response head told the client
+    /// (`H1ResponseFraming.keepAlive`). A body that cannot be read to the
+    /// end overrides it (`H1Connection.requestKeepAlive`).
+    var keepAlive = true
+}
