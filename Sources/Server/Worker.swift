@@ -15,15 +15,24 @@ import TLS
 /// descriptor is one of its readers, and `poll` handles what is ready
 /// without blocking. Timers are a wheel with one deadline per connection.
 ///
-/// The clock: this class is the only reader of the monotonic clock. It takes
-/// one reading when its loop wakes (epoll returned, or the asyncio loop
-/// called in) and every connection, session, stream and protocol core uses
-/// `now`. Where application code may run between two uses — inside an inline
-/// WSGI call, in ASGI tasks between the loop's calls — a reading could be
-/// seconds old, so there `now` reads the clock at each use instead.
+/// The clock: this class is the only reader of the monotonic clock (through
+/// its `WorkerClock`). It takes one reading when its loop wakes (epoll
+/// returned, or the asyncio loop called in) and every connection, session,
+/// stream and protocol core uses `now`. Where application code may run
+/// between two uses — inside an inline WSGI call, in ASGI tasks between the
+/// loop's calls — a reading could be seconds old, so there `now` reads the
+/// clock at each use instead.
+///
+/// The worker dispatches; the state of each concern is a type of its own,
+/// held inline: `WorkerClock`, `WorkerConnections` (the slab and the
+/// connections to visit after a round), `TCPAcceptor` (listener,
+/// --max-connections, spare objects), `WorkerStop` (signals, graceful
+/// deadline, recycling), `SupervisorLink` (status pipe, load board),
+/// `WorkerPools` (buffers, parsing state) and `TaskOutput` (ASGI output
+/// written after the tasks). What a connection reads on every request
+/// (`out`, `date`, `config`, the header table) stays stored here.
 final class Worker {
     let config: Config
-    let listener: Listener
     let wsgi: WSGIGateway?
     let asgi: ASGIGateway?
     /// This worker's asyncio loop (ASGI; unused under WSGI).
@@ -33,47 +42,17 @@ final class Worker {
     let accessLog: AccessLog
     var out = OutputBuffer()
     var date = DateCache()
-    private var reading: Instant
-    /// `reading` is the present moment for this loop wake-up.
-    private var readingIsCurrent: Bool
-    /// Application code may run between uses of `now`: a reading taken then
-    /// is not kept (see the class comment).
-    private var applicationMayRun: Bool
+    var requestsServed = 0
+    private var requestTokens: UInt64
+    private var clock: WorkerClock
     private var poller: Poller
     private var timers: TimerWheel
-    private var pool = BufferPool()
-    let blockSize: Int
-    let limits: H1Limits
-    /// Open connections of every kind (see ConnectionSlab).
-    private var slab = ConnectionSlab()
-    /// Closed TCP connection objects, reused by the next accepts.
-    private var spareTCPConnections: [H1Connection] = []
-    private var openCount = 0
-    private var lingeringCount = 0
-    private var accepting = true
-    private let signalFD: Int32
-    private(set) var stopping = false
-    /// SIGTERM/SIGINT (not a drain): idle connections are closed.
-    private(set) var hardStopping = false
-    /// Stopping, or told to stop while an inline WSGI call held the loop:
-    /// responses from now on close their connection.
-    var stopRequested: Bool { stopping || (wsgi != nil && csys_signal_thread_seen() != 0) }
-    private var gracefulDeadline: Instant?
-    private var lastBeat = Instant(nanoseconds: 0)
-    private var lastTrim = Instant(nanoseconds: 0)
-    private var recycleAsked = false
-    /// --max-requests plus this worker's jitter (0: never recycle).
-    private let recycleLimit: Int
-    private var requestTokens: UInt64
-    var requestsServed = 0
-    private var expired: [Int] = []
-    private let board: UnsafeMutablePointer<Int64>?
-    private var deferringSince: Instant?
-    /// The TLS configuration (nil: plain connections); set by Main.serve.
-    var tlsContext: TLSContext?
-    /// Connections (tokens) with decrypted input the poller will not
-    /// report: read after the current round (see H1Connection+TLS).
-    private var deferredReads: [UInt64] = []
+    private var connections = WorkerConnections()
+    private var acceptor: TCPAcceptor
+    private var stop: WorkerStop
+    private var supervisor: SupervisorLink
+    private var pools: WorkerPools
+    private var taskOutput = TaskOutput()
 
     private static let listenerToken: UInt64 = 1 << 63
     private static let signalToken: UInt64 = 1 << 63 | 1
@@ -84,94 +63,49 @@ final class Worker {
          context: Int = 0) throws(SystemError) {
         self.config = config
         requestTokens = UInt64(context) << 48
-        self.listener = listener
         self.wsgi = wsgi
         self.asgi = asgi
-        self.signalFD = signalFD
         var l = H1Limits()
         l.maxHeadBytes = config.maxHeaderSize
-        limits = l
+        pools = WorkerPools(limits: l)
         headerTable = H1HeaderTable(capacity: l.maxHeaderCount)
         fieldSpans = .allocate(capacity: l.maxHeaderCount)
         accessLog = AccessLog(enabled: config.accessLog, format: config.accessLogFormat)
-        board = config.boardFD >= 0 ? csys_board_map(config.boardFD, Int32(config.boardSlots)) : nil
-        recycleLimit = config.maxRequests > 0
-            ? config.maxRequests + (config.maxRequestsJitter > 0 ? Int(csys_random() % UInt32(config.maxRequestsJitter + 1)) : 0)
-            : 0
-        reading = Instant.now()
-        readingIsCurrent = asgi == nil
-        applicationMayRun = asgi != nil  // until the loop calls in
+        acceptor = TCPAcceptor(listener: listener, maxConnections: config.maxConnections)
+        stop = WorkerStop(config: config, signalFD: signalFD, fromSignalThread: wsgi != nil)
+        supervisor = SupervisorLink(config: config)
+        let start = Instant.now()
+        clock = WorkerClock(reading: start, applicationRunsFirst: asgi != nil)  // until the loop calls in
         poller = try Poller()
         // Up to maxConnections active plus as many lingering (see beginLinger).
-        timers = TimerWheel(capacity: 2 * config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: reading)
-        blockSize = pool.blockSize
+        timers = TimerWheel(capacity: 2 * config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: start)
         try poller.add(listener.fd, token: Worker.listenerToken, interest: .readable)
         if signalFD >= 0 { try poller.add(signalFD, token: Worker.signalToken, interest: .readable) }
     }
 
-    // MARK: - Clock
+    // MARK: - State the connections read
 
     /// The present moment, as far as anything in this worker is concerned.
-    var now: Instant {
-        if !readingIsCurrent {
-            reading = Instant.now()
-            readingIsCurrent = !applicationMayRun
-        }
-        return reading
+    var now: Instant { clock.now }
+
+    var blockSize: Int { pools.blockSize }
+    var limits: H1Limits { pools.limits }
+
+    /// The TLS configuration (nil: plain connections); set by Main.serve.
+    var tlsContext: TLSContext? {
+        get { acceptor.tlsContext }
+        set { acceptor.tlsContext = newValue }
     }
 
-    /// The loop woke: one reading serves everything until it sleeps again
-    /// or hands control to application code.
-    private func takeReading() {
-        reading = Instant.now()
-        readingIsCurrent = true
-        applicationMayRun = false
-    }
-
-    /// The next use of `now` reads the clock (a blocking wait, or the loop
-    /// called in and may not need the time at all); with `applicationMayRun`
-    /// every use does.
-    private func forgetReading(applicationMayRun: Bool) {
-        readingIsCurrent = false
-        self.applicationMayRun = applicationMayRun
-    }
-
-    /// HTTP/2 sessions whose ASGI streams queued frames in this loop
-    /// iteration: written once, after the iteration's tasks (see
-    /// EventLoopDriver.requestDeferred), instead of once per `send()`.
-    private var sessionsToFlush: [H2Session] = []
-
-    func flushAfterTasks(_ session: H2Session) {
-        sessionsToFlush.append(session)
-        loopDriver.requestDeferred()
-    }
-
-    private func flushDeferredSessions() {
-        let sessions = sessionsToFlush
-        sessionsToFlush.removeAll(keepingCapacity: true)
-        for s in sessions { s.deferredFlush() }
-    }
-
-    /// Small complete HTTP/1.1 ASGI responses of this loop iteration (see
-    /// CoalescedOutput).
-    private var held = CoalescedOutput()
-
-    func hold(_ c: H1Connection, _ staged: UnsafeRawBufferPointer, _ extra: UnsafeRawBufferPointer) {
-        let first = held.isEmpty
-        let t = now
-        if held.hold(c, staged, extra, now: t) {
-            flushHeld()
-        } else if first {
-            loopDriver.requestDeferred()
-        }
-    }
-
-    func flushHeld() {
-        held.flush()
-    }
+    var stopping: Bool { stop.stopping }
+    /// SIGTERM/SIGINT (not a drain): idle connections are closed.
+    var hardStopping: Bool { stop.hardStopping }
+    /// Stopping, or told to stop while an inline WSGI call held the loop:
+    /// responses from now on close their connection.
+    var stopRequested: Bool { stop.stopRequested }
 
     /// Reading a file for a transport that cannot sendfile (HTTP/2, TLS).
-    lazy var fileScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    var fileScratch: UnsafeMutableRawBufferPointer { pools.fileScratch }
 
     /// Unique in the process, not only in this worker: the worker context's
     /// number in the high 16 bits, this worker's count below, so an object
@@ -182,6 +116,34 @@ final class Worker {
         return requestTokens
     }
 
+    // MARK: - Output after the ASGI tasks
+
+    /// `session`'s ASGI streams queued frames: written once, after this
+    /// loop iteration's tasks, instead of once per `send()`.
+    func flushAfterTasks(_ session: H2Session) {
+        taskOutput.flushAfterTasks(session)
+        loopDriver.requestDeferred()
+    }
+
+    private func flushDeferredSessions() {
+        for s in taskOutput.takeSessions() { s.deferredFlush() }
+    }
+
+    /// A small complete HTTP/1.1 ASGI response, held for the rest of this
+    /// loop iteration (see CoalescedOutput).
+    func hold(_ c: H1Connection, _ staged: UnsafeRawBufferPointer, _ extra: UnsafeRawBufferPointer) {
+        let t = now
+        switch taskOutput.hold(c, staged, extra, now: t) {
+        case .flushNow: flushHeld()
+        case .first: loopDriver.requestDeferred()
+        case .waiting: break
+        }
+    }
+
+    func flushHeld() {
+        taskOutput.flushHeld()
+    }
+
     // MARK: - Loop
 
     /// The WSGI loop: blocks in epoll (GIL released) until stopped.
@@ -189,9 +151,9 @@ final class Worker {
         storeLoad()
         while !finished {
             var timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
-            if config.statusFD >= 0 { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
-            let wait = stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout
-            let n = GIL.released { poller.wait(timeoutMilliseconds: deferredReads.isEmpty ? wait : 0) }
+            if supervisor.reportsStatus { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
+            let wait = stop.stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout
+            let n = GIL.released { poller.wait(timeoutMilliseconds: connections.hasDeferredReads ? 0 : wait) }
             handle(n)
         }
     }
@@ -208,36 +170,36 @@ final class Worker {
         loopDriver.deferred = { [unowned self] in
             // Called in after this iteration's tasks: a reading taken on
             // first use serves the whole call.
-            forgetReading(applicationMayRun: false)
+            clock.forgetReading(applicationMayRun: false)
             flushDeferredSessions()
             flushHeld()
-            forgetReading(applicationMayRun: true)
+            clock.forgetReading(applicationMayRun: true)
         }
         loopDriver.poll = { [unowned self] in
             let n = poller.wait(timeoutMilliseconds: 0)
             handle(n)
             if finished { loopDriver.stop() } else { scheduleTimer() }
             // Tasks run next, at times of their own.
-            forgetReading(applicationMayRun: true)
+            clock.forgetReading(applicationMayRun: true)
         }
         try loopDriver.run(app: app, fd: poller.fd, lifespan: lifespan, uvloop: uvloop)
     }
 
-    private var finished: Bool { stopping && openCount == 0 && lingeringCount == 0 }
+    private var finished: Bool { stop.stopping && acceptor.isIdle }
 
     private func scheduleTimer() { scheduleTimer(now: now) }
 
     private func scheduleTimer(now: Instant) {
         var ms = timers.millisecondsUntilNextTick(now: now)
-        if config.statusFD >= 0 { ms = min(ms ?? 1000, 1000) }  // heartbeats
-        if stopping { ms = min(ms ?? 100, 100) }
-        if !deferredReads.isEmpty { ms = 0 }
+        if supervisor.reportsStatus { ms = min(ms ?? 1000, 1000) }  // heartbeats
+        if stop.stopping { ms = min(ms ?? 100, 100) }
+        if connections.hasDeferredReads { ms = 0 }
         loopDriver.schedule(at: ms.map { now.adding(milliseconds: $0) }, now: now)
     }
 
     /// Dispatches `n` ready events, then fires expired timers.
     private func handle(_ n: Int) {
-        takeReading()
+        clock.takeReading()
         date.refresh()
         for i in 0..<n {
             let (token, events) = poller.event(at: i)
@@ -246,23 +208,16 @@ final class Worker {
             } else if token == Worker.signalToken {
                 handleSignal()
             } else {
-                slab.connection(for: token)?.onEvents(events)
+                connections.connection(for: token)?.onEvents(events)
             }
         }
         runDeferredReads()
-        // Collected first: a timeout handler re-arms or cancels timers,
-        // which must not happen while the wheel is being walked.
-        expired.removeAll(keepingCapacity: true)
-        timers.expire(now: now) { expired.append($0) }
-        for index in expired {
-            slab[index]?.onTimeout()
+        for index in connections.expire(&timers, now: now) {
+            connections[index]?.onTimeout()
         }
         enforceGracefulDeadline()
         reportToSupervisor()
-        if now.milliseconds(since: lastTrim) >= 1000 {
-            lastTrim = now
-            pool.trim()
-        }
+        pools.trimIfDue(now: now)
     }
 
     private func acceptConnections() {
@@ -270,34 +225,19 @@ final class Worker {
         // wake-up, so a burst of connections spreads across them instead of
         // going to whichever woke first.
         var budget = config.workers == 1 ? 128 : 1
-        var addr = [CChar](repeating: 0, count: 64)
-        while budget > 0 && accepting {
+        while budget > 0 && acceptor.accepting {
             budget -= 1
-            guard openCount < config.maxConnections else {
+            guard !acceptor.isFull else {
                 // Leave further connections in the kernel's queue until a
                 // slot frees (see connectionClosed).
-                poller.remove(listener.fd)
-                accepting = false
+                if acceptor.pause() { poller.remove(acceptor.listener.fd) }
                 return
             }
-            var port: Int32 = 0
-            var isUnix: Int32 = 0
-            if deferToLessLoadedSibling() { return }
-            let fd = csys_accept(listener.fd, &addr, 64, &port, &isUnix)
-            if fd < 0 { return }
-            let c = spareTCPConnections.popLast() ?? H1Connection(worker: self)
-            let (index, generation) = slab.insert(c)
-            let remote = String(decoding: addr.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            var local = [CChar](repeating: 0, count: 64)
-            var localPort: Int32 = 0
-            var serverName = listener.host
-            if !listener.isUnix, csys_local_address(fd, &local, 64, &localPort) == 0 {
-                serverName = String(decoding: local.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            }
-            let peer = PeerInfo(remoteAddress: remote, remotePort: Int(port), serverName: serverName,
-                                serverPort: listener.isUnix ? 0 : Int(localPort), isUnix: isUnix != 0,
-                                scheme: tlsContext == nil ? "http" : "https")
-            openCount += 1
+            if supervisor.siblingShouldTake(openCount: acceptor.openCount, stopping: stop.stopping, now: now) { return }
+            guard let (fd, peer) = acceptor.accept() else { return }
+            let c = acceptor.takeSpare() ?? H1Connection(worker: self)
+            let (index, generation) = connections.insert(c)
+            acceptor.opened()
             storeLoad()
             let session = tlsContext?.makeSession(fd: fd)
             c.open(fd: fd, peer: peer, tls: session, index: index, generation: generation)
@@ -316,55 +256,23 @@ final class Worker {
     /// --max-connections; at most as many again may linger (beyond that the
     /// connection is closed at once). False: close now.
     func beginLinger() -> Bool {
-        guard lingeringCount < config.maxConnections else { return false }
-        lingeringCount += 1
-        openCount -= 1
+        guard acceptor.beginLinger() else { return false }
         storeLoad()
         resumeAcceptingIfPaused()
         return true
     }
 
-    /// With several workers on one socket, every one of them is woken for a
-    /// new connection, and the one that runs first would take most of them.
-    /// Each worker publishes its open-connection count on the supervisor's
-    /// load board; a worker holding more than one connection above the
-    /// least loaded sibling lets that sibling take the connection — for at
-    /// most 2 ms, so a sibling stuck in a long WSGI call cannot strand it.
-    private func deferToLessLoadedSibling() -> Bool {
-        guard let board, !stopping else { return false }
-        var least = Int64.max
-        for i in 0..<config.boardSlots where i != config.boardSlot {
-            least = min(least, csys_board_load(board, Int32(i)))
-        }
-        guard least != Int64.max, Int64(openCount) > least + 1 else {
-            deferringSince = nil
-            return false
-        }
-        let t = now
-        if let since = deferringSince {
-            if t.milliseconds(since: since) >= 2 {
-                deferringSince = nil
-                return false
-            }
-        } else {
-            deferringSince = t
-        }
-        return true
-    }
-
     /// This worker's open-connection count on the load board.
     private func storeLoad() {
-        guard let board else { return }
-        csys_board_store(board, Int32(config.boardSlot), stopping ? Int64.max : Int64(openCount))
+        supervisor.publishLoad(openCount: acceptor.openCount, stopping: stop.stopping)
     }
 
     /// An inline WSGI call begins: "not accepting now" on the board (so
     /// siblings take new connections), and until it returns (`publishLoad`)
     /// `now` reads the clock at each use, since the call may take seconds.
     func publishBusy() {
-        forgetReading(applicationMayRun: true)
-        guard let board else { return }
-        csys_board_store(board, Int32(config.boardSlot), Int64.max)
+        clock.forgetReading(applicationMayRun: true)
+        supervisor.publishBusy()
     }
 
     /// An inline WSGI call returned (see `publishBusy`): the board shows the
@@ -372,101 +280,65 @@ final class Worker {
     /// it for any length of time.
     func publishLoad() {
         storeLoad()
-        takeReading()
+        clock.takeReading()
     }
 
     /// A TCP connection closed (before its descriptor is): out of the
     /// poller and the slab, its object kept for the next accept.
     func connectionClosed(_ c: H1Connection, wasLingering: Bool) {
         poller.remove(c.fd)
-        slab.release(c.index)
-        spareTCPConnections.append(c)
-        if wasLingering { lingeringCount -= 1 } else { openCount -= 1 }
+        connections.release(c.index)
+        acceptor.closed(c, wasLingering: wasLingering)
         storeLoad()
         resumeAcceptingIfPaused()
     }
 
     private func resumeAcceptingIfPaused() {
-        if !accepting && !stopping {
-            accepting = true
-            try? poller.add(listener.fd, token: Worker.listenerToken, interest: .readable)
+        if acceptor.resumeIfPaused(stopping: stop.stopping) {
+            try? poller.add(acceptor.listener.fd, token: Worker.listenerToken, interest: .readable)
         }
     }
 
-    /// SIGTERM/SIGINT: stop — no new connections, idle ones closed, in-flight
-    /// requests get --graceful-timeout. SIGUSR1 (from the supervisor, once a
-    /// replacement is ready): drain — the same, except that idle keep-alive
-    /// connections are not cut (a client may be sending on one right now):
-    /// each is answered once more with `Connection: close`, or closes at its
-    /// keep-alive timeout.
+    /// A stop or drain signal (see WorkerStop) begins the stop; a second
+    /// one while stopping exits.
     private func handleSignal() {
-        while true {
-            let sig: Int32
-            if wsgi != nil {
-                // The signal thread took it (see Entry): drain its pipe.
-                var b: UInt8 = 0
-                while csys_read(signalFD, &b, 1) > 0 {}
-                sig = csys_signal_thread_take()
-                if sig == 0 { return }
-                Log.info(sig == csys_sig_usr1() ? "draining (replaced)" : "signal \(sig): stopping")
-                if !stopping { beginStopping(closeIdle: sig != csys_sig_usr1()) }
-                return
-            }
-            sig = csys_signalfd_read(signalFD)
-            guard sig != 0 else { return }
-            if sig == csys_sig_hup() { continue }
-            let soft = sig == csys_sig_usr1()
-            if stopping {
-                if soft { continue }
-                Log.info("second signal: exiting now")
-                csys_exit(0)
-            }
-            Log.info(soft ? "draining (replaced)" : "signal \(sig): stopping")
-            beginStopping(closeIdle: !soft)
+        while let closeIdle = stop.nextStop() {
+            beginStopping(closeIdle: closeIdle)
         }
     }
 
     private func beginStopping(closeIdle: Bool) {
-        stopping = true
+        stop.begin(closeIdle: closeIdle, now: now, gracefulTimeoutMilliseconds: config.gracefulTimeoutMilliseconds)
         storeLoad()
-        hardStopping = closeIdle
-        gracefulDeadline = now.adding(milliseconds: config.gracefulTimeoutMilliseconds)
-        if accepting { poller.remove(listener.fd) }
-        accepting = false
+        if acceptor.pause() { poller.remove(acceptor.listener.fd) }
         // Our copy of the shared socket goes; once the supervisor's and every
         // stopping worker's copy are closed the kernel refuses new
         // connections (while a replacement holds one, it takes them).
-        _ = csys_close(listener.fd)
+        _ = csys_close(acceptor.listener.fd)
 
-        for c in slab.openConnections { c.beginStopping(closeIdle: closeIdle) }
+        for c in connections.openConnections { c.beginStopping(closeIdle: closeIdle) }
         if asgi != nil { scheduleTimer() }
     }
 
     /// Past --graceful-timeout: what is still open is cut.
     private func enforceGracefulDeadline() {
-        guard stopping, let deadline = gracefulDeadline, now >= deadline else { return }
-        gracefulDeadline = nil
-        let open = slab.openConnections
+        guard stop.deadlinePassed(now: now) else { return }
+        let open = connections.openConnections
         if !open.isEmpty { Log.warning("graceful timeout: aborting \(open.count) connection(s)") }
         for c in open { c.cut() }
     }
 
     /// Heartbeat and --max-requests report to the supervisor.
     private func reportToSupervisor() {
-        guard config.statusFD >= 0 else { return }
-        if now.milliseconds(since: lastBeat) >= 1000 {
-            lastBeat = now
-            writeStatus(UInt8(ascii: "H"))
-        }
-        if recycleLimit > 0 && requestsServed >= recycleLimit && !recycleAsked && !stopping {
-            recycleAsked = true
+        guard supervisor.reportsStatus else { return }
+        supervisor.beatIfDue(now: now)
+        if stop.recycleDue(requestsServed: requestsServed) {
             writeStatus(UInt8(ascii: "Q"))
         }
     }
 
     func writeStatus(_ byte: UInt8) {
-        var b = byte
-        _ = csys_write_plain(config.statusFD, &b, 1)
+        supervisor.writeStatus(byte)
     }
 
     // MARK: - Services for connections
@@ -490,16 +362,14 @@ final class Worker {
     /// `c` has decrypted input waiting: it gets a readable event after
     /// this round (ASGI: the loop is asked to poll again at once).
     func deferRead(_ c: some WorkerConnection) {
-        deferredReads.append(c.token)
+        connections.deferRead(c.token)
         if asgi != nil { scheduleTimer() }
     }
 
     private func runDeferredReads() {
-        guard !deferredReads.isEmpty else { return }
-        let due = deferredReads
-        deferredReads.removeAll(keepingCapacity: true)
-        for token in due {
-            slab.connection(for: token)?.onDeferredRead()
+        guard connections.hasDeferredReads else { return }
+        for token in connections.takeDeferredReads() {
+            connections.connection(for: token)?.onDeferredRead()
         }
     }
 
@@ -509,20 +379,11 @@ final class Worker {
 
     /// Parsing state for connections with a request under way; idle
     /// connections return theirs (a bounded number is kept for reuse).
-    private var parsingPool: [H1RequestParsing] = []
+    func takeParsing() -> H1RequestParsing { pools.takeParsing() }
+    func giveParsing(_ p: H1RequestParsing) { pools.giveParsing(p) }
 
-    func takeParsing() -> H1RequestParsing {
-        parsingPool.popLast() ?? H1RequestParsing(limits: limits)
-    }
-
-    func giveParsing(_ p: H1RequestParsing) {
-        guard parsingPool.count < 256 else { return }
-        p.head.reset()
-        parsingPool.append(p)
-    }
-
-    func takeBlock() -> UnsafeMutableRawPointer { pool.take() }
-    func giveBlock(_ b: UnsafeMutableRawPointer) { pool.give(b) }
+    func takeBlock() -> UnsafeMutableRawPointer { pools.takeBlock() }
+    func giveBlock(_ b: UnsafeMutableRawPointer) { pools.giveBlock(b) }
 
     /// Waits (GIL released) until `fd` is readable; false on timeout.
     func waitReadable(_ fd: Int32, milliseconds: Int) -> Bool {
@@ -539,7 +400,7 @@ final class Worker {
     func waitFor(_ fd: Int32, readable: Bool, writable: Bool, milliseconds: Int) -> Bool {
         let events: Int32 = (readable ? 1 : 0) | (writable ? 2 : 0)
         let ready = GIL.released { csys_poll_one(fd, events, Int32(milliseconds)) }
-        readingIsCurrent = false
+        clock.timePassed()
         return ready == 1
     }
 }

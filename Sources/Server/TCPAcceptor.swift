@@ -1,0 +1,105 @@
+import CSys
+import Core
+import Gateway
+import Options
+import TLS
+
+/// The TCP connection kind's side of the worker: the listening socket,
+/// whether it is in the poller, the --max-connections accounting (open and
+/// lingering connections) and the closed connection objects kept for the
+/// next accepts.
+///
+/// Separate from Worker because accepting and closing are the TCP kind's
+/// own (see ARCHITECTURE.md, "Connection kinds"); the worker's loop only
+/// asks it for the next connection and tells it when one lingers or closes.
+/// The poller stays the worker's: a change of `accepting` is the caller's
+/// to apply to it.
+struct TCPAcceptor {
+    let listener: Listener
+    /// The TLS configuration (nil: plain connections); set by Main.serve.
+    var tlsContext: TLSContext?
+    /// The listener is in the poller.
+    private(set) var accepting = true
+    private(set) var openCount = 0
+    private(set) var lingeringCount = 0
+    private let maxConnections: Int
+    /// Closed TCP connection objects, reused by the next accepts.
+    private var spares: [H1Connection] = []
+
+    init(listener: Listener, maxConnections: Int) {
+        self.listener = listener
+        self.maxConnections = maxConnections
+    }
+
+    /// No connection is open or lingering.
+    var isIdle: Bool { openCount == 0 && lingeringCount == 0 }
+
+    /// At --max-connections: further clients wait in the kernel's accept
+    /// queue until a connection closes or lingers.
+    var isFull: Bool { openCount >= maxConnections }
+
+    /// Accepts the next waiting connection (nil: none is waiting) and
+    /// describes its peer and the address it reached.
+    func accept() -> (fd: Int32, peer: PeerInfo)? {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { addr in
+            addr.initialize(repeating: 0)
+            var port: Int32 = 0
+            var isUnix: Int32 = 0
+            let fd = csys_accept(listener.fd, addr.baseAddress, 64, &port, &isUnix)
+            if fd < 0 { return nil }
+            let remote = TCPAcceptor.text(addr)
+            addr.update(repeating: 0)
+            var localPort: Int32 = 0
+            var serverName = listener.host
+            if !listener.isUnix, csys_local_address(fd, addr.baseAddress, 64, &localPort) == 0 {
+                serverName = TCPAcceptor.text(addr)
+            }
+            let peer = PeerInfo(remoteAddress: remote, remotePort: Int(port), serverName: serverName,
+                                serverPort: listener.isUnix ? 0 : Int(localPort), isUnix: isUnix != 0,
+                                scheme: tlsContext == nil ? "http" : "https")
+            return (fd, peer)
+        }
+    }
+
+    /// The NUL-terminated address `csys_accept` or `csys_local_address` wrote.
+    private static func text(_ buffer: UnsafeMutableBufferPointer<CChar>) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// A closed connection object to reuse, if one is kept.
+    mutating func takeSpare() -> H1Connection? { spares.popLast() }
+
+    /// An accepted connection counts towards --max-connections.
+    mutating func opened() { openCount += 1 }
+
+    /// A connection entering its lingering close stops counting towards
+    /// --max-connections; at most as many again may linger (beyond that the
+    /// connection is closed at once). False: close now.
+    mutating func beginLinger() -> Bool {
+        guard lingeringCount < maxConnections else { return false }
+        lingeringCount += 1
+        openCount -= 1
+        return true
+    }
+
+    /// `c` closed: it no longer counts, and its object waits for the next accept.
+    mutating func closed(_ c: H1Connection, wasLingering: Bool) {
+        spares.append(c)
+        if wasLingering { lingeringCount -= 1 } else { openCount -= 1 }
+    }
+
+    /// The listener leaves the poller (full, or stopping). True if it was
+    /// in it, for the caller to remove.
+    mutating func pause() -> Bool {
+        defer { accepting = false }
+        return accepting
+    }
+
+    /// The listener returns to the poller after a pause for capacity (never
+    /// while stopping). True if the caller should add it back.
+    mutating func resumeIfPaused(stopping: Bool) -> Bool {
+        guard !accepting && !stopping else { return false }
+        accepting = true
+        return true
+    }
+}

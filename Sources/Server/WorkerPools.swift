@@ -1,0 +1,58 @@
+import Core
+import HTTP1
+
+/// Memory the worker hands its connections and takes back: read-buffer
+/// blocks, HTTP/1.1 parsing state, and the scratch buffer for reading a file
+/// on transports that cannot sendfile.
+///
+/// Separate from Worker because it is pure reuse bookkeeping (how many are
+/// kept, when the idle blocks are returned to the kernel), with no part in
+/// dispatching events. Held inline in the worker, so taking and giving
+/// cost what they did.
+struct WorkerPools: ~Copyable {
+    private var buffers = BufferPool()
+    /// Parsing state for connections with a request under way; idle
+    /// connections return theirs (a bounded number is kept for reuse).
+    private var parsing: [H1RequestParsing] = []
+    /// The limits parsing state (and a chunked decoder) is made with.
+    let limits: H1Limits
+    private var scratch: UnsafeMutableRawBufferPointer?
+    private var lastTrim = Instant(nanoseconds: 0)
+
+    init(limits: H1Limits) {
+        self.limits = limits
+    }
+
+    var blockSize: Int { buffers.blockSize }
+
+    mutating func takeBlock() -> UnsafeMutableRawPointer { buffers.take() }
+    mutating func giveBlock(_ b: UnsafeMutableRawPointer) { buffers.give(b) }
+
+    mutating func takeParsing() -> H1RequestParsing {
+        parsing.popLast() ?? H1RequestParsing(limits: limits)
+    }
+
+    mutating func giveParsing(_ p: H1RequestParsing) {
+        guard parsing.count < 256 else { return }
+        p.head.reset()
+        parsing.append(p)
+    }
+
+    /// Reading a file for a transport that cannot sendfile (HTTP/2, TLS);
+    /// made on first use.
+    var fileScratch: UnsafeMutableRawBufferPointer {
+        mutating get {
+            if let scratch { return scratch }
+            let s = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+            scratch = s
+            return s
+        }
+    }
+
+    /// At most once a second, the idle blocks' pages go back to the kernel.
+    mutating func trimIfDue(now: Instant) {
+        guard now.milliseconds(since: lastTrim) >= 1000 else { return }
+        lastTrim = now
+        buffers.trim()
+    }
+}
