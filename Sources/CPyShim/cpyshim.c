@@ -104,6 +104,14 @@ PyTypeObject *pshim_type(PyObject *o) { return Py_TYPE(o); }
 const char *pshim_type_name(PyObject *o) { return Py_TYPE(o)->tp_name; }
 
 PyObject *pshim_call0(PyObject *callable) { return PyObject_CallNoArgs(callable); }
+
+void pshim_module_gil_not_used(PyObject *m) {
+#ifdef Py_GIL_DISABLED
+    PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
+#else
+    (void)m;
+#endif
+}
 PyObject *pshim_call1(PyObject *callable, PyObject *a) { return PyObject_CallOneArg(callable, a); }
 PyObject *pshim_call2(PyObject *callable, PyObject *a, PyObject *b) {
     PyObject *args[3] = {NULL, a, b};

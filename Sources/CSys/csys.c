@@ -362,6 +362,11 @@ int csys_wait(int pid, int *exit_status, int *signal) {
 
 int csys_kill(int pid, int sig) { return kill(pid, sig); }
 
+void csys_sleep_milliseconds(int ms) {
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
 int csys_pipe(int fds[2]) {
     if (pipe2(fds, O_CLOEXEC) != 0) return -1;
     fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);

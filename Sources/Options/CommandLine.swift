@@ -42,7 +42,11 @@ options:
   --log-level LEVEL        debug, info, warning, error or silent (default info)
   --access-log             log one line per request to standard output
   --access-log-format F    text (default) or json; implies --access-log
-  --workers N              worker processes (default 1; 0 = one per CPU)
+  --workers N              worker processes (default 1; 0 = one per CPU); with
+                           --free-threaded, worker threads of one process
+  --free-threaded          run the workers as threads of one process, sharing
+                           one application (needs a free-threaded Python,
+                           python3.13t)
   --worker-timeout MS      kill and replace a worker unresponsive (or not yet
                            ready) this long (default 30000; 0 = never)
   --graceful-timeout MS    time in-flight requests get on stop or restart
@@ -161,6 +165,7 @@ public enum CommandLineParser {
                 config.logLevel = l
             case "--access-log": try flag(); config.accessLog = true
             case "--workers": config.workers = try integer(name, try value(), 0...1024)
+            case "--free-threaded": try flag(); config.freeThreaded = true
             case "--worker-timeout": config.workerTimeoutMilliseconds = try integer(name, try value(), 0...86_400_000)
             case "--graceful-timeout": config.gracefulTimeoutMilliseconds = try integer(name, try value(), 0...86_400_000)
             case "--max-requests": config.maxRequests = try integer(name, try value(), 0...Int(Int32.max))

@@ -1,3 +1,4 @@
+import CSys
 import Core
 
 /// Which gateway serves the application.
@@ -81,8 +82,23 @@ public struct Config: Sendable {
     public var tlsHandshakeTimeoutMilliseconds = 10_000
     public var tlsEnabled: Bool { !tlsCertificates.isEmpty }
 
-    /// Worker processes (0 on the command line: one per CPU).
+    /// Worker processes (0 on the command line: one per CPU); with
+    /// `freeThreaded`, worker threads of one process.
     public var workers = 1
+    /// --free-threaded: one worker process serves with `workers` threads,
+    /// each a worker of its own (poller, connections, gateway, asyncio
+    /// loop) over one imported application. Needs a free-threaded CPython.
+    public var freeThreaded = false
+
+    /// Worker processes the supervisor runs.
+    public var workerProcesses: Int {
+        freeThreaded ? 1 : (workers == 0 ? Int(csys_cpu_count()) : workers)
+    }
+
+    /// Worker threads in each worker process.
+    public var workerThreads: Int {
+        freeThreaded ? (workers == 0 ? Int(csys_cpu_count()) : workers) : 1
+    }
     /// A worker silent (no heartbeat) this long is killed and replaced; 0
     /// disables the check.
     public var workerTimeoutMilliseconds = 30_000

@@ -142,3 +142,20 @@ extension Interpreter {
         return Py.string(p) ?? "?"
     }
 }
+
+extension Interpreter {
+    /// Whether the GIL is on: always before 3.13, and on a free-threaded
+    /// build (PEP 703) once an extension module that does not declare
+    /// `Py_mod_gil` has been imported, or with `PYTHON_GIL=1`.
+    public static var gilEnabled: Bool {
+        guard let check = PySys_GetObject("_is_gil_enabled") else {
+            PyErr_Clear()
+            return true
+        }
+        guard let result = PyOwned(stealing: pshim_call0(check)) else {
+            PyErr_Clear()
+            return true
+        }
+        return PyObject_IsTrue(result.ref) != 0
+    }
+}

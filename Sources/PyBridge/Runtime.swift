@@ -231,6 +231,9 @@ class FileWrapper:
         guard let m = PyImport_AddModule("_peregrine") else {
             throw StartupError("cannot create the _peregrine module")
         }
+        // Its native types and functions keep no state of their own between
+        // calls beyond what each worker owns: no GIL needed (PEP 703).
+        pshim_module_gil_not_used(m)
         let dict = PyModule_GetDict(m)!
         let logType = PyOwned(stealing: NativeTypeBuilder.function(name: "log", logFunction))
         PyDict_SetItemString(dict, "log", logType.ref)

@@ -51,11 +51,20 @@ public enum Main {
         } catch {
             throw StartupFailure(error.message, detail: error.traceback)
         }
+        if config.freeThreaded && Interpreter.gilEnabled {
+            throw StartupFailure("--free-threaded needs a free-threaded Python (3.13t or later, built with --disable-gil): "
+                                 + "Python \(Interpreter.version) at \(Interpreter.prefix) runs with the GIL")
+        }
         let app: PyRef
         do {
             app = try Interpreter.loadApplication(config.app, factory: config.factory)
         } catch {
             throw StartupFailure(error.message, detail: error.traceback)
+        }
+        if config.freeThreaded && Interpreter.gilEnabled {
+            // CPython said which module in its own RuntimeWarning (above).
+            Log.warning("importing \(config.app) enabled the GIL (an extension module that does not declare "
+                        + "free-threading support): the worker threads serve on, one at a time")
         }
         var proto = config.appProtocol
         if proto == .auto {
@@ -79,13 +88,25 @@ public enum Main {
         } else {
             signalFD = csys_signalfd_open(0)
         }
-        let contexts = WorkerContexts.count()
+        let contexts = config.freeThreaded ? config.workerThreads : WorkerContexts.count()
+        let group = contexts > 1 ? WorkerGroup(count: contexts) : nil
+        // With no supervisor's board to share, the threads get one of their
+        // own: accepting spreads across them as across processes.
+        var own = config
+        let threadBoard = contexts > 1 && config.boardFD < 0
+        if threadBoard {
+            own.boardFD = csys_board_create(Int32(contexts))
+            own.boardSlots = contexts
+            if own.boardFD >= 0, let b = csys_board_map(own.boardFD, Int32(contexts)) {
+                for i in 0..<contexts { csys_board_store(b, Int32(i), Int64.max) }
+            }
+        }
         // Every context is made here, on the main thread with the GIL held,
         // before any other thread exists (see ProcessObject in PyBridge).
         var workers: [Worker] = []
         for index in 0..<contexts {
-            workers.append(try makeContext(index, of: contexts, config: config, proto: proto, app: app,
-                                           scheme: scheme, signalFD: signalFD))
+            workers.append(try makeContext(index, of: contexts, config: own, proto: proto, app: app,
+                                           scheme: scheme, signalFD: signalFD, group: group, threadBoard: threadBoard))
         }
         let worker = workers[0]
         worker.tlsContext = tlsContext
@@ -93,8 +114,14 @@ public enum Main {
             other.tlsContext = tlsContext
             WorkerContexts.startThread(other, app: app, config: config)
         }
+        // Ready only once every worker thread serves (an ASGI lifespan
+        // startup that fails in one fails the start of all).
+        if let group, !group.waitUntilServing(milliseconds: max(config.workerTimeoutMilliseconds, 60_000)) {
+            throw StartupFailure("a worker thread could not start (see above)")
+        }
+        let kind = config.freeThreaded ? "worker threads" : "worker contexts"
         let banner = "peregrine \(peregrineVersion) serving \(config.app) with Python \(Interpreter.version) (prefix \(Interpreter.prefix))"
-            + (contexts > 1 ? " in \(contexts) worker contexts" : "")
+            + (contexts > 1 ? " in \(contexts) \(kind)" : "")
         if proto == .asgi {
             do {
                 try worker.runAsync(app: app, lifespan: config.lifespan, uvloop: config.uvloop) { loopName in
@@ -109,6 +136,9 @@ public enum Main {
             worker.writeStatus(UInt8(ascii: "R"))
             worker.run()
         }
+        // The other threads stop with this one (WorkerGroup.stopOthers):
+        // the process ends when they are done or their time is up.
+        group?.waitForOthers(milliseconds: config.gracefulTimeoutMilliseconds + 1000)
         Log.info("worker stopped after \(worker.requestsServed) requests")
     }
 
@@ -117,19 +147,26 @@ public enum Main {
     /// supervisor knows it (signals, status pipe, load board); the others
     /// (see `WorkerContexts`) only serve.
     private static func makeContext(_ index: Int, of contexts: Int, config: Config, proto: AppProtocol,
-                                    app: PyRef, scheme: StaticString, signalFD: Int32) throws(StartupFailure) -> Worker {
+                                    app: PyRef, scheme: StaticString, signalFD: Int32,
+                                    group: WorkerGroup?, threadBoard: Bool) throws(StartupFailure) -> Worker {
         var own = config
         if contexts > 1 {
             own.workers = max(config.workers, contexts)  // several acceptors: one connection per wake-up
             if index > 0 {
                 own.inheritedListener = csys_dup(config.inheritedListener)
                 own.statusFD = -1
+            }
+            // The threads' own board (see serve): a slot each. A supervisor's
+            // board (worker processes) is worker 0's alone.
+            if threadBoard {
+                own.boardSlot = index
+            } else if index > 0 {
                 own.boardFD = -1
             }
         }
         let listener = Listener.inherited(own)
         let wsgi = proto == .wsgi
-            ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: scheme, multiprocess: config.workers != 1,
+            ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: scheme, multiprocess: config.workerProcesses != 1,
                           multithread: contexts > 1)
             : nil
         let asgi = proto == .asgi ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: scheme.description) : nil
@@ -137,7 +174,7 @@ public enum Main {
         asgi?.webSocketMaxQueueBytes = config.wsMaxQueueBytes
         do {
             return try Worker(config: own, listener: listener, wsgi: wsgi, asgi: asgi,
-                              signalFD: index == 0 ? signalFD : -1, context: index)
+                              signalFD: index == 0 ? signalFD : -1, group: group, context: index)
         } catch {
             throw StartupFailure(error.description)
         }
@@ -149,19 +186,19 @@ public enum Main {
     }
 }
 
-/// Internal, for tests only (not a user option): `PEREGRINE_WORKER_CONTEXTS=N`
-/// runs N worker contexts in this one worker process, context 0 on the main
-/// thread and each other on a thread of its own, all serving one application
-/// object from the inherited socket. Each context has its own listening
-/// descriptor (a dup), poller, connection table, gateway and, under ASGI,
-/// its own asyncio loop; they share only the interpreter and what is per
-/// process by nature. Under the GIL the threads take turns (the WSGI loop
-/// releases it in epoll, an asyncio loop in its selector), which is enough to
-/// show that a context's state is its own (tests/e2e/test_worker_contexts.py).
-/// Only context 0 answers to the supervisor (signals, status, load board):
-/// on stop it drains as usual and the process then exits, cutting whatever
-/// the other contexts still hold. Issue #16 (free-threaded workers as
-/// threads) builds the real option on this.
+/// The worker threads of one process: `--free-threaded --workers N` on a
+/// free-threaded CPython, or, internal and for tests only,
+/// `PEREGRINE_WORKER_CONTEXTS=N` on any (under the GIL the threads take
+/// turns: the WSGI loop releases it in epoll, an asyncio loop in its
+/// selector, which is enough to show that a worker's state is its own,
+/// tests/e2e/test_worker_contexts.py). Worker 0 runs on the main thread and
+/// each other on a thread of its own, all serving one application object
+/// from the inherited socket. Each has its own listening descriptor (a
+/// dup), poller, connection table, gateway and, under ASGI, its own asyncio
+/// loop and lifespan; they share the interpreter, what is per process by
+/// nature, and a `WorkerGroup`: worker 0 answers to the supervisor for all
+/// of them (signals, ready, heartbeat, recycling), passes stops on, and
+/// waits for the others before the process exits.
 enum WorkerContexts {
     static func count() -> Int {
         guard let text = Main.environment("PEREGRINE_WORKER_CONTEXTS"), let n = Int(text), n >= 1 else { return 1 }
@@ -194,16 +231,23 @@ private let contextThreadMain: @convention(c) (UnsafeMutableRawPointer?) -> Void
     let job = Unmanaged<ContextThread>.fromOpaque(arg!).takeRetainedValue()
     let gil = PyGILState_Ensure()
     defer { PyGILState_Release(gil) }
-    if job.worker.asgi != nil {
+    let worker = job.worker
+    let group = worker.group
+    if worker.asgi != nil {
         do throws(StartupError) {
-            try job.worker.runAsync(app: job.app, lifespan: job.config.lifespan, uvloop: job.config.uvloop) { loopName in
-                Log.info("worker context serving (ASGI on \(loopName))")
+            try worker.runAsync(app: job.app, lifespan: job.config.lifespan, uvloop: job.config.uvloop) { loopName in
+                Log.info("worker thread \(worker.context) serving (ASGI on \(loopName))")
+                group?.set(worker.context, .serving)
             }
+            group?.set(worker.context, .ended)
         } catch {
-            Log.error("a worker context stopped: \(error.message)")
+            Log.error("worker thread \(worker.context) stopped: \(error.message)")
+            group?.set(worker.context, .failed)
         }
     } else {
-        Log.info("worker context serving (WSGI)")
-        job.worker.run()
+        Log.info("worker thread \(worker.context) serving (WSGI)")
+        group?.set(worker.context, .serving)
+        worker.run()
+        group?.set(worker.context, .ended)
     }
 }

@@ -53,15 +53,22 @@ final class Worker {
     private var supervisor: SupervisorLink
     private var pools: WorkerPools
     private var taskOutput = TaskOutput()
+    /// The other worker threads of this process, if any, and this worker's
+    /// number among them (0: the one the supervisor knows).
+    let group: WorkerGroup?
+    let context: Int
 
     private static let listenerToken: UInt64 = 1 << 63
     private static let signalToken: UInt64 = 1 << 63 | 1
+    private static let groupStopToken: UInt64 = 1 << 63 | 2
 
     /// `context` numbers the worker contexts of one process (0 for the
     /// first; see `nextRequestToken`).
     init(config: Config, listener: Listener, wsgi: WSGIGateway?, asgi: ASGIGateway?, signalFD: Int32,
-         context: Int = 0) throws(SystemError) {
+         group: WorkerGroup? = nil, context: Int = 0) throws(SystemError) {
         self.config = config
+        self.group = group
+        self.context = context
         requestTokens = UInt64(context) << 48
         self.wsgi = wsgi
         self.asgi = asgi
@@ -81,6 +88,9 @@ final class Worker {
         timers = TimerWheel(capacity: 2 * config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: start)
         try poller.add(listener.fd, token: Worker.listenerToken, interest: .readable)
         if signalFD >= 0 { try poller.add(signalFD, token: Worker.signalToken, interest: .readable) }
+        if let group, context > 0 {
+            try poller.add(group.stopDescriptor(context), token: Worker.groupStopToken, interest: .readable)
+        }
     }
 
     // MARK: - State the connections read
@@ -151,7 +161,7 @@ final class Worker {
         storeLoad()
         while !finished {
             var timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
-            if supervisor.reportsStatus { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
+            if beats { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
             let wait = stop.stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout
             let n = GIL.released { poller.wait(timeoutMilliseconds: connections.hasDeferredReads ? 0 : wait) }
             handle(n)
@@ -187,11 +197,15 @@ final class Worker {
 
     private var finished: Bool { stop.stopping && acceptor.isIdle }
 
+    /// The loop wakes at least once a second: for the supervisor's
+    /// heartbeat, or for the group's (see WorkerGroup).
+    private var beats: Bool { supervisor.reportsStatus || group != nil }
+
     private func scheduleTimer() { scheduleTimer(now: now) }
 
     private func scheduleTimer(now: Instant) {
         var ms = timers.millisecondsUntilNextTick(now: now)
-        if supervisor.reportsStatus { ms = min(ms ?? 1000, 1000) }  // heartbeats
+        if beats { ms = min(ms ?? 1000, 1000) }  // heartbeats
         if stop.stopping { ms = min(ms ?? 100, 100) }
         if connections.hasDeferredReads { ms = 0 }
         loopDriver.schedule(at: ms.map { now.adding(milliseconds: $0) }, now: now)
@@ -207,6 +221,9 @@ final class Worker {
                 acceptConnections()
             } else if token == Worker.signalToken {
                 handleSignal()
+            } else if token == Worker.groupStopToken {
+                // Worker 0 began a stop or a drain (see WorkerGroup).
+                if let closeIdle = group?.takeStop(context), !stop.stopping { beginStopping(closeIdle: closeIdle) }
             } else {
                 connections.connection(for: token)?.onEvents(events)
             }
@@ -318,6 +335,7 @@ final class Worker {
 
         for c in connections.openConnections { c.beginStopping(closeIdle: closeIdle) }
         if asgi != nil { scheduleTimer() }
+        if context == 0 { group?.stopOthers(closeIdle: closeIdle) }
     }
 
     /// Past --graceful-timeout: what is still open is cut.
@@ -328,11 +346,28 @@ final class Worker {
         for c in open { c.cut() }
     }
 
-    /// Heartbeat and --max-requests report to the supervisor.
+    /// Heartbeat and --max-requests report to the supervisor. In a group,
+    /// every worker stamps its round and worker 0 speaks for all: its
+    /// heartbeat goes out only while the others' stamps are recent, and a
+    /// recycle any of them asks for (or a worker thread that ended) has the
+    /// process replaced.
     private func reportToSupervisor() {
-        guard supervisor.reportsStatus else { return }
-        supervisor.beatIfDue(now: now)
-        if stop.recycleDue(requestsServed: requestsServed) {
+        group?.stamp(context, now: now)
+        guard supervisor.reportsStatus else {
+            if let group, stop.recycleDue(requestsServed: requestsServed) { group.requestRecycle() }
+            return
+        }
+        if group?.othersAlive(now: now) ?? true { supervisor.beatIfDue(now: now) }
+        var othersAsk = false
+        if let group, !stop.stopping {
+            othersAsk = group.recycleRequested
+            if group.someoneEnded && !othersAsk {
+                othersAsk = true
+                group.requestRecycle()
+                Log.error("a worker thread ended: replacing this worker process")
+            }
+        }
+        if stop.recycleDue(requestsServed: requestsServed, othersAsk: othersAsk) {
             writeStatus(UInt8(ascii: "Q"))
         }
     }

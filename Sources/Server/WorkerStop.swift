@@ -83,10 +83,12 @@ struct WorkerStop {
         return true
     }
 
-    /// True once, when `requestsServed` reaches --max-requests (plus jitter)
-    /// before any stop: time to ask the supervisor for a replacement.
-    mutating func recycleDue(requestsServed: Int) -> Bool {
-        guard recycleLimit > 0 && requestsServed >= recycleLimit && !recycleAsked && !stopping else { return false }
+    /// True once, when `requestsServed` reaches --max-requests (plus jitter),
+    /// or another worker thread of the process asks (`othersAsk`), before
+    /// any stop: time to ask the supervisor for a replacement.
+    mutating func recycleDue(requestsServed: Int, othersAsk: Bool = false) -> Bool {
+        let reached = recycleLimit > 0 && requestsServed >= recycleLimit
+        guard (reached || othersAsk) && !recycleAsked && !stopping else { return false }
         recycleAsked = true
         return true
     }

@@ -84,7 +84,7 @@ final class Supervisor {
         self.listener = listener
         self.arguments = arguments
         executable = workerExecutable
-        workerCount = config.workers == 0 ? Int(csys_cpu_count()) : config.workers
+        workerCount = config.workerProcesses
         signalFD = csys_signalfd_open(1)
         if workerCount > 1 {
             boardFD = csys_board_create(Int32(2 * workerCount))

@@ -11,6 +11,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -321,5 +322,24 @@ def test_serves_on_ipv6_loopback(tmp_path_factory: pytest.TempPathFactory) -> No
             environ = json.loads(connection.read_response().body)
         assert environ["REMOTE_ADDR"][1] == "::1"
         assert environ["SERVER_PORT"][1] == str(server.port)
+    finally:
+        server.stop()
+
+
+def test_free_threaded_needs_an_interpreter_without_the_gil(tmp_path: Path) -> None:
+    """`--free-threaded` on an interpreter with the GIL: one error line saying what is needed, exit 2.
+
+    The workers run the interpreter the tests run; on a free-threaded one
+    the same command serves, in two worker threads.
+    """
+    args = ("--free-threaded", "--workers", "2", "--port", "0", "--python-path", str(APPS), "wsgi_apps:hello")
+    if getattr(sys, "_is_gil_enabled", lambda: True)():
+        result = run(*args, cwd=tmp_path)
+        line = assert_clean_usage_error(result, "--free-threaded", "free-threaded Python", "GIL")
+        assert "3.13t" in line
+        return
+    server = start("wsgi_apps:hello", *args[:-1], state=tmp_path)
+    try:
+        assert server.stderr.wait_for(lambda text: "in 2 worker threads" in text, 10) is not None
     finally:
         server.stop()

@@ -65,6 +65,10 @@ const char *pshim_type_name(PyObject *o);
 
 // Vectorcall with positional arguments only.
 PyObject *pshim_call0(PyObject *callable);
+/* On a free-threaded build (Py_GIL_DISABLED), declares that module `m` is
+ * safe without the GIL (PyUnstable_Module_SetGIL, Py_MOD_GIL_NOT_USED);
+ * a no-op on builds with the GIL. */
+void pshim_module_gil_not_used(PyObject *m);
 PyObject *pshim_call1(PyObject *callable, PyObject *a);
 PyObject *pshim_call2(PyObject *callable, PyObject *a, PyObject *b);
 PyObject *pshim_call_method0(PyObject *o, const char *name);

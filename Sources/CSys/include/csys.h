@@ -46,6 +46,8 @@ int csys_shutdown_write(int fd);
 // Wait until `fd` is readable (events=1) or writable (events=2); returns
 // 1 ready, 0 timeout, -1 error. `timeout_ms` < 0 waits forever.
 int csys_poll_one(int fd, int events, int timeout_ms);
+/* Sleeps this long (no signal handling: interrupted sleeps end early). */
+void csys_sleep_milliseconds(int ms);
 // The regular-file size of `fd`, or -1 if it is not a regular file.
 int64_t csys_regular_file_size(int fd);
 int64_t csys_file_offset(int fd);

@@ -1,0 +1,117 @@
+"""The worker threads of one process act as one worker towards the supervisor (issue #16 points 2-3).
+
+Run here through the internal `PEREGRINE_WORKER_CONTEXTS=2` on the test
+interpreter (with the GIL: the threads take turns, which is enough for what
+is tested here); `--free-threaded` runs the same code with the threads in
+parallel and is refused on an interpreter with the GIL (test_cli.py).
+
+- A stop reaches every thread, and the process exits only when each has
+  finished its requests (within --graceful-timeout).
+- A thread that stops running its loop (an application blocking it) stops
+  worker 0's heartbeat, so the supervisor replaces the process after
+  --worker-timeout, as it replaces a wedged worker process.
+- A thread whose ASGI lifespan startup fails fails the start of the
+  process: one error line, exit 2.
+
+Application: tests/apps/thread_apps.py.
+"""
+
+from __future__ import annotations
+
+import http.client
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+import pytest
+from process_support import expect_exit, log_after, wait_for_workers, workers
+
+from conftest import launch
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from conftest import Server
+
+
+def get(server: Server, path: str, timeout: float = 30.0) -> tuple[int, str]:
+    """GET `path` on a new connection: (status, body)."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("target", ["thread_apps:wsgi", "thread_apps:asgi"])
+def test_a_stop_waits_for_the_requests_of_every_worker_thread(
+    start_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    monkeypatch.setenv("PEREGRINE_WORKER_CONTEXTS", "2")
+    server = start_server(target, "--graceful-timeout", "10000")
+    assert server.stderr.wait_for(lambda line: "in 2 worker contexts" in line, 10) is not None
+    # Requests on both threads; those on the other thread take 2.5 s, and
+    # the stop comes while they are in flight.
+    count = 2 if target.endswith("wsgi") else 6
+    with ThreadPoolExecutor(count) as pool:
+        futures = []
+        for _ in range(count):
+            futures.append(pool.submit(get, server, "/slow-other?ms=2500"))
+            time.sleep(0.05)
+        time.sleep(0.5)
+        server.process.send_signal(signal.SIGTERM)
+        results = [future.result() for future in futures]
+    assert [status for status, _ in results] == [200] * count, results
+    assert any(body.startswith("other") for _, body in results), results
+    expect_exit(server, 0, 15)
+
+
+@pytest.mark.parametrize("target", ["thread_apps:wsgi", "thread_apps:asgi"])
+def test_a_wedged_worker_thread_gets_its_process_replaced(
+    start_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    monkeypatch.setenv("PEREGRINE_WORKER_CONTEXTS", "2")
+    server = start_server(target, "--worker-timeout", "2000")
+    assert server.stderr.wait_for(lambda line: "in 2 worker contexts" in line, 10) is not None
+    (first,) = wait_for_workers(server, 1)
+    mark = len(server.stderr.lines)
+    # Until one request lands on the other thread, which then never answers.
+    for _ in range(40):
+        try:
+            status, body = get(server, "/wedge-other", timeout=0.5)
+        except TimeoutError:
+            break
+        assert (status, body.split()[0]) == (200, "main")
+    else:
+        pytest.fail("no request reached the other worker thread")
+    # The main thread still serves, but its heartbeat stops.
+    assert get(server, "/")[0] == 200
+    line = log_after(server, rf"worker {first} has not responded for \d+ ms \(--worker-timeout\); killing it", mark, 20)
+    assert line is not None, server.excerpt(80)
+    (second,) = wait_for_workers(server, 1, exclude={first})
+    assert second != first
+    assert get(server, "/")[0] == 200
+    server.stop()
+    assert first not in workers(server)
+
+
+def test_a_worker_thread_whose_lifespan_startup_fails_fails_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PEREGRINE_WORKER_CONTEXTS", "2")
+    process, args = launch("thread_apps:asgi_failing_other", "--host", "127.0.0.1", "--port", "0", state=tmp_path)
+    try:
+        _, stderr = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        pytest.fail(f"{' '.join(args)} still running after 30 s")
+    assert process.returncode == 2, stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("peregrine: error:")]
+    assert errors == ["peregrine: error: a worker thread could not start (see above)"], stderr
+    assert "this thread's startup fails" in stderr
