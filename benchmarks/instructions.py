@@ -124,12 +124,27 @@ def worker_python(app: str, given: Path | None) -> Path | None:
     return python
 
 
+def wait_until_serving(server: subprocess.Popen[str], port: int, timeout: float = 120.0) -> None:
+    """Return once a request to `port` succeeds; exit if the server exits first or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        probe = subprocess.run(["curl", "-sf", "-o", "/dev/null", f"http://{HOST}:{port}/"], check=False, timeout=60)
+        if probe.returncode == 0:
+            return
+        if server.poll() is not None:
+            raise SystemExit(f"the server exited ({server.returncode}):\n{server.communicate()[1]}")
+        if time.monotonic() > deadline:
+            raise SystemExit("the server did not answer")
+        time.sleep(0.5)
+
+
 def measure(args: argparse.Namespace) -> float:
     """Instructions per request for one configuration."""
     wsgi, asgi, payload = APPS[args.app]
     target = wsgi if args.interface == "wsgi" else asgi
     if target is None:
-        raise SystemExit(f"{args.app} has no {args.interface.upper()} application")
+        other = "asgi" if args.interface == "wsgi" else "wsgi"
+        raise SystemExit(f"{args.app} has no {args.interface.upper()} application (pass --interface {other})")
     python = worker_python(args.app, args.python)
     port = free_port()
     with tempfile.TemporaryDirectory() as scratch:
@@ -150,18 +165,7 @@ def measure(args: argparse.Namespace) -> float:
         server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         try:
             pid = worker_pid(server.pid)
-            deadline = time.monotonic() + 120
-            while True:  # ready once a request succeeds
-                probe = subprocess.run(
-                    ["curl", "-sf", "-o", "/dev/null", f"http://{HOST}:{port}/"], check=False, timeout=60
-                )
-                if probe.returncode == 0:
-                    break
-                if server.poll() is not None:
-                    raise SystemExit(f"the server exited ({server.returncode}):\n{server.communicate()[1]}")
-                if time.monotonic() > deadline:
-                    raise SystemExit("the server did not answer")
-                time.sleep(0.5)
+            wait_until_serving(server, port)
             h2load(port, args.protocol, WARMUP, args.connections, body)
             subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
             h2load(port, args.protocol, args.requests, args.connections, body)
