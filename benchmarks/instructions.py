@@ -1,7 +1,8 @@
 """User-space instructions per request of a peregrine worker, counted with callgrind.
 
-Usage: python3 benchmarks/instructions.py --peregrine PATH [--app hello] [--interface wsgi|asgi]
-                                           [--protocol h1|h2c] [--requests 20000] [--connections 8]
+Usage: python3 benchmarks/instructions.py --peregrine PATH [--app hello|12k|echo|fastapi]
+                                           [--interface wsgi|asgi] [--protocol h1|h2c] [--python PATH]
+                                           [--requests 20000] [--connections 8] [--keep FILE]
 
 Requests per second move with whatever else the machine runs; instructions do
 not: callgrind counts the same total for the same binary and load whatever
@@ -17,6 +18,15 @@ are zeroed (`callgrind_control -z`), then `--requests` requests are sent with
 h2load (`--h1` for HTTP/1.1, prior-knowledge h2c otherwise) and the counters
 dumped; the total divided by the requests is the cost of one request,
 start-up excluded. The kernel's share is not counted (see `perf` for that).
+
+The apps are those of `benchmarks/apps`, the harness's (run.py): `fastapi` is
+`apps.fastapi_app:app`, ASGI only, one JSON object from `GET /`. The worker's
+embedded CPython takes its packages from the interpreter given by `--python`
+(passed as PEREGRINE_PYTHON_EXECUTABLE, as the pip-installed launcher does);
+without it, from PEREGRINE_PYTHON_EXECUTABLE if set, else the build's own.
+FastAPI is not a dependency of peregrine, so `fastapi` needs an interpreter
+that has it: by default the harness's venv, `benchmarks/.venv/bin/python`
+(`run.py --setup` creates it).
 """
 
 from __future__ import annotations
@@ -36,11 +46,17 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parent
 HOST = "127.0.0.1"
 WARMUP = 2_000
-APPS = {
+#: Name: (WSGI target, ASGI target, request body); every app answers `/`.
+APPS: dict[str, tuple[str | None, str | None, bytes | None]] = {
     "hello": ("apps.wsgi_apps:hello", "apps.asgi_apps:hello", None),
     "12k": ("apps.wsgi_apps:big", "apps.asgi_apps:big", None),
     "echo": ("apps.wsgi_apps:echo", "apps.asgi_apps:echo", b"x" * 1024),
+    "fastapi": (None, "apps.fastapi_app:app", None),
 }
+#: The harness's venv (run.py --setup), which has FastAPI; the default `--python` for apps that need it.
+HARNESS_PYTHON = BENCHMARKS / ".venv" / "bin" / "python"
+#: Apps that import packages peregrine does not depend on (and the module to check for).
+NEEDS_PACKAGE = {"fastapi": "fastapi"}
 SUCCEEDED = re.compile(r"requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded")
 LISTENING = re.compile(r"listening on https?://[^\s]*:(\d+)")
 TOTALS = re.compile(r"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
@@ -86,10 +102,50 @@ def stripped_copy(supervisor: Path, into: Path) -> Path:
     return into / supervisor.name
 
 
+def worker_python(app: str, given: Path | None) -> Path | None:
+    """The interpreter whose packages the worker imports (None: the environment's or the build's).
+
+    Exits if `app` needs a package that interpreter does not have, rather than waiting for a server that
+    cannot start.
+    """
+    python = given
+    if python is None and "PEREGRINE_PYTHON_EXECUTABLE" in os.environ:
+        python = Path(os.environ["PEREGRINE_PYTHON_EXECUTABLE"])
+    module = NEEDS_PACKAGE.get(app)
+    if module is None:
+        return python
+    if python is None:
+        python = HARNESS_PYTHON
+    if not python.exists():
+        raise SystemExit(f"{app} needs an interpreter with {module}: {python} does not exist (pass --python)")
+    found = subprocess.run([str(python), "-c", f"import {module}"], capture_output=True, check=False)
+    if found.returncode != 0:
+        raise SystemExit(f"{app} needs {module}, which {python} cannot import (pass --python)")
+    return python
+
+
+def wait_until_serving(server: subprocess.Popen[str], port: int, timeout: float = 120.0) -> None:
+    """Return once a request to `port` succeeds; exit if the server exits first or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        probe = subprocess.run(["curl", "-sf", "-o", "/dev/null", f"http://{HOST}:{port}/"], check=False, timeout=60)
+        if probe.returncode == 0:
+            return
+        if server.poll() is not None:
+            raise SystemExit(f"the server exited ({server.returncode}):\n{server.communicate()[1]}")
+        if time.monotonic() > deadline:
+            raise SystemExit("the server did not answer")
+        time.sleep(0.5)
+
+
 def measure(args: argparse.Namespace) -> float:
     """Instructions per request for one configuration."""
     wsgi, asgi, payload = APPS[args.app]
     target = wsgi if args.interface == "wsgi" else asgi
+    if target is None:
+        other = "asgi" if args.interface == "wsgi" else "wsgi"
+        raise SystemExit(f"{args.app} has no {args.interface.upper()} application (pass --interface {other})")
+    python = worker_python(args.app, args.python)
     port = free_port()
     with tempfile.TemporaryDirectory() as scratch:
         executable = stripped_copy(Path(args.peregrine).resolve(), Path(scratch))
@@ -101,22 +157,15 @@ def measure(args: argparse.Namespace) -> float:
         command = [
             "valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={out}",
             str(executable), "--host", HOST, "--port", str(port), "--workers", "1", "--worker-timeout", "0",
-            "--log-level", "warning", "--python-path", str(BENCHMARKS), target,
+            "--log-level", "warning", "--protocol", args.interface, "--python-path", str(BENCHMARKS), target,
         ]  # fmt: skip
         env = dict(os.environ, PYTHONPATH=str(BENCHMARKS))
+        if python is not None:
+            env["PEREGRINE_PYTHON_EXECUTABLE"] = str(python)
         server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         try:
             pid = worker_pid(server.pid)
-            deadline = time.monotonic() + 120
-            while True:  # ready once a request succeeds
-                probe = subprocess.run(
-                    ["curl", "-sf", "-o", "/dev/null", f"http://{HOST}:{port}/"], check=False, timeout=60
-                )
-                if probe.returncode == 0:
-                    break
-                if time.monotonic() > deadline:
-                    raise SystemExit("the server did not answer")
-                time.sleep(0.5)
+            wait_until_serving(server, port)
             h2load(port, args.protocol, WARMUP, args.connections, body)
             subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
             h2load(port, args.protocol, args.requests, args.connections, body)
@@ -129,7 +178,7 @@ def measure(args: argparse.Namespace) -> float:
             totals = TOTALS.search(dumps[-1].read_text(errors="replace"))
             if totals is None:
                 raise SystemExit("no totals in the callgrind dump")
-            return int(totals[1]) / args.requests
+            return int(totals[1]) / int(args.requests)
         finally:
             server.send_signal(signal.SIGTERM)
             try:
@@ -145,6 +194,12 @@ def main() -> None:
     parser.add_argument("--app", choices=sorted(APPS), default="hello")
     parser.add_argument("--interface", choices=["wsgi", "asgi"], default="wsgi")
     parser.add_argument("--protocol", choices=["h1", "h2c"], default="h1")
+    parser.add_argument(
+        "--python",
+        type=Path,
+        help="interpreter whose packages the worker imports (PEREGRINE_PYTHON_EXECUTABLE; "
+        f"fastapi's default: {HARNESS_PYTHON})",
+    )
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--keep", type=Path, help="copy the measured callgrind dump here (for callgrind_annotate)")
