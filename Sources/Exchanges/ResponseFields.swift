@@ -38,13 +38,19 @@ public enum ResponseFields {
         -> ResponseFieldRole {
         guard isToken(name) else { throw .invalidName }
         guard isValidValue(value) else { throw .controlCharacter }
-        guard isServerOwned(name) else { return .regular }
-        if name.equalsIgnoringASCIICase("content-length") {
+        // The names `isServerOwned` lists, each compared once (by length
+        // first: this runs for every field of every response).
+        switch name.count {
+        case 14 where name.equalsIgnoringASCIICase("content-length"):
             guard let length = parseLength(value) else { throw .invalidContentLength }
             return .contentLength(length)
+        case 10 where name.equalsIgnoringASCIICase("connection"):
+            return .connection(close: containsToken(value, "close"))
+        case 10 where name.equalsIgnoringASCIICase("keep-alive"), 17 where name.equalsIgnoringASCIICase("transfer-encoding"):
+            return .framing
+        default:
+            return .regular
         }
-        if name.equalsIgnoringASCIICase("connection") { return .connection(close: containsToken(value, "close")) }
-        return .framing  // Transfer-Encoding, Keep-Alive
     }
 
     /// The field is one the server writes itself (`Content-Length`,

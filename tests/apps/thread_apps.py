@@ -7,9 +7,10 @@ else `other`) and its ident, after an optional wait:
 - `/slow-other?ms=N` waits N ms first, on any thread but the main one (a
   request in flight on another worker thread when a stop comes);
 - `/wedge-other` answers at once on the main thread, and on any other
-  never returns (the thread is wedged: `time.sleep` under WSGI, a blocking
-  sleep inside the event loop under ASGI), so that worker 0's heartbeat
-  must speak for a thread that has stopped running its loop.
+  records `wedged` in `$PEREGRINE_TEST_STATE/events.log` and never returns
+  (the thread is wedged: `time.sleep` under WSGI, a blocking sleep inside
+  the event loop under ASGI), so that worker 0's heartbeat must speak for a
+  thread that has stopped running its loop.
 
 `thread_apps:asgi_failing_other` fails its lifespan startup on any thread but
 the main one.
@@ -18,13 +19,25 @@ the main one.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
+
+
+STATE = Path(os.environ.get("PEREGRINE_TEST_STATE", "."))
+
+
+def _wedge() -> None:
+    """Records that the other thread is wedged (the test waits for it), then blocks it."""
+    with (STATE / "events.log").open("a", encoding="utf-8") as log:
+        log.write("wedged\n")
+    time.sleep(3600)
 
 
 def _where() -> bytes:
@@ -39,7 +52,7 @@ def _wait_ms(query: str) -> int:
 def wsgi(environ: dict[str, Any], start_response: Callable[..., object]) -> Iterable[bytes]:
     path = environ["PATH_INFO"]
     if path == "/wedge-other" and threading.current_thread() is not threading.main_thread():
-        time.sleep(3600)
+        _wedge()
     if path == "/slow-other" and threading.current_thread() is not threading.main_thread():
         time.sleep(_wait_ms(environ.get("QUERY_STRING", "")) / 1000)
     body = _where()
@@ -73,7 +86,7 @@ async def asgi(
         return
     path = scope["path"]
     if path == "/wedge-other" and threading.current_thread() is not threading.main_thread():
-        time.sleep(3600)  # blocks this thread's event loop: the thread is wedged
+        _wedge()  # blocks this thread's event loop: the thread is wedged
     if path == "/slow-other" and threading.current_thread() is not threading.main_thread():
         await asyncio.sleep(_wait_ms(scope["query_string"].decode()) / 1000)
     body = _where()
