@@ -139,6 +139,7 @@ build() {
     if [ -n "$debian_fixes" ]; then
         tar -xf "$(ls "$work"/src/python3.13_*.debian.tar.xz)" -C "$work/src"
         local patch count=0
+        : >"$work/patch.log"
         for patch in $(grep -v '^#' "$work/src/debian/patches/series" | grep '\.patch$'); do
             patch -d "$source" -p1 -s -N <"$work/src/debian/patches/$patch" >>"$work/patch.log" 2>&1 ||
                 { cat "$work/patch.log" >&2; echo "Debian's $patch does not apply" >&2; return 1; }
