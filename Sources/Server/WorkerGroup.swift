@@ -131,10 +131,13 @@ final class WorkerGroup: @unchecked Sendable {
         csys_board_store(words, Int32(count + index), now.nanoseconds / 1_000_000)
     }
 
-    /// Every other worker stamped within `staleMilliseconds` of `now`.
+    /// Every other worker still serving stamped within `staleMilliseconds`
+    /// of `now` (one that ended is `someoneEnded`'s business, or the stop's).
     func othersAlive(now: Instant) -> Bool {
         let nowMs = now.nanoseconds / 1_000_000
-        return (1..<count).allSatisfy { nowMs - csys_board_load(words, Int32(count + $0)) < Int64(WorkerGroup.staleMilliseconds) }
+        return (1..<count).allSatisfy {
+            state($0) != .serving || nowMs - csys_board_load(words, Int32(count + $0)) < Int64(WorkerGroup.staleMilliseconds)
+        }
     }
 
     // MARK: - Recycle

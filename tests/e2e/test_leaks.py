@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import urllib.request
 from typing import TYPE_CHECKING
 
@@ -76,5 +77,10 @@ def test_memory_is_flat_over_100k_requests(
     after = stats(server)
     growth_kib = after["rss_kib"] - before["rss_kib"]
     growth_objects = after["objects"] - before["objects"]
+    # The figures, for `pytest -s` (issue notes quote them).
+    sys.stderr.write(
+        f"\n{target} {protocol}: RSS {before['rss_kib']} -> {after['rss_kib']} KiB ({growth_kib:+d}), "
+        f"objects {before['objects']} -> {after['objects']} ({growth_objects:+d})\n"
+    )
     assert growth_kib <= RSS_BOUND_KIB, (before, after)
     assert growth_objects <= OBJECTS_BOUND, (before, after)
