@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -41,8 +42,10 @@ def _wedge() -> None:
 
 
 def _where() -> bytes:
+    """`main|other IDENT gil=True|False`: which thread serves, and whether the GIL is on."""
     kind = "main" if threading.current_thread() is threading.main_thread() else "other"
-    return f"{kind} {threading.get_ident()}".encode()
+    gil = getattr(sys, "_is_gil_enabled", lambda: True)()
+    return f"{kind} {threading.get_ident()} gil={gil}".encode()
 
 
 def _wait_ms(query: str) -> int:

@@ -5,13 +5,14 @@ Also --version, --help, --factory, protocol detection and --access-log.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
 import signal
 import socket
 import subprocess
-import sys
+import sysconfig
 import time
 from typing import TYPE_CHECKING
 
@@ -333,13 +334,24 @@ def test_free_threaded_needs_an_interpreter_without_the_gil(tmp_path: Path) -> N
     the same command serves, in two worker threads.
     """
     args = ("--free-threaded", "--workers", "2", "--port", "0", "--python-path", str(APPS), "wsgi_apps:hello")
-    if getattr(sys, "_is_gil_enabled", lambda: True)():
+    if not sysconfig.get_config_var("Py_GIL_DISABLED"):
         result = run(*args, cwd=tmp_path)
         line = assert_clean_usage_error(result, "--free-threaded", "free-threaded Python", "GIL")
         assert "3.13t" in line
         return
-    server = start("wsgi_apps:hello", *args[:-1], state=tmp_path)
+    server = start("thread_apps:wsgi", *args[:-1], state=tmp_path)
     try:
         assert server.stderr.wait_for(lambda text: "in 2 worker threads" in text, 10) is not None
+        # Both threads serve, with the GIL off inside the requests.
+        bodies: set[str] = set()
+        for _ in range(200):
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+            connection.request("GET", "/")
+            bodies.add(connection.getresponse().read().decode())
+            connection.close()
+            if {body.split()[0] for body in bodies} == {"main", "other"}:
+                break
+        assert {body.split()[0] for body in bodies} == {"main", "other"}, bodies
+        assert all(body.endswith("gil=False") for body in bodies), bodies
     finally:
         server.stop()
