@@ -13,7 +13,14 @@
 #      test (fresh venvs of two interpreters);
 #   7. the ASGI, HTTP/2 and WebSocket end-to-end tests again on a debug build,
 #      which keeps Swift's run-time exclusivity checks (not the 100k-request
-#      leak test: it measures the release binary, and takes minutes on debug).
+#      leak test: it measures the release binary, and takes minutes on debug);
+#   8. a free-threaded CPython 3.13t (scripts/build-free-threaded-python.sh,
+#      cached in ~/.cache/peregrine/python3.13t, about 4 minutes to build when
+#      missing), peregrine installed into a venv of it, and the worker-thread,
+#      process, HTTP/1.1 and WSGI end-to-end tests against that build, the
+#      threads then running truly in parallel (the rest of the suite on 3.13t
+#      is issue #16's; its ASGI tests need uvloop and frameworks built for
+#      the free-threaded ABI).
 #
 # Environment: PYTHON (default python3) picks the interpreter of the test venv;
 # FUZZ_SECONDS (default 20) the fuzzing time per fuzz target.
@@ -73,3 +80,18 @@ for product in peregrine-worker peregrine; do
 done
 PEREGRINE_BIN="$root/.build/debug/peregrine" "$venv/bin/python" -m pytest tests/e2e -q -p no:cacheprovider \
     -k "(asgi or http2 or websocket) and not test_leaks"
+
+# The worker threads share one interpreter: with the GIL gone they run in
+# parallel, which only a free-threaded build shows.
+step "free-threaded CPython 3.13t: worker threads and the HTTP/1.1 and WSGI paths end to end"
+ft_venv="$root/.venv-ft"
+scripts/build-free-threaded-python.sh --venv "$ft_venv" | tail -n 2
+"$ft_venv/bin/python" -m pip install -q --upgrade pip
+"$ft_venv/bin/python" -m pip install -q "pytest>=8.0,<10" "pytest-timeout>=2.3,<3" "httpx>=0.27,<0.29" "Flask>=3.0,<4"
+"$ft_venv/bin/python" -m pip install -q .
+"$ft_venv/bin/python" -c 'import sys; assert not sys._is_gil_enabled(), "the GIL is on"'
+"$ft_venv/bin/python" -m pytest -q -p no:cacheprovider \
+    tests/e2e/test_worker_threads.py tests/e2e/test_worker_contexts.py tests/e2e/test_cli.py \
+    tests/e2e/test_http1_body.py tests/e2e/test_http1_keepalive_pipelining.py tests/e2e/test_http1_parsing_rejections.py \
+    tests/e2e/test_wsgi_input.py tests/e2e/test_wsgi_response.py tests/e2e/test_wsgi_environ.py tests/e2e/test_wsgi_errors.py \
+    tests/e2e/test_process_graceful.py tests/e2e/test_process_workers.py
