@@ -206,9 +206,9 @@ class RunningServer:
         self.stop()
 
 
-def http_get(port: int, path: str = "/") -> tuple[int, str]:
-    """GET `path` from 127.0.0.1:`port`; return the status and the body text."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+def http_get(port: int, path: str = "/", timeout: float = 10.0) -> tuple[int, str]:
+    """GET `path` from 127.0.0.1:`port` on a new connection; return the status and the body text."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         connection.request("GET", path)
         response = connection.getresponse()

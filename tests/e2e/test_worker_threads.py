@@ -18,7 +18,6 @@ Application: tests/apps/thread_apps.py.
 
 from __future__ import annotations
 
-import http.client
 import signal
 import subprocess
 import time
@@ -29,6 +28,7 @@ import pytest
 from process_support import expect_exit, log_after, wait_for_workers, workers
 
 from conftest import launch
+from installed import http_get
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,13 +39,7 @@ if TYPE_CHECKING:
 
 def get(server: Server, path: str, timeout: float = 30.0) -> tuple[int, str]:
     """GET `path` on a new connection: (status, body)."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
-    try:
-        connection.request("GET", path)
-        response = connection.getresponse()
-        return response.status, response.read().decode()
-    finally:
-        connection.close()
+    return http_get(server.port, path, timeout)
 
 
 @pytest.mark.parametrize("target", ["thread_apps:wsgi", "thread_apps:asgi"])
