@@ -4,9 +4,11 @@
 serving thread (`main` for the process's main thread, where worker 0 runs,
 else `other`) and its ident, after an optional wait:
 
-- `/slow-other?ms=N` waits N ms first, on any thread but the main one (a
-  request in flight on another worker thread when a stop comes);
-- `/wedge-other` answers at once on the main thread, and on any other
+- `/slow?ms=N` waits N ms first (requests in flight on every worker thread
+  when a stop comes: under WSGI a waiting thread cannot accept, so the next
+  connection goes to another);
+- `/wedge-other` answers after 0.2 s on the main thread (so that, with a few
+  such requests at once, some go to the other thread), and on any other
   records `wedged` in `$PEREGRINE_TEST_STATE/events.log` and never returns
   (the thread is wedged: `time.sleep` under WSGI, a blocking sleep inside
   the event loop under ASGI), so that worker 0's heartbeat must speak for a
@@ -54,9 +56,11 @@ def _wait_ms(query: str) -> int:
 
 def wsgi(environ: dict[str, Any], start_response: Callable[..., object]) -> Iterable[bytes]:
     path = environ["PATH_INFO"]
-    if path == "/wedge-other" and threading.current_thread() is not threading.main_thread():
-        _wedge()
-    if path == "/slow-other" and threading.current_thread() is not threading.main_thread():
+    if path == "/wedge-other":
+        if threading.current_thread() is not threading.main_thread():
+            _wedge()
+        time.sleep(0.2)
+    if path == "/slow":
         time.sleep(_wait_ms(environ.get("QUERY_STRING", "")) / 1000)
     body = _where()
     start_response("200 OK", [("content-type", "text/plain"), ("content-length", str(len(body)))])
@@ -88,9 +92,11 @@ async def asgi(
         await _lifespan(receive, send, fail_other=False)
         return
     path = scope["path"]
-    if path == "/wedge-other" and threading.current_thread() is not threading.main_thread():
-        _wedge()  # blocks this thread's event loop: the thread is wedged
-    if path == "/slow-other" and threading.current_thread() is not threading.main_thread():
+    if path == "/wedge-other":
+        if threading.current_thread() is not threading.main_thread():
+            _wedge()  # blocks this thread's event loop: the thread is wedged
+        await asyncio.sleep(0.2)
+    if path == "/slow":
         await asyncio.sleep(_wait_ms(scope["query_string"].decode()) / 1000)
     body = _where()
     await send(
