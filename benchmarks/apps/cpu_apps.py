@@ -1,13 +1,15 @@
 """A CPU-bound view for comparing worker threads with worker processes (BENCHMARKS.md, free-threaded).
 
 Each request runs about 2 ms of pure-Python work (a loop of integer
-arithmetic, calibrated once at import to the machine) and answers with the
+arithmetic, calibrated once at import to the machine, or `$CPU_APP_ROUNDS`
+rounds of it) and answers with the
 result: with the GIL, threads of one process take turns at it; free-threaded,
 they run it in parallel.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +35,9 @@ def _calibrate(target_seconds: float = 0.002) -> int:
         rounds *= 2
 
 
-ROUNDS = _calibrate()
+#: Fixed with $CPU_APP_ROUNDS when builds or process counts are compared:
+#: processes that calibrate at the same time each measure a slower machine.
+ROUNDS = int(os.environ.get("CPU_APP_ROUNDS", "0")) or _calibrate()
 
 
 def wsgi(environ: dict[str, Any], start_response: Callable[..., object]) -> Iterable[bytes]:
