@@ -75,7 +75,10 @@ final class WorkerGroup: @unchecked Sendable {
     /// other worker serves. False if one failed to start or `milliseconds`
     /// passed.
     func waitUntilServing(milliseconds: Int) -> Bool {
-        let deadline = Instant.now().adding(milliseconds: milliseconds)
+        // Counted in naps rather than read from the clock: the worker is
+        // the only reader of the clock (issue #13), and this wait is not
+        // one of its rounds.
+        var naps = milliseconds / 5
         while true {
             var waiting = false
             for i in 1..<count {
@@ -86,7 +89,8 @@ final class WorkerGroup: @unchecked Sendable {
                 }
             }
             if !waiting { return true }
-            if Instant.now() >= deadline { return false }
+            if naps <= 0 { return false }
+            naps -= 1
             GIL.released { csys_sleep_milliseconds(5) }
         }
     }
@@ -94,9 +98,10 @@ final class WorkerGroup: @unchecked Sendable {
     /// Worker 0, stopped: waits (GIL released) up to `milliseconds` for the
     /// others to finish what they hold.
     func waitForOthers(milliseconds: Int) {
-        let deadline = Instant.now().adding(milliseconds: milliseconds)
+        var naps = milliseconds / 10
         while (1..<count).contains(where: { state($0) == .serving || state($0) == .starting }) {
-            if Instant.now() >= deadline {
+            naps -= 1
+            if naps < 0 {
                 Log.warning("worker threads still busy after the graceful timeout: exiting")
                 return
             }
