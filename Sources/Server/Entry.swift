@@ -55,6 +55,9 @@ public enum Main {
             throw StartupFailure("--free-threaded needs a free-threaded Python (3.13t or later, built with --disable-gil): "
                                  + "Python \(Interpreter.version) at \(Interpreter.prefix) runs with the GIL")
         }
+        if !Runtime.shareCodeConstants() {
+            Log.warning("could not make compiled modules keep immortal constants; threads may contend on them")
+        }
         let app: PyRef
         do {
             app = try Interpreter.loadApplication(config.app, factory: config.factory)

@@ -18,10 +18,14 @@ Application: tests/apps/thread_apps.py.
 
 from __future__ import annotations
 
+import json
+import shutil
 import signal
 import subprocess
+import sysconfig
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -32,7 +36,6 @@ from installed import http_get
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
     from conftest import Server
 
@@ -107,3 +110,31 @@ def test_a_worker_thread_whose_lifespan_startup_fails_fails_the_start(
     errors = [line for line in stderr.splitlines() if line.startswith("peregrine: error:")]
     assert errors == ["peregrine: error: a worker thread could not start (see above)"], stderr
     assert "this thread's startup fails" in stderr
+
+
+def test_modules_compiled_from_source_keep_immortal_constants_on_a_free_threaded_build(
+    start_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """CPython 3.13t leaves the constants of code built by compile() mortal
+    (gh-118527), and imports compile a module that has no .pyc that way:
+    worker threads running the same function then contend on each constant's
+    reference count (2 threads at 1.3x one instead of 2x, BENCHMARKS.md).
+    The worker routes such compiles through marshal, as a .pyc load does.
+    With the GIL, the import system is left as it is."""
+    source = Path(__file__).parent.parent / "apps" / "constant_apps.py"
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    shutil.copy(source, fresh / "constant_apps.py")
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    free = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    threads = ("--free-threaded", "--workers", "2") if free else ()
+    server = start_server("constant_apps:wsgi", "--python-path", str(fresh), *threads)
+    status, body = get(server, "/")
+    assert status == 200, body
+    result = json.loads(body)
+    assert not (fresh / "__pycache__").exists()
+    if result["gil"] or result["version"] != [3, 13]:
+        assert result["loader"] == "SourceLoader.source_to_code", result
+    else:
+        assert result["refcount"] >= 2**32 - 1, result
+        assert result["loader"] == "share_code_constants.<locals>.source_to_code", result
