@@ -284,12 +284,13 @@ final class Worker {
         supervisor.publishLoad(openCount: acceptor.openCount, stopping: stop.stopping)
     }
 
-    /// An inline WSGI call begins: "not accepting now" on the board (so
-    /// siblings take new connections), and until it returns (`publishLoad`)
-    /// `now` reads the clock at each use, since the call may take seconds.
+    /// An inline WSGI call begins: "in a call since now" on the board (so
+    /// siblings take new connections if it lasts; see SupervisorLink), and
+    /// until it returns (`publishLoad`) `now` reads the clock at each use,
+    /// since the call may take seconds.
     func publishBusy() {
+        supervisor.publishBusy(openCount: acceptor.openCount, stopping: stop.stopping, now: now)
         clock.forgetReading(applicationMayRun: true)
-        supervisor.publishBusy()
     }
 
     /// An inline WSGI call returned (see `publishBusy`): the board shows the
