@@ -26,12 +26,14 @@ def _modulus() -> int:
 def wsgi(environ: dict[str, Any], start_response: Callable[..., object]) -> Iterable[bytes]:
     gil = getattr(sys, "_is_gil_enabled", lambda: True)()
     loader = SourceFileLoader.source_to_code
-    body = json.dumps({
-        "gil": gil,
-        "version": list(sys.version_info[:2]),
-        # CPython reports an immortal object's count as 2**32 - 1 (3.13) or more.
-        "refcount": sys.getrefcount(_modulus()),
-        "loader": loader.__qualname__,
-    }).encode()
+    body = json.dumps(
+        {
+            "gil": gil,
+            "version": list(sys.version_info[:2]),
+            # CPython reports an immortal object's count as 2**32 - 1 (3.13) or more.
+            "refcount": sys.getrefcount(_modulus()),
+            "loader": loader.__qualname__,
+        }
+    ).encode()
     start_response("200 OK", [("content-type", "application/json"), ("content-length", str(len(body)))])
     return [body]
