@@ -13,7 +13,9 @@ clock, so the test orders events by it):
 
 Every request appends its thread's kind to `state["hits"]` and answers with
 JSON: the serving thread and loop, the loop and thread the startup that
-made its `state` ran on, `id(state["hits"])` and a copy of the list. Under
+made its `state` ran on, `id(state["hits"])` and a copy of the list, and
+`leaked`: whether a key an earlier request set on its `scope["state"]`
+showed in this one's (it must not: each scope gets a shallow copy). Under
 `--lifespan-scope process` the list is one object, so what requests on one
 thread append, requests on the other see. `/slow?ms=N` records `slow-start`
 and, N ms later, `slow-end` before answering.
@@ -102,6 +104,9 @@ async def app(
         _record("slow-start")
         await asyncio.sleep(ms / 1000)
         _record("slow-end")
+    # A key set on the scope's state stays in this request's copy.
+    leaked = "per-request" in state
+    state["per-request"] = True
     state["hits"].append(_thread())
     await _answer(
         send,
@@ -113,6 +118,7 @@ async def app(
             "state_ident": state["ident"],
             "hits_id": id(state["hits"]),
             "hits": list(state["hits"]),
+            "leaked": leaked,
         },
     )
 

@@ -104,6 +104,7 @@ def test_worker_scope_runs_a_lifespan_on_each_threads_own_loop(
         assert (answer["ident"], answer["loop"]) in started, (answer, startups)
         assert (answer["state_ident"], answer["state_loop"]) == (answer["ident"], answer["loop"]), answer
     assert len({answer["hits_id"] for answer in answers}) == 2, answers
+    assert not any(answer["leaked"] for answer in answers), answers
     assert server.stop() == 0
     shutdowns = of_kind(server, "shutdown")
     assert sorted(event["thread"] for event in shutdowns) == ["main", "other"], shutdowns
@@ -140,6 +141,8 @@ def test_process_scope_runs_one_startup_whose_state_both_threads_share(
         # every request served before it, on both.
         assert answer["hits"] == [earlier["thread"] for earlier in answers[:count]], answer
     assert len({answer["hits_id"] for answer in answers}) == 1, answers
+    # Shallow copies: a key a request sets on its scope["state"] stays its own.
+    assert not any(answer["leaked"] for answer in answers), answers
     assert server.stop() == 0
     shutdowns = of_kind(server, "shutdown")
     assert [(event["thread"], event["loop"]) for event in shutdowns] == [("main", startup["loop"])], shutdowns
