@@ -19,9 +19,8 @@
 #      missing), peregrine installed into a venv of it, and the worker-thread,
 #      lifespan-scope, process, HTTP/1.1 and WSGI end-to-end tests against
 #      that build, the threads then running truly in parallel (the rest of
-#      the suite on 3.13t
-#      is issue #16's; its ASGI tests need uvloop and frameworks built for
-#      the free-threaded ABI).
+#      the suite on 3.13t is issue #16's; its ASGI tests need uvloop and
+#      frameworks built for the free-threaded ABI).
 #
 # Environment: PYTHON (default python3) picks the interpreter of the test venv;
 # FUZZ_SECONDS (default 20) the fuzzing time per fuzz target.
