@@ -17,10 +17,10 @@
 #   8. a free-threaded CPython 3.13t (scripts/build-free-threaded-python.sh,
 #      cached in ~/.cache/peregrine/python3.13t, about 4 minutes to build when
 #      missing), peregrine installed into a venv of it, and the worker-thread,
-#      process, HTTP/1.1 and WSGI end-to-end tests against that build, the
-#      threads then running truly in parallel (the rest of the suite on 3.13t
-#      is issue #16's; its ASGI tests need uvloop and frameworks built for
-#      the free-threaded ABI).
+#      lifespan-scope, process, HTTP/1.1 and WSGI end-to-end tests against
+#      that build, the threads then running truly in parallel (the rest of
+#      the suite on 3.13t is issue #16's; its ASGI tests need uvloop and
+#      frameworks built for the free-threaded ABI).
 #
 # Environment: PYTHON (default python3) picks the interpreter of the test venv;
 # FUZZ_SECONDS (default 20) the fuzzing time per fuzz target.
@@ -91,7 +91,7 @@ scripts/build-free-threaded-python.sh --venv "$ft_venv" | tail -n 2
 "$ft_venv/bin/python" -m pip install -q .
 "$ft_venv/bin/python" -c 'import sys; assert not sys._is_gil_enabled(), "the GIL is on"'
 "$ft_venv/bin/python" -m pytest -q -p no:cacheprovider \
-    tests/e2e/test_worker_threads.py tests/e2e/test_worker_contexts.py tests/e2e/test_cli.py \
+    tests/e2e/test_worker_threads.py tests/e2e/test_worker_contexts.py tests/e2e/test_lifespan_scope.py tests/e2e/test_cli.py \
     tests/e2e/test_http1_body.py tests/e2e/test_http1_keepalive_pipelining.py tests/e2e/test_http1_parsing_rejections.py \
     tests/e2e/test_wsgi_input.py tests/e2e/test_wsgi_response.py tests/e2e/test_wsgi_environ.py tests/e2e/test_wsgi_errors.py \
     tests/e2e/test_process_graceful.py tests/e2e/test_process_workers.py

@@ -39,6 +39,11 @@ public final class ASGIGateway {
         clientDisconnected = Runtime.attribute("ClientDisconnected").take()  // kept for the gateway's life
     }
 
+    /// The lifespan state this gateway copies into each scope (nil: none),
+    /// held for the gateway's life: what worker 0 shares with the other
+    /// worker threads under `--lifespan-scope process`.
+    public var state: PyRef? { lifespanState }
+
     /// Called once the loop runs: the loop's factories, and the lifespan
     /// state (None when lifespan is off or unsupported).
     public func attach(loop: PyRef, state: PyRef?) {

@@ -83,6 +83,9 @@ options:
                            close a connection whose TLS handshake takes longer
                            (default 10000)
   --no-lifespan            ASGI: skip the lifespan protocol
+  --lifespan-scope S       ASGI with worker threads: worker (default: a lifespan
+                           per thread, on its own loop) or process (one, on the
+                           main thread's loop, its state shared by all threads)
   --no-uvloop              ASGI: use asyncio's own loop even if uvloop is installed
   --version                print the version and exit
   --help                   print this help and exit
@@ -217,6 +220,12 @@ public enum CommandLineParser {
             case "--tls-handshake-timeout":
                 config.tlsHandshakeTimeoutMilliseconds = try integer(name, try value(), 1...86_400_000)
             case "--no-lifespan": try flag(); config.lifespan = false
+            case "--lifespan-scope":
+                let v = try value()
+                guard let scope = LifespanScope(rawValue: v.lowercased()) else {
+                    throw UsageError(message: "--lifespan-scope must be worker or process, got '\(v)'")
+                }
+                config.lifespanScope = scope
             case "--no-uvloop": try flag(); config.uvloop = false
             case "--access-log-format":
                 let v = try value()

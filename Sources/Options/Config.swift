@@ -10,6 +10,19 @@ public enum AccessLogFormat: String, Sendable {
     case text, json
 }
 
+/// Where the ASGI lifespan runs when one worker process serves with
+/// several worker threads (`--lifespan-scope`). With one thread per
+/// process both mean the same.
+public enum LifespanScope: String, Sendable {
+    /// Once per worker thread, on the event loop that thread serves with:
+    /// what startup opens is bound to the loop that awaits it.
+    case worker
+    /// Once per process, on worker 0's loop (the main thread's), before the
+    /// other threads start; they share its `state` and run no lifespan of
+    /// their own. Shutdown runs after every thread has drained.
+    case process
+}
+
 /// Everything the command line sets. Defaults are the documented ones
 /// (README "Usage").
 public struct Config: Sendable {
@@ -41,6 +54,9 @@ public struct Config: Sendable {
     /// ASGI: run the lifespan protocol (startup before serving, shutdown
     /// after the last request).
     public var lifespan = true
+    /// ASGI with several worker threads: one lifespan per thread or one
+    /// for the process (see `LifespanScope`).
+    public var lifespanScope: LifespanScope = .worker
     /// Largest WebSocket message (after reassembly); a larger one closes
     /// the connection with 1009.
     public var wsMaxMessage = 16 << 20

@@ -112,36 +112,52 @@ public enum Main {
                                            scheme: scheme, signalFD: signalFD, group: group, threadBoard: threadBoard))
         }
         let worker = workers[0]
-        worker.tlsContext = tlsContext
-        for other in workers.dropFirst() {
-            other.tlsContext = tlsContext
-            WorkerContexts.startThread(other, app: app, config: config)
-        }
-        // Ready only once every worker thread serves (an ASGI lifespan
-        // startup that fails in one fails the start of all).
-        if let group, !group.waitUntilServing(milliseconds: max(config.workerTimeoutMilliseconds, 60_000)) {
+        let others = Array(workers.dropFirst())
+        for w in workers { w.tlsContext = tlsContext }
+        // --lifespan-scope process: the one lifespan runs on worker 0's
+        // loop, and the other threads start only once its startup is
+        // complete, with its state. Otherwise each thread runs its own
+        // (worker scope), or none (--no-lifespan, WSGI), and they all start
+        // now.
+        let processLifespan = proto == .asgi && config.lifespan && config.lifespanScope == .process && group != nil
+        if !processLifespan && !WorkerContexts.start(others, group: group, app: app, config: config,
+                                                     lifespan: .own(config.lifespan)) {
             throw StartupFailure("a worker thread could not start (see above)")
         }
         let kind = config.freeThreaded ? "worker threads" : "worker contexts"
         let banner = "peregrine \(peregrineVersion) serving \(config.app) with Python \(Interpreter.version) (prefix \(Interpreter.prefix))"
             + (contexts > 1 ? " in \(contexts) \(kind)" : "")
+            + (processLifespan ? " (one lifespan for the process)" : "")
         if proto == .asgi {
+            worker.outlivesOthers = processLifespan
+            var othersFailed = false
             do {
                 try worker.runAsync(app: app, lifespan: config.lifespan, uvloop: config.uvloop) { loopName in
+                    if processLifespan && !WorkerContexts.start(others, group: group, app: app, config: config,
+                                                                lifespan: .shared(worker.asgi?.state)) {
+                        othersFailed = true
+                        worker.abandonStart()
+                        return
+                    }
                     Log.info(banner + " (ASGI on \(loopName))")
                     worker.writeStatus(UInt8(ascii: "R"))
                 }
             } catch {
                 throw StartupFailure(error.message, detail: error.traceback)
             }
+            if othersFailed { throw StartupFailure("a worker thread could not start (see above)") }
         } else {
             Log.info(banner + " (WSGI)")
             worker.writeStatus(UInt8(ascii: "R"))
             worker.run()
         }
         // The other threads stop with this one (WorkerGroup.stopOthers):
-        // the process ends when they are done or their time is up.
-        group?.waitForOthers(milliseconds: config.gracefulTimeoutMilliseconds + 1000)
+        // the process ends when they are done or their time is up (under a
+        // process lifespan worker 0's loop already waited, see
+        // Worker.outlivesOthers).
+        if !worker.gaveUpOnOthers {
+            group?.waitForOthers(milliseconds: config.gracefulTimeoutMilliseconds + 1000)
+        }
         Log.info("worker stopped after \(worker.requestsServed) requests")
     }
 
@@ -208,25 +224,51 @@ enum WorkerContexts {
         return min(n, 64)
     }
 
+    /// Starts `others` (workers 1...), each on a thread of its own, and
+    /// waits (GIL released) until every one serves: false if one failed
+    /// (an ASGI lifespan startup of its own that fails fails the start of
+    /// all) or did not serve in time.
+    static func start(_ others: [Worker], group: WorkerGroup?, app: PyRef, config: Config,
+                      lifespan: ThreadLifespan) -> Bool {
+        for other in others { startThread(other, app: app, config: config, lifespan: lifespan) }
+        guard let group else { return true }
+        return group.waitUntilServing(milliseconds: max(config.workerTimeoutMilliseconds, 60_000))
+    }
+
     /// Runs `worker` on a new thread, which takes the GIL for its loop.
-    static func startThread(_ worker: Worker, app: PyRef, config: Config) {
-        let job = Unmanaged.passRetained(ContextThread(worker: worker, app: app, config: config))
+    private static func startThread(_ worker: Worker, app: PyRef, config: Config, lifespan: ThreadLifespan) {
+        let job = Unmanaged.passRetained(ContextThread(worker: worker, app: app, config: config, lifespan: lifespan))
         if PyThread_start_new_thread(contextThreadMain, job.toOpaque()) == UInt.max {
             job.release()
             Log.error("cannot start a worker context thread")
+            worker.group?.set(worker.context, .failed)
         }
     }
+}
+
+/// What the event loop of a worker thread other than 0 does about the ASGI
+/// lifespan (see `LifespanScope`).
+enum ThreadLifespan {
+    /// Runs one of its own (true: --lifespan-scope worker), or none (false:
+    /// --no-lifespan).
+    case own(Bool)
+    /// Runs none (--lifespan-scope process), and copies worker 0's state
+    /// (nil: the application does not support lifespan) into its scopes.
+    /// Worker 0's gateway holds the state for the life of the process.
+    case shared(PyRef?)
 }
 
 private final class ContextThread {
     let worker: Worker
     let app: PyRef
     let config: Config
+    let lifespan: ThreadLifespan
 
-    init(worker: Worker, app: PyRef, config: Config) {
+    init(worker: Worker, app: PyRef, config: Config, lifespan: ThreadLifespan) {
         self.worker = worker
         self.app = app
         self.config = config
+        self.lifespan = lifespan
     }
 }
 
@@ -237,8 +279,15 @@ private let contextThreadMain: @convention(c) (UnsafeMutableRawPointer?) -> Void
     let worker = job.worker
     let group = worker.group
     if worker.asgi != nil {
+        var runsLifespan = false
+        var sharedState: PyRef?
+        switch job.lifespan {
+        case .own(let on): runsLifespan = on
+        case .shared(let state): sharedState = state
+        }
         do throws(StartupError) {
-            try worker.runAsync(app: job.app, lifespan: job.config.lifespan, uvloop: job.config.uvloop) { loopName in
+            try worker.runAsync(app: job.app, lifespan: runsLifespan, sharedState: sharedState,
+                                uvloop: job.config.uvloop) { loopName in
                 Log.info("worker thread \(worker.context) serving (ASGI on \(loopName))")
                 group?.set(worker.context, .serving)
             }

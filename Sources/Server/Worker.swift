@@ -57,6 +57,16 @@ final class Worker {
     /// number among them (0: the one the supervisor knows).
     let group: WorkerGroup?
     let context: Int
+    /// Worker 0 under `--lifespan-scope process`: the process's one
+    /// lifespan runs on its loop, so after its own connections are done the
+    /// loop runs on until every other worker thread has drained (or
+    /// `othersDeadline` passed), and only then the lifespan shutdown.
+    var outlivesOthers = false
+    /// Set when a stop begins: --graceful-timeout plus a second, as long as
+    /// the process waits for its threads (see Main.serve).
+    private var othersDeadline: Instant?
+    /// The wait for the others ran out (see `othersStillDraining`).
+    private(set) var gaveUpOnOthers = false
 
     private static let listenerToken: UInt64 = 1 << 63
     private static let signalToken: UInt64 = 1 << 63 | 1
@@ -169,10 +179,14 @@ final class Worker {
     }
 
     /// The ASGI loop: runs the event loop until stopped; throws if the
-    /// lifespan startup fails.
-    func runAsync(app: PyRef, lifespan: Bool, uvloop: Bool, onStarted: @escaping (String) -> Void) throws(StartupError) {
+    /// lifespan startup fails. `lifespan`: run the lifespan on this loop;
+    /// `sharedState`: the state of the lifespan another worker ran for the
+    /// process (`--lifespan-scope process`), copied into this worker's
+    /// scopes instead.
+    func runAsync(app: PyRef, lifespan: Bool, sharedState: PyRef? = nil, uvloop: Bool,
+                  onStarted: @escaping (String) -> Void) throws(StartupError) {
         loopDriver.attached = { [unowned self] loop, state, name in
-            asgi!.attach(loop: loop, state: state)
+            asgi!.attach(loop: loop, state: state ?? sharedState)
             storeLoad()
             onStarted(name)
             scheduleTimer()
@@ -195,7 +209,26 @@ final class Worker {
         try loopDriver.run(app: app, fd: poller.fd, lifespan: lifespan, uvloop: uvloop)
     }
 
-    private var finished: Bool { stop.stopping && acceptor.isIdle }
+    private var finished: Bool { stop.stopping && acceptor.isIdle && !othersStillDraining() }
+
+    /// See `outlivesOthers`. Past the deadline the wait is given up (one
+    /// warning; the process exits without waiting again, see Main.serve).
+    private func othersStillDraining() -> Bool {
+        guard outlivesOthers, !gaveUpOnOthers, let group, let deadline = othersDeadline else { return false }
+        guard group.othersBusy else { return false }
+        if now < deadline { return true }
+        Log.warning("worker threads still busy after the graceful timeout: running the lifespan shutdown")
+        gaveUpOnOthers = true
+        return false
+    }
+
+    /// Worker 0 ran the process's lifespan startup, but another worker
+    /// thread could not start: it stops as on SIGTERM before it ever
+    /// reported ready, so the shutdown that mirrors the startup still runs,
+    /// after the threads that did start have ended.
+    func abandonStart() {
+        beginStopping(closeIdle: true)
+    }
 
     /// The loop wakes at least once a second: for the supervisor's
     /// heartbeat, or for the group's (see WorkerGroup).
@@ -337,6 +370,7 @@ final class Worker {
         for c in connections.openConnections { c.beginStopping(closeIdle: closeIdle) }
         if asgi != nil { scheduleTimer() }
         if context == 0 { group?.stopOthers(closeIdle: closeIdle) }
+        if outlivesOthers { othersDeadline = now.adding(milliseconds: config.gracefulTimeoutMilliseconds + 1000) }
     }
 
     /// Past --graceful-timeout: what is still open is cut.

@@ -10,7 +10,9 @@ import PyBridge
 ///
 /// - **stop**: worker 0 passes a stop or drain on to every other worker
 ///   through a pipe each polls (`stopOthers`), and waits for them to finish
-///   before the process exits (`waitForOthers`);
+///   before the process exits (`waitForOthers`; with `--lifespan-scope
+///   process`, its loop runs on while `othersBusy`, so that the one
+///   lifespan shutdown comes after every thread drained);
 /// - **ready**: worker 0 reports the process ready only once every worker
 ///   serves (`waitUntilServing`); a worker that cannot start fails the
 ///   process's start;
@@ -95,11 +97,17 @@ final class WorkerGroup: @unchecked Sendable {
         }
     }
 
+    /// Some worker other than 0 has not ended yet (it starts, or serves,
+    /// or drains what it holds).
+    var othersBusy: Bool {
+        (1..<count).contains { state($0) == .serving || state($0) == .starting }
+    }
+
     /// Worker 0, stopped: waits (GIL released) up to `milliseconds` for the
     /// others to finish what they hold.
     func waitForOthers(milliseconds: Int) {
         var naps = milliseconds / 10
-        while (1..<count).contains(where: { state($0) == .serving || state($0) == .starting }) {
+        while othersBusy {
             naps -= 1
             if naps < 0 {
                 Log.warning("worker threads still busy after the graceful timeout: exiting")
