@@ -103,12 +103,14 @@ extension H1Connection: ExchangeTransport {
     /// Sends the staged head, then the file with sendfile, waiting for the
     /// socket (GIL released).
     func transmitFile(fd file: Int32, offset: Int64, count: Int64) -> Int64 {
+        stageChunkSizeLine(count)
         guard transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: true) else { return 0 }
         // The caller keeps ownership of `file`; send from a duplicate so
         // the pending-file machinery can close its own descriptor.
         let own = csys_dup(file)
         guard own >= 0 else { return 0 }
         output.file = PendingFile(fd: own, offset: offset, remaining: count)
+        if chunkedOut && count > 0 { queueChunkEnd() }
         let before = exchange.bytesOut
         _ = drainBlocking()
         if let left = output.file {
@@ -119,10 +121,32 @@ extension H1Connection: ExchangeTransport {
     }
 
     /// The file follows the staged head from `onWritable`, or at once if
-    /// the socket takes it (`pushOutput`). HTTP/1 frames no end for it: the
-    /// body is Content-Length or close delimited.
+    /// the socket takes it (`pushOutput`). With a Content-Length or
+    /// close-delimited body the file is the body's bytes as they are; in a
+    /// chunked body (the response announced trailers) it is one chunk
+    /// (RFC 9112 §7.1), and what comes after it (the last chunk, trailers)
+    /// waits for it.
     func queueFile(fd file: Int32, offset: Int64, count: Int64, end: Bool) {
+        stageChunkSizeLine(count)
+        // What is staged (the head, the size line) goes before the file.
+        if output.held { worker.flushHeld() }
+        queue(worker.out.bytes)
+        worker.out.count = 0
         output.file = PendingFile(fd: file, offset: offset, remaining: count)
+        if chunkedOut && count > 0 { queueChunkEnd() }
+    }
+
+    /// The CRLF that ends a file's chunk, after the file.
+    private func queueChunkEnd() {
+        let crlf: StaticString = "\r\n"
+        queue(UnsafeRawBufferPointer(start: crlf.utf8Start, count: crlf.utf8CodeUnitCount))
+    }
+
+    /// In a chunked body, a file of `count` bytes is one chunk: its size
+    /// line goes before it.
+    private func stageChunkSizeLine(_ count: Int64) {
+        guard chunkedOut, count > 0 else { return }
+        worker.out.write(H1ChunkedEncoder.maxSizeLineLength) { H1ChunkedEncoder.writeSizeLine(Int(count), into: $0) }
     }
 
     func flush(blocking: Bool) -> Bool {

@@ -68,8 +68,11 @@ extension H1Connection {
         return true
     }
 
-    private func queue(_ bytes: UnsafeRawBufferPointer) {
-        output.bytes.appendGrowing(bytes)
+    /// Keeps `bytes` for the socket, after everything already kept: after
+    /// a pending file, if there is one.
+    func queue(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        if output.file != nil { output.afterFile.appendGrowing(bytes) } else { output.bytes.appendGrowing(bytes) }
     }
 
     /// Writes bytes held back by CoalescedOutput: what the socket does not
@@ -120,8 +123,10 @@ extension H1Connection {
             return false
         }
         _ = csys_close(file.fd)
-        output.file = nil
-        return true
+        // What was produced while the file went out follows it (`bytes`
+        // is empty here: it went before the file).
+        output.fileSent()
+        return output.bytes.readableCount > 0 ? writePending() : true
     }
 
     /// Waits (GIL released, bounded by the write-stall timeout) until all
@@ -318,6 +323,7 @@ extension H1Connection {
         releaseInput()
         releaseParsing()
         output.bytes.detach()?.deallocate()
+        output.afterFile.detach()?.deallocate()
         if let file = output.file {
             _ = csys_close(file.fd)
             output.file = nil

@@ -13,12 +13,21 @@ struct PendingFile {
 struct PendingOutput {
     var bytes = ByteBuffer()
     var file: PendingFile?
+    /// Bytes produced while a file is pending, which go out after it (the
+    /// end of its chunk, trailers): `bytes` always go before the file.
+    var afterFile = ByteBuffer()
     /// The worker holds this connection's last response (CoalescedOutput).
     var held = false
     /// A sender (ASGI `send()`, a WebSocket) waits for this to drain below
     /// the low-water mark.
     var drainWanted = false
 
-    var isEmpty: Bool { bytes.readableCount == 0 && file == nil }
-    var count: Int { bytes.readableCount + Int(file?.remaining ?? 0) }
+    /// The file is out: what waited for it is next.
+    mutating func fileSent() {
+        file = nil
+        swap(&bytes, &afterFile)
+    }
+
+    var isEmpty: Bool { bytes.readableCount == 0 && file == nil && afterFile.readableCount == 0 }
+    var count: Int { bytes.readableCount + Int(file?.remaining ?? 0) + afterFile.readableCount }
 }

@@ -465,6 +465,22 @@ async def pathsend(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.pathsend", "path": path})
 
 
+@route("pathsend-trailers")
+async def pathsend_trailers(scope: Scope, receive: Receive, send: Send) -> None:
+    """The file at ?path= with http.response.pathsend, then trailers (announced in the start)."""
+    path = query(scope)["path"]
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/x-file"), (b"trailer", b"x-file-end")],
+            "trailers": True,
+        }
+    )
+    await send({"type": "http.response.pathsend", "path": path})
+    await send({"type": "http.response.trailers", "headers": [(b"x-file-end", b"yes")], "more_trailers": False})
+
+
 @route("early-hint")
 async def early_hint(scope: Scope, receive: Receive, send: Send) -> None:
     """Two 103 Early Hints, then the final response."""

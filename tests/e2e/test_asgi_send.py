@@ -6,6 +6,8 @@ Every test runs on uvloop and on plain asyncio (the `loop` fixture).
 from __future__ import annotations
 
 import os
+import socket
+import time
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -227,6 +229,41 @@ def test_head_of_a_pathsend_response_has_no_body(raw_server: Server, sendable_fi
         head = connection.read_response("HEAD")
         assert head.header("Content-Length") == str(sendable_file.stat().st_size)
         assert connection.read_response().body == b"hello"
+
+
+@pytest.mark.parametrize("reader", ["prompt", "slow"])
+def test_pathsend_with_trailers_sends_the_file_as_a_chunk_then_the_trailers(
+    raw_server: Server, sendable_file: Path, reader: str
+) -> None:
+    """Announced trailers make the body chunked (RFC 9112 §7.1): the file is
+    one chunk, and the trailers follow it even when the client reads slowly
+    (the trailers are produced while the file is still going out)."""
+    with RawConnection.to(raw_server) as connection:
+        if reader == "slow":
+            connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        target = f"/pathsend-trailers?path={quote(str(sendable_file))}"
+        connection.send(request("GET", target, [("TE", "trailers")]) + request("GET", "/hello"))
+        if reader == "slow":
+            time.sleep(0.5)
+        response = connection.read_response()
+        assert response.status == 200
+        assert response.framing == "chunked"
+        assert response.header("Content-Length") is None
+        assert response.body == sendable_file.read_bytes()
+        assert [(name.lower(), value) for name, value in response.trailers] == [("x-file-end", "yes")]
+        assert connection.read_response().body == b"hello"
+
+
+def test_pathsend_with_trailers_to_an_http10_client_sends_the_file_alone(
+    raw_server: Server, sendable_file: Path
+) -> None:
+    with RawConnection.to(raw_server) as connection:
+        target = f"/pathsend-trailers?path={quote(str(sendable_file))}"
+        connection.send(request("GET", target, version="HTTP/1.0", host=None))
+        response = connection.read_response()
+    assert response.status == 200
+    assert response.header("Transfer-Encoding") is None
+    assert response.body == sendable_file.read_bytes()
 
 
 # --- early hints ----------------------------------------------------------------------------------

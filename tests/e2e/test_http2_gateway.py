@@ -178,6 +178,19 @@ def test_asgi_pathsend_and_early_hints(asgi: Server, tmp_path: Path) -> None:
     assert bytes(hinted.body) == b"final"
 
 
+def test_asgi_pathsend_then_trailers(asgi: Server, tmp_path: Path) -> None:
+    """The trailers' HEADERS frame ends the stream after the file's last DATA frame (RFC 9113 §8.1)."""
+    blob = tmp_path / "blob.bin"
+    data = bytes(range(256)) * 5000  # several windows: the trailers are sent while the file is pending
+    blob.write_bytes(data)
+    with H2Client(asgi.port) as c:
+        r = c.request("GET", f"/pathsend-trailers?path={blob}")
+        assert r.status == 200
+        assert bytes(r.body) == data
+        assert r.trailers == [(b"x-file-end", b"yes")]
+        assert bytes(c.request("GET", "/hello").body) == b"hello"
+
+
 def test_wsgi_file_wrapper(wsgi: Server, tmp_path: Path) -> None:
     blob = tmp_path / "blob.bin"
     data = hashlib.sha256(b"file").digest() * 20000  # 640 KB
