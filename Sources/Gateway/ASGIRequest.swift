@@ -189,21 +189,21 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
             Py.raise(Py.runtimeError, "http.response.body sent after the response was complete")
             return nil
         }
-        var body: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
         let bodyItem = Py.dictItem(message, keys.body)
-        if let b = bodyItem.ref {
-            if pshim_bytes_check(b) != 0 {
-                body = UnsafeRawBufferPointer(start: pshim_bytes_data(b), count: pshim_bytes_size(b))
-            } else if pshim_bytearray_check(b) != 0 {
-                body = UnsafeRawBufferPointer(start: pshim_bytearray_data(b), count: pshim_bytearray_size(b))
-            } else {
-                Py.raise(Py.typeError, "http.response.body 'body' must be bytes, not \(Py.typeName(b))")
-                return nil
-            }
-        } else if PyErr_Occurred() != nil { return nil }
+        let b = bodyItem.ref
+        if b == nil && PyErr_Occurred() != nil { return nil }
+        if let b, pshim_bytes_check(b) == 0 && pshim_bytearray_check(b) == 0 {
+            Py.raise(Py.typeError, "http.response.body 'body' must be bytes, not \(Py.typeName(b))")
+            return nil
+        }
         var more = false
         let moreBodyItem = Py.dictItem(message, keys.moreBody)
         if let m = moreBodyItem.ref { more = PyObject_IsTrue(m) == 1 }
+        guard let b else { return sendBody(UnsafeRawBufferPointer(start: nil, count: 0), more: more) }
+        return Py.withBytes(b) { sendBody($0, more: more) } ?? nil
+    }
+
+    private func sendBody(_ body: UnsafeRawBufferPointer, more: Bool) -> PyRef? {
         guard let exchange, !disconnected else { return clientGone() }
         if !headSent {
             guard emitHead(knownLength: more ? nil : Int64(body.count)) else { return clientGone() }

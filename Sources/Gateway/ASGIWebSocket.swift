@@ -150,10 +150,7 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
                 Py.raise(Py.typeError, "websocket.send 'bytes' must be bytes")
                 return nil
             }
-            let view = pshim_bytes_check(b) != 0
-                ? UnsafeRawBufferPointer(start: pshim_bytes_data(b), count: pshim_bytes_size(b))
-                : UnsafeRawBufferPointer(start: pshim_bytearray_data(b), count: pshim_bytearray_size(b))
-            return outcome(exchange.sendMessage(view, text: false))
+            return Py.withBytes(b) { outcome(exchange.sendMessage($0, text: false)) } ?? nil
         }
         guard pshim_unicode_check(t!) != 0 else {
             Py.raise(Py.typeError, "websocket.send 'text' must be a str")

@@ -31,7 +31,11 @@ struct HeaderStore {
                 return false
             }
             guard let valueItem = PyOwned(stealing: PySequence_GetItem(item, 1)) else { return false }
-            let name = nameItem.ref, value = valueItem.ref
+            // A bytearray is copied to bytes first: its storage may move if
+            // another thread resizes it while it is read (free-threaded).
+            let nameCopy = copyIfByteArray(nameItem.ref), valueCopy = copyIfByteArray(valueItem.ref)
+            if PyErr_Occurred() != nil { return false }
+            let name = nameCopy.ref ?? nameItem.ref, value = valueCopy.ref ?? valueItem.ref
             guard let n = view(name), let v = view(value) else {
                 let isText = pshim_unicode_check(name) != 0 || pshim_unicode_check(value) != 0
                 if isText && [name, value].allSatisfy({ pshim_unicode_check($0) != 0 || pshim_bytes_check($0) != 0 || pshim_bytearray_check($0) != 0 }) {
@@ -70,8 +74,10 @@ struct HeaderStore {
     mutating func loadLinks(_ links: PyRef) -> Bool {
         guard let iterator = PyOwned(stealing: PyObject_GetIter(links)) else { return false }
         let name: StaticString = "link"
-        while let link = PyOwned(stealing: PyIter_Next(iterator.ref)) {
-            guard let v = view(link.ref), ResponseFields.isValidValue(v) else {
+        while let item = PyOwned(stealing: PyIter_Next(iterator.ref)) {
+            let copy = copyIfByteArray(item.ref)
+            if PyErr_Occurred() != nil { return false }
+            guard let v = view(copy.ref ?? item.ref), ResponseFields.isValidValue(v) else {
                 Py.raise(Py.typeError, "http.response.early_hint 'links' must be bytes without control characters")
                 return false
             }
@@ -101,13 +107,18 @@ struct HeaderStore {
         }
     }
 
-    /// The bytes of a bytes, bytearray or (latin-1) str object.
+    /// For a bytearray, an immutable bytes copy of it (nil with an
+    /// exception set if the copy fails); nil for anything else.
+    private func copyIfByteArray(_ item: PyRef) -> PyOwned? {
+        guard pshim_bytearray_check(item) != 0 else { return nil }
+        return PyOwned(stealing: PyBytes_FromObject(item))
+    }
+
+    /// The bytes of a bytes or (latin-1) str object (bytearrays were made
+    /// bytes by `stable`).
     private func view(_ o: PyRef) -> UnsafeRawBufferPointer? {
         if pshim_bytes_check(o) != 0 {
             return UnsafeRawBufferPointer(start: pshim_bytes_data(o), count: pshim_bytes_size(o))
-        }
-        if pshim_bytearray_check(o) != 0 {
-            return UnsafeRawBufferPointer(start: pshim_bytearray_data(o), count: pshim_bytearray_size(o))
         }
         if pshim_unicode_check(o) != 0 {
             var data: UnsafePointer<UInt8>?

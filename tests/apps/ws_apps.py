@@ -211,11 +211,12 @@ async def raise_after(scope: Scope, receive: Receive, send: Send) -> None:
 
 @route("big")
 async def big(scope: Scope, receive: Receive, send: Send) -> None:
-    """Accept, send one binary message of `size` bytes, then echo."""
+    """Accept, send one binary message of `size` bytes (a bytearray with ?bytearray=1), then echo."""
     size = int(query(scope).get("size", "1048576"))
+    payload = bytes(i % 251 for i in range(size))
     await connect(receive)
     await send({"type": "websocket.accept"})
-    await send({"type": "websocket.send", "bytes": bytes(i % 251 for i in range(size))})
+    await send({"type": "websocket.send", "bytes": bytearray(payload) if query(scope).get("bytearray") else payload})
     await echo_loop(receive, send, {})
 
 

@@ -96,9 +96,10 @@ def test_ping_between_fragments_is_answered_and_the_message_survives(ws_server: 
         assert ws.read_text() == "before after"
 
 
-def test_server_message_arrives_whole(ws_server: Server) -> None:
+@pytest.mark.parametrize("kind", ["bytes", "bytearray"])
+def test_server_message_arrives_whole(ws_server: Server, kind: str) -> None:
     size = 3 << 20
-    with handshake(ws_server, f"/big?size={size}") as ws:
+    with handshake(ws_server, f"/big?size={size}" + ("&bytearray=1" if kind == "bytearray" else "")) as ws:
         opcode, payload = ws.read_message(timeout=20)
         assert opcode == BINARY
         assert payload == bytes(i % 251 for i in range(size))
