@@ -4,6 +4,7 @@ N..N+J requests, without a failed request.
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from typing import TYPE_CHECKING
@@ -54,11 +55,14 @@ def test_a_recycled_worker_served_about_max_requests(serve: Callable[..., Server
         load.wait_for_count(400, timeout=30)
     outcomes = load.snapshot()
     assert not failures(outcomes), describe(failures(outcomes))
-    order: list[int] = []
-    for outcome in outcomes:
-        if outcome.pid is not None and (not order or order[-1] != outcome.pid):
-            order.append(outcome.pid)
-    assert len(order) == len(set(order)), f"a worker answered again after its successor: {order}"
+    answered = [outcome.pid for outcome in outcomes if outcome.pid is not None]
+    order = list(dict.fromkeys(answered))  # each worker, by its first answer
+    # Between the successor's ready and the old worker's drain both accept:
+    # the old one may answer a request or two after the successor's first,
+    # never more.
+    for old, new in itertools.pairwise(order):
+        overlap = sum(1 for pid in answered[answered.index(new) :] if pid == old)
+        assert overlap <= 2, f"worker {old} answered {overlap} requests after its successor {new}: {answered}"
     counts = per_worker(outcomes)
     finished = [counts[pid] for pid in order[:-1]]  # the last one is still serving
     assert len(finished) >= 2, counts
