@@ -2,6 +2,7 @@
 
 import XCTest
 import HTTPFields
+@testable import HTTP3
 
 /// Bytes from a hex string; spaces and newlines are ignored (RFC layout).
 func hex(_ s: String) -> [UInt8] {
@@ -13,12 +14,28 @@ func hex(_ s: String) -> [UInt8] {
 
 func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
 
-func XCTAssertThrowsFieldCoding(_ expected: FieldCodingError, file: StaticString = #filePath, line: UInt = #line,
+private func XCTAssertThrowsFieldCoding(_ expected: FieldCodingError, file: StaticString = #filePath, line: UInt = #line,
                                 _ body: () throws -> Void) {
     do {
         try body()
         XCTFail("expected \(expected)", file: file, line: line)
     } catch {
         XCTAssertEqual(error as? FieldCodingError, expected, file: file, line: line)
+    }
+}
+
+func text(_ b: ArraySlice<UInt8>) -> String { String(decoding: b, as: UTF8.self) }
+
+/// The fields of a list as [name, value] strings.
+func pairs(_ list: HeaderList) -> [[String]] {
+    (0..<list.count).map { [text(list.name($0)), text(list.value($0))] }
+}
+
+func XCTAssertThrowsH3(_ expected: H3Error, file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void) {
+    do {
+        try body()
+        XCTFail("expected \(expected)", file: file, line: line)
+    } catch {
+        XCTAssertEqual(error as? H3Error, expected, file: file, line: line)
     }
 }
