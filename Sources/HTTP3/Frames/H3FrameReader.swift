@@ -185,7 +185,7 @@ public struct H3FrameReader: Sendable {
             return nil
         }
         if type == .data {
-            state = .data(remaining: length)
+            state = length == 0 ? .header : .data(remaining: length)
             return .dataHeader(length: length)
         }
         let limit = type == .headers ? limits.maxHeadersLength : type == .settings ? limits.maxSettingsLength : 8

@@ -2,6 +2,7 @@
 
 import XCTest
 import HTTPFields
+import Core
 @testable import HTTP3
 
 /// Bytes from a hex string; spaces and newlines are ignored (RFC layout).
