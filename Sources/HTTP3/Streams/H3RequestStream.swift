@@ -79,10 +79,14 @@ public struct H3RequestStream: Sendable {
                 default: throw .frameAfterTrailers
                 }
                 return (.fieldSection(trailers: state == .decodingTrailers), i + n)
-            case .dataHeader:
+            case .dataHeader(let length):
                 switch state {
                 case .awaitingHead: throw .dataBeforeHeaders
-                case .body: continue
+                case .body:
+                    // A DATA frame announcing more than content-length allows
+                    // is malformed before its bytes arrive (§4.1.2).
+                    if let contentLength, length > UInt64(contentLength - bodyReceived) { throw .contentLengthMismatch }
+                    continue
                 default: throw .frameAfterTrailers
                 }
             case .data(let r):

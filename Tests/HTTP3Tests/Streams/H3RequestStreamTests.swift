@@ -125,6 +125,8 @@ final class H3RequestStreamTests: XCTestCase {
         XCTAssertThrowsH3(.contentLengthMismatch) { _ = try run(head + dataFrame("abcd"), fin: false) }
         XCTAssertThrowsH3(.contentLengthMismatch) { _ = try run(head + dataFrame("ab") + dataFrame("cd"), fin: false) }
         XCTAssertNoThrow(try run(head + dataFrame("a") + dataFrame("bc")))
+        // Refused on the DATA frame header, before any of its payload.
+        XCTAssertThrowsH3(.contentLengthMismatch) { _ = try run(head + hex("00 04"), fin: false) }
         XCTAssertEqual(H3Error.contentLengthMismatch.code, .messageError)
     }
 
