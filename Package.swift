@@ -52,8 +52,14 @@ let package = Package(
 
         .target(name: "Core", dependencies: ["CSys"], swiftSettings: strict),
         .target(name: "HTTP1", dependencies: ["Core"], swiftSettings: strict),
+        // What HTTP/2 and HTTP/3 share: the Huffman code and prefixed integers
+        // of HPACK/QPACK, decoded field lists, the request field rules.
+        .target(name: "HTTPFields", dependencies: ["Core"], swiftSettings: strict),
         // Sans-I/O HTTP/2: frames, HPACK (HPACK/), connection and streams.
-        .target(name: "HTTP2", dependencies: ["Core"], swiftSettings: strict),
+        .target(name: "HTTP2", dependencies: ["HTTPFields", "Core"], swiftSettings: strict),
+        // Sans-I/O HTTP/3 (RFC 9114) framing, streams and QPACK (RFC 9204),
+        // without QUIC: the connection integration supplies stream ids and bytes.
+        .target(name: "HTTP3", dependencies: ["HTTPFields", "Core"], swiftSettings: strict),
         // Sans-I/O RFC 6455 framing and handshake helpers; permessage-deflate (RFC 7692) over CZlib.
         .target(name: "WebSocket", dependencies: ["Core", "CZlib"], swiftSettings: strict),
         // TLS contexts and sessions for the server (over CTLS).
@@ -81,10 +87,14 @@ let package = Package(
         .executableTarget(name: "fuzz-http1", dependencies: ["HTTP1", "Core"], path: "fuzz/Sources/fuzz-http1", swiftSettings: strict),
         // libFuzzer entry point for HPACK and the HTTP/2 frame parser.
         .executableTarget(name: "fuzz-hpack", dependencies: ["HTTP2", "Core"], path: "fuzz/Sources/fuzz-hpack", swiftSettings: strict),
+        // libFuzzer entry point for QPACK field sections and the encoder stream.
+        .executableTarget(name: "fuzz-qpack", dependencies: ["HTTP3", "HTTPFields", "Core"], path: "fuzz/Sources/fuzz-qpack", swiftSettings: strict),
 
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "Core"], swiftSettings: strict),
+        .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields", "Core"], swiftSettings: strict),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Core"], swiftSettings: strict),
+        .testTarget(name: "HTTP3Tests", dependencies: ["HTTP3", "HTTPFields", "Core"], swiftSettings: strict),
         .testTarget(name: "ExchangesTests", dependencies: ["Exchanges", "Core"], swiftSettings: strict),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Core"], swiftSettings: strict),
     ]

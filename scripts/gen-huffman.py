@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates Sources/HTTP2/HPACK/HuffmanTables.swift from the RFC 7541
+"""Generates Sources/HTTPFields/HuffmanTables.swift from the RFC 7541
 Appendix B Huffman code (embedded below: code and bit length per symbol
 0...256, symbol 256 being EOS).
 
@@ -16,7 +16,7 @@ Output:
         bit 18     failure: the nibble completed the EOS code (RFC 7541 §5.2)
     The shortest code is 5 bits long, so a nibble completes at most one symbol.
 
-Usage: python3 scripts/gen-huffman.py > Sources/HTTP2/HPACK/HuffmanTables.swift
+Usage: python3 scripts/gen-huffman.py > Sources/HTTPFields/HuffmanTables.swift
 """
 
 CODES = [

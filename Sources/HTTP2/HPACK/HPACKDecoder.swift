@@ -98,7 +98,7 @@ public struct HPACKDecoder: Sendable {
             if first & 0xe0 == 0x20 {
                 // §6.3 dynamic table size update.
                 guard !sawField else { throw .tableSizeUpdateNotAtStart }
-                let (size, n) = try IntegerCoding.decode(block, at: i, prefixBits: 5)
+                let (size, n) = try hpackInteger(block, at: i, prefixBits: 5)
                 guard size <= maxTableSizeSetting else { throw .tableSizeUpdateTooLarge }
                 table.setMaxSize(size)
                 if let required = requiredUpdate, size <= required { requiredUpdate = nil }
@@ -115,7 +115,7 @@ public struct HPACKDecoder: Sendable {
             var neverIndexed = false
             if first & 0x80 != 0 {
                 // §6.1 indexed field.
-                let (index, n) = try IntegerCoding.decode(block, at: i, prefixBits: 7)
+                let (index, n) = try hpackInteger(block, at: i, prefixBits: 7)
                 i += n
                 let size = try entrySize(index)
                 listSize += size
@@ -132,7 +132,7 @@ public struct HPACKDecoder: Sendable {
                 let prefix = first & 0x40 != 0 ? 6 : 4
                 let indexing = first & 0x40 != 0
                 neverIndexed = first & 0xf0 == 0x10
-                let (index, n) = try IntegerCoding.decode(block, at: i, prefixBits: prefix)
+                let (index, n) = try hpackInteger(block, at: i, prefixBits: prefix)
                 i += n
                 if index == 0 {
                     i += try decodeString(block, at: i, to: &list.bytes)
@@ -168,12 +168,12 @@ public struct HPACKDecoder: Sendable {
     /// §5.2 string literal at `block[at]`, appended to `out`.
     /// - Returns: bytes consumed from `block`.
     private func decodeString(_ block: UnsafeRawBufferPointer, at start: Int, to out: inout [UInt8]) throws(HPACKError) -> Int {
-        let (length, n) = try IntegerCoding.decode(block, at: start, prefixBits: 7)
+        let (length, n) = try hpackInteger(block, at: start, prefixBits: 7)
         let s = start + n
         guard length <= block.count - s else { throw .stringTruncated }
         let raw = UnsafeRawBufferPointer(rebasing: block[s ..< s + length])
         if block[start] & 0x80 != 0 {
-            try Huffman.decode(raw, to: &out)
+            do { try Huffman.decode(raw, to: &out) } catch { throw HPACKError(error) }
         } else {
             out.append(contentsOf: raw)
         }
@@ -209,4 +209,10 @@ public struct HPACKDecoder: Sendable {
         }
         out.append(contentsOf: table.value(index - hpackStaticTableCount))
     }
+}
+
+/// A §5.1 integer with HPACK's errors.
+@inline(__always)
+private func hpackInteger(_ block: UnsafeRawBufferPointer, at start: Int, prefixBits: Int) throws(HPACKError) -> (value: Int, length: Int) {
+    do { return try IntegerCoding.decode(block, at: start, prefixBits: prefixBits) } catch { throw HPACKError(error) }
 }

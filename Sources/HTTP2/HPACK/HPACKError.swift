@@ -64,6 +64,17 @@ public struct HPACKError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension HPACKError {
+    /// The HPACK error for a failed integer or Huffman decoding: all are
+    /// COMPRESSION_ERROR (RFC 9113 §4.3).
+    init(_ e: FieldCodingError) {
+        switch e {
+        case .integerTruncated: self = .integerTruncated
+        case .integerOverflow: self = .integerOverflow
+        case .huffmanEOS: self = .huffmanEOS
+        case .huffmanPadding: self = .huffmanPadding
+        }
+    }
+
     // RFC 7541 §5.1: integers.
     public static let integerTruncated = HPACKError(scope: .compression, reason: "HPACK integer truncated")
     public static let integerOverflow = HPACKError(scope: .compression, reason: "HPACK integer too large")

@@ -1,6 +1,7 @@
-// A validated request header section (RFC 9113 §8.3.1) or trailer section.
+// A validated request header section (RFC 9113 §8.3.1, RFC 9114 §4.3.1) or
+// trailer section, the same for HTTP/2 and HTTP/3.
 //
-// The HPACK decoder materialises every name and value into one arena; the
+// The HPACK or QPACK decoder materialises every name and value into one arena; the
 // head takes a copy of that arena as `storage` (one allocation per request,
 // none per field) and describes the pseudo-header fields and the regular
 // fields as spans into it. Cookie crumbs (§8.2.3) are joined with "; " into
@@ -8,9 +9,10 @@
 
 import Core
 
-/// One regular field: spans into `H2RequestHead.storage`. Names are lower
-/// case (upper case makes a request malformed, §8.2.1).
-public struct H2Field: Sendable, Equatable {
+/// One regular field: spans into `RequestHead.storage`. Names are lower
+/// case (upper case makes a request malformed, RFC 9113 §8.2.1, RFC 9114
+/// §4.2).
+public struct RequestField: Sendable, Equatable {
     public var name: ByteSpan
     public var value: ByteSpan
 
@@ -21,7 +23,7 @@ public struct H2Field: Sendable, Equatable {
 }
 
 /// A request head (or trailers: then every pseudo-header span is empty).
-public struct H2RequestHead: Sendable {
+public struct RequestHead: Sendable {
     /// Decoded names and values back to back.
     public var storage: [UInt8]
     /// `:method`.
@@ -36,7 +38,7 @@ public struct H2RequestHead: Sendable {
     /// `:protocol` of an extended CONNECT (RFC 8441); empty otherwise.
     public var protocolName: ByteSpan
     /// Regular fields in order (cookie crumbs joined into one).
-    public var fields: [H2Field]
+    public var fields: [RequestField]
     /// The validated content-length, if present.
     public var contentLength: Int64?
     /// `expect: 100-continue`: the client may hold its body back until an
@@ -45,7 +47,7 @@ public struct H2RequestHead: Sendable {
 
     public init(storage: [UInt8] = [], method: ByteSpan = .empty, scheme: ByteSpan = .empty,
                 authority: ByteSpan = .empty, path: ByteSpan = .empty, protocolName: ByteSpan = .empty,
-                fields: [H2Field] = [], contentLength: Int64? = nil) {
+                fields: [RequestField] = [], contentLength: Int64? = nil) {
         self.storage = storage
         self.method = method
         self.scheme = scheme

@@ -1,6 +1,7 @@
-// Caller-owned storage for a decoded header block (RFC 7541 §3).
+// Caller-owned storage for a decoded header block (RFC 7541 §3) or QPACK
+// field section (RFC 9204 §4.5).
 //
-// HPACK output has to be materialised (Huffman decoding, table references),
+// HPACK and QPACK output has to be materialised (Huffman decoding, table references),
 // so the decoder writes every name and value into one byte arena and records
 // a pair of spans per field. The caller owns the list, clears it between
 // blocks with `removeAll()`, and keeps its capacity: after the first few
@@ -13,8 +14,8 @@ import Core
 public struct HeaderField: Equatable, Sendable {
     public var name: ByteSpan
     public var value: ByteSpan
-    /// Sent as "never indexed" (RFC 7541 §6.2.3): an intermediary must
-    /// re-encode it the same way.
+    /// Sent as "never indexed" (RFC 7541 §6.2.3) or with QPACK's 'N' bit
+    /// (RFC 9204 §4.5.4): an intermediary must re-encode it the same way.
     public var isNeverIndexed: Bool
 
     public init(name: ByteSpan, value: ByteSpan, isNeverIndexed: Bool) {
@@ -26,8 +27,8 @@ public struct HeaderField: Equatable, Sendable {
 
 /// The fields of one or more header blocks, in order.
 public struct HeaderList: Sendable {
-    public internal(set) var bytes: [UInt8] = []
-    public internal(set) var fields: [HeaderField] = []
+    public package(set) var bytes: [UInt8] = []
+    public package(set) var fields: [HeaderField] = []
 
     public init(reservingBytes: Int = 4096, fields fieldCapacity: Int = 32) {
         bytes.reserveCapacity(reservingBytes)
@@ -54,7 +55,7 @@ public struct HeaderList: Sendable {
 
     /// Drops bytes past `byteCount` and fields past `fieldCount` (undoing a
     /// partial decode).
-    mutating func truncate(bytes byteCount: Int, fields fieldCount: Int) {
+    package mutating func truncate(bytes byteCount: Int, fields fieldCount: Int) {
         if bytes.count > byteCount { bytes.removeSubrange(byteCount...) }
         if fields.count > fieldCount { fields.removeSubrange(fieldCount...) }
     }

@@ -1,4 +1,5 @@
-// HPACK Huffman coding of string literals (RFC 7541 §5.2, Appendix B).
+// HPACK Huffman coding of string literals (RFC 7541 §5.2, Appendix B); QPACK
+// uses the same code (RFC 9204 §4.1.2).
 //
 // Encoding packs each byte's code (HuffmanTables.swift) MSB first into a
 // 64-bit accumulator and pads the last byte with the high bits of EOS, i.e.
@@ -52,10 +53,10 @@ public enum Huffman {
 
     /// Appends the decoding of `bytes` to `out`. On failure `out` may hold a
     /// partial result; the caller discards it.
-    public static func decode(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) throws(HPACKError) {
+    public static func decode(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) throws(FieldCodingError) {
         var state = 0
         var accept = true
-        try huffmanDecodeTable.withUnsafeBufferPointer { (table) throws(HPACKError) in
+        try huffmanDecodeTable.withUnsafeBufferPointer { (table) throws(FieldCodingError) in
             for b in bytes {
                 var t = table[state << 4 | Int(b >> 4)]
                 if t & 0x4_0000 != 0 { throw .huffmanEOS }

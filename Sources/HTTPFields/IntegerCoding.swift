@@ -1,4 +1,4 @@
-// HPACK prefix integers (RFC 7541 §5.1).
+// HPACK prefix integers (RFC 7541 §5.1), also QPACK's (RFC 9204 §4.1.1).
 //
 // An integer starts in the low N bits of a byte whose high bits belong to the
 // field representation. If it fits in N bits (value < 2^N - 1) that is all;
@@ -14,21 +14,22 @@
 //
 // Decoding is commit-only-on-success (STYLE §2): it returns the value and the
 // number of bytes read, and the caller advances. §5.1 allows limits: we refuse
-// anything above `maxHPACKInteger`, which also bounds the continuation bytes
+// anything above `maxPrefixedInteger`, which also bounds the continuation bytes
 // so a run of 0x80 bytes cannot spin (leading zero groups are accepted up to
 // the same byte count; longer runs are an overflow).
 
-/// The largest integer the decoder accepts: every HPACK integer is an index,
-/// a length or a table size, and none of ours exceeds 32 bits. Larger values
-/// are COMPRESSION_ERROR (`HPACKError.integerOverflow`).
-public let maxHPACKInteger = Int(UInt32.max)
+/// The largest integer the decoder accepts: every HPACK or QPACK integer is
+/// an index, a length, a table size or an insert count, and none of ours
+/// exceeds 32 bits. Larger values are `FieldCodingError.integerOverflow`
+/// (HPACK: COMPRESSION_ERROR; QPACK: the error of the stream it came on).
+public let maxPrefixedInteger = Int(UInt32.max)
 
 public enum IntegerCoding {
     /// Decodes an integer with an `prefixBits`-bit prefix (1...8) starting at
     /// `bytes[at]`; the high bits of that first byte are ignored.
     /// - Returns: the value and how many bytes it took.
     @inlinable
-    public static func decode(_ bytes: UnsafeRawBufferPointer, at start: Int, prefixBits: Int) throws(HPACKError) -> (value: Int, length: Int) {
+    public static func decode(_ bytes: UnsafeRawBufferPointer, at start: Int, prefixBits: Int) throws(FieldCodingError) -> (value: Int, length: Int) {
         guard start < bytes.count else { throw .integerTruncated }
         let mask = (1 << prefixBits) - 1
         var value = Int(bytes[start]) & mask
@@ -39,12 +40,12 @@ public enum IntegerCoding {
             guard i < bytes.count else { throw .integerTruncated }
             let b = Int(bytes[i])
             i += 1
-            // 5 groups of 7 bits reach 2^35 > maxHPACKInteger, so a sixth
+            // 5 groups of 7 bits reach 2^35 > maxPrefixedInteger, so a sixth
             // byte can only carry an overflow; `shift` ≤ 28 keeps the sum
             // below 2^36 — no wrap in Int.
             guard shift <= 28 else { throw .integerOverflow }
             value += (b & 0x7f) << shift
-            guard value <= maxHPACKInteger else { throw .integerOverflow }
+            guard value <= maxPrefixedInteger else { throw .integerOverflow }
             if b & 0x80 == 0 { return (value, i - start) }
             shift += 7
         }
