@@ -61,6 +61,9 @@ let package = Package(
         // One request/response exchange, whatever carries it: the per-request
         // state and the decisions that do not depend on framing. No Python.
         .target(name: "Exchanges", dependencies: ["Core"], swiftSettings: strict),
+        // Sans-I/O decisions about proxies: trusted-address lists, the
+        // Forwarded/X-Forwarded-* resolver, the PROXY protocol v1/v2 decoder.
+        .target(name: "Proxy", dependencies: ["Core"], swiftSettings: strict),
         .target(name: "PyBridge", dependencies: ["CPython", "CPyShim", "Core"], swiftSettings: strict,
                 linkerSettings: pythonLink),
         // The gateways are Python adapters by nature, so they see the C API too;
@@ -87,5 +90,6 @@ let package = Package(
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Core"], swiftSettings: strict),
         .testTarget(name: "ExchangesTests", dependencies: ["Exchanges", "Core"], swiftSettings: strict),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Core"], swiftSettings: strict),
+        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Core"], swiftSettings: strict),
     ]
 )
