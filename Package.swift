@@ -84,6 +84,10 @@ let package = Package(
         .executableTarget(name: "fuzz-http1", dependencies: ["HTTP1", "Core"], path: "fuzz/Sources/fuzz-http1", swiftSettings: strict),
         // libFuzzer entry point for HPACK and the HTTP/2 frame parser.
         .executableTarget(name: "fuzz-hpack", dependencies: ["HTTP2", "Core"], path: "fuzz/Sources/fuzz-hpack", swiftSettings: strict),
+        // libFuzzer entry point for the Forwarded/X-Forwarded-* resolver.
+        .executableTarget(name: "fuzz-forwarded", dependencies: ["Proxy", "Core"], path: "fuzz/Sources/fuzz-forwarded", swiftSettings: strict),
+        // libFuzzer entry point for the PROXY protocol v1/v2 decoder.
+        .executableTarget(name: "fuzz-proxy-protocol", dependencies: ["Proxy", "Core"], path: "fuzz/Sources/fuzz-proxy-protocol", swiftSettings: strict),
 
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "Core"], swiftSettings: strict),

@@ -7,8 +7,8 @@
 ///     reg-name    = *( unreserved / pct-encoded / sub-delims )
 ///
 /// Stricter than the ABNF where it is useless to an application: the host
-/// must not be empty, and a port must be 1–5 digits of at most 65535 (an
-/// empty port is refused). A value that fails is ignored, never an error.
+/// must not be empty, and a port must be 1–5 digits, 1–65535 (an empty
+/// port, or port 0, which no client can have connected to, is refused). A value that fails is ignored, never an error.
 enum ForwardedHost {
     /// The host is valid; its port, when it has one. Nil: not a valid host.
     static func validate(_ text: UnsafeRawBufferPointer) -> (valid: Bool, port: UInt16?) {
@@ -36,7 +36,7 @@ enum ForwardedHost {
             guard i > 0 else { return (false, nil) }
         }
         if i == n { return (true, nil) }
-        guard text[i] == 0x3A, let port = ByteText.port(text.slice(i + 1, n)) else { return (false, nil) }
+        guard text[i] == 0x3A, let port = ByteText.port(text.slice(i + 1, n)), port != 0 else { return (false, nil) }
         return (true, port)
     }
 }

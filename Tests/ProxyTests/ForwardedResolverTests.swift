@@ -171,6 +171,7 @@ final class ForwardedResolverTests: XCTestCase {
             ([("X-Forwarded-Host", "evil.com/path")], unchanged),
             ([("X-Forwarded-Host", "user@evil.com")], unchanged),
             ([("X-Forwarded-Host", "evil.com:")], unchanged),
+            ([("X-Forwarded-Host", "evil.com:0")], unchanged),
             ([("X-Forwarded-Host", "evil.com:http")], unchanged),
             ([("X-Forwarded-Host", "[::1")], unchanged),
             ([("X-Forwarded-Host", "[v1.x]")], unchanged),
