@@ -41,5 +41,5 @@ fuzz() {
 
 fuzz http1 http1 -dict="$here/http1.dict"
 fuzz hpack hpack
-fuzz forwarded forwarded
-fuzz proxy-protocol proxy-protocol
+fuzz forwarded forwarded -dict="$here/forwarded.dict"
+fuzz proxy-protocol proxy-protocol -dict="$here/proxy-protocol.dict"

@@ -11,7 +11,7 @@ public struct ProxyHeader: Equatable, Sendable {
     public var transport: Transport
     /// The relayed connection's endpoints, or `keepSocket`.
     public var endpoints: Endpoints
-    /// v2: where the TLVs lie in the input (all checked to fit, spec §2.2.7);
+    /// v2: where the TLVs lie in the input (all checked to fit, spec §2.2);
     /// walk them with `ProxyTLVs`. Empty for v1 and when there are none.
     public var tlvs: ByteSpan
     /// v2: the `PP2_TYPE_SSL` TLV (spec §2.2.5), when the proxy sent one.
@@ -61,6 +61,21 @@ public struct ProxyHeader: Equatable, Sendable {
         public var verify: UInt32
         /// The client connected to the proxy over TLS (PP2_CLIENT_SSL).
         public var clientUsedTLS: Bool { client & 0x01 != 0 }
+    }
+}
+
+extension ProxyHeader {
+    /// The relayed client's address and port, when the header names one
+    /// (nil: keep the socket's peer).
+    public var clientAddress: (address: IPAddress, port: UInt16)? {
+        if case .ip(let source, let port, _, _) = endpoints { return (source, port) }
+        return nil
+    }
+
+    /// The address and port the client connected to at the proxy.
+    public var serverAddress: (address: IPAddress, port: UInt16)? {
+        if case .ip(_, _, let destination, let port) = endpoints { return (destination, port) }
+        return nil
     }
 }
 

@@ -74,7 +74,7 @@ extension ProxyHeaderDecoder {
             header.endpoints = .unix(source: Self.path(bytes, a), destination: Self.path(bytes, a + 108))
         }
         header.tlvs = ByteSpan(offset: a + addressLength, length: length - addressLength)
-        // §2.2.7: every TLV must lie inside the header.
+        // §2.2: the TLVs fill the rest of the header; each must lie inside it.
         var tlvs = ProxyTLVs(bytes, header.tlvs)
         while let tlv = tlvs.next() {
             if tlv.type == ProxyTLVs.typeSSL {

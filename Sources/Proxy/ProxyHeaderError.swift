@@ -25,7 +25,7 @@ public enum ProxyHeaderError: Equatable, Sendable, CustomStringConvertible {
     /// v2: the length is shorter than the family's addresses (spec §2.2:
     /// 12 for INET, 36 for INET6, 216 for UNIX).
     case v2AddressLengthMismatch
-    /// v2: a TLV's header or value runs past the end of the header (§2.2.7).
+    /// v2: a TLV's header or value runs past the end of the header (§2.2).
     case v2TLVOverrun
     /// v2: a PP2_TYPE_SSL TLV shorter than its fixed 5 bytes (§2.2.5).
     case v2MalformedSSL

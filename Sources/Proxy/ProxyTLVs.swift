@@ -1,6 +1,6 @@
 import Core
 
-/// The TLVs of a v2 header (spec §2.2.7), in order:
+/// The TLVs of a v2 header (spec §2.2, after the addresses), in order:
 ///
 ///     struct pp2_tlv { uint8_t type; uint8_t length_hi; uint8_t length_lo; uint8_t value[0]; };
 ///

@@ -206,6 +206,12 @@ final class ForwardedResolverTests: XCTestCase {
         XCTAssertTrue(lines.isEmpty)
     }
 
+    /// The per-request values stay small and fixed: no allocation, no growth.
+    func testValueSizesStayFixed() {
+        XCTAssertLessThanOrEqual(MemoryLayout<ForwardedResolution>.size, 80)
+        XCTAssertLessThanOrEqual(MemoryLayout<ForwardedFieldLines>.size, 1500)
+    }
+
     /// Slices handed out point into the caller's own bytes.
     func testHostAndObfuscatedNodePointIntoTheInput() {
         let value = Array(#"for="_abc";host=example.com"#.utf8)

@@ -16,8 +16,11 @@ final class ProxyHeaderDecoderV2Tests: XCTestCase {
                                                   destination: ip("198.51.100.2"), destinationPort: 443),
                                    tlvs: ByteSpan(offset: 28, length: 0), ssl: nil)
         XCTAssertEqual(decode(bytes), .complete(expected))
-        guard case .ip(let source, _, _, _)? = header(bytes)?.endpoints else { return XCTFail() }
-        XCTAssertTrue(source.isIPv4)
+        guard let client = header(bytes)?.clientAddress, let server = header(bytes)?.serverAddress else { return XCTFail() }
+        XCTAssertTrue(client.address.isIPv4)
+        XCTAssertEqual(client.port, 56324)
+        XCTAssertEqual(server.address.description, "198.51.100.2")
+        XCTAssertEqual(server.port, 443)
     }
 
     func testPROXYOverTCP6() {
@@ -56,6 +59,7 @@ final class ProxyHeaderDecoderV2Tests: XCTestCase {
     /// protocol block including the family which is ignored".
     func testLocalKeepsTheSocketAndIgnoresTheBlock() {
         let plain = v2(command: 0x20, family: 0x00, body: [])
+        XCTAssertNil(header(plain)?.clientAddress)
         XCTAssertEqual(decode(plain), .complete(ProxyHeader(length: 16, version: .v2, command: .local, transport: .unspecified,
                                                              endpoints: .keepSocket, tlvs: .empty, ssl: nil)))
         let withJunk = v2(command: 0x20, family: 0xFF, body: [1, 2, 3] + tlv(0x20, [1]))
@@ -72,7 +76,7 @@ final class ProxyHeaderDecoderV2Tests: XCTestCase {
         XCTAssertEqual(h?.length, 20)
     }
 
-    /// §2.2.7 TLVs, with §2.2.5 PP2_TYPE_SSL noted.
+    /// §2.2 TLVs, with §2.2.5 PP2_TYPE_SSL noted.
     func testTLVsAreWalkedAndSSLIsNoted() {
         let ssl = tlv(0x20, [0x07, 0, 0, 0, 0] + tlv(0x21, Array("TLSv1.3".utf8)) + tlv(0x22, Array("client".utf8)))
         let tlvs = tlv(0x01, Array("h2".utf8)) + tlv(0x02, Array("example.com".utf8)) + tlv(0x04, []) + ssl
@@ -139,6 +143,12 @@ final class ProxyHeaderDecoderV2Tests: XCTestCase {
         XCTAssertEqual(header(v2(family: 0x11, body: Self.tcp4Body + tlv(0x04, [UInt8](repeating: 0, count: 16))))?.length, 47)
         XCTAssertEqual(decode(v2(family: 0x11, body: [], length: 65535), maxV2Length: 100_000),
                        .needMoreData(atLeast: 65551))
+    }
+
+    /// Results travel by value through the worker; keep them small.
+    func testValueSizesStaySmall() {
+        XCTAssertLessThanOrEqual(MemoryLayout<ProxyHeader>.size, 96)
+        XCTAssertLessThanOrEqual(MemoryLayout<ProxyHeaderResult>.size, 97)
     }
 
     func testNeedMoreDataAndTruncation() {
