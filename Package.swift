@@ -67,6 +67,9 @@ let package = Package(
         // One request/response exchange, whatever carries it: the per-request
         // state and the decisions that do not depend on framing. No Python.
         .target(name: "Exchanges", dependencies: ["Core"], swiftSettings: strict),
+        // Sans-I/O decisions about proxies: trusted-address lists, the
+        // Forwarded/X-Forwarded-* resolver, the PROXY protocol v1/v2 decoder.
+        .target(name: "Proxy", dependencies: ["Core"], swiftSettings: strict),
         .target(name: "PyBridge", dependencies: ["CPython", "CPyShim", "Core"], swiftSettings: strict,
                 linkerSettings: pythonLink),
         // The gateways are Python adapters by nature, so they see the C API too;
@@ -89,6 +92,10 @@ let package = Package(
         .executableTarget(name: "fuzz-hpack", dependencies: ["HTTP2", "Core"], path: "fuzz/Sources/fuzz-hpack", swiftSettings: strict),
         // libFuzzer entry point for QPACK field sections and the encoder stream.
         .executableTarget(name: "fuzz-qpack", dependencies: ["HTTP3", "HTTPFields", "Core"], path: "fuzz/Sources/fuzz-qpack", swiftSettings: strict),
+        // libFuzzer entry point for the Forwarded/X-Forwarded-* resolver.
+        .executableTarget(name: "fuzz-forwarded", dependencies: ["Proxy", "Core"], path: "fuzz/Sources/fuzz-forwarded", swiftSettings: strict),
+        // libFuzzer entry point for the PROXY protocol v1/v2 decoder.
+        .executableTarget(name: "fuzz-proxy-protocol", dependencies: ["Proxy", "Core"], path: "fuzz/Sources/fuzz-proxy-protocol", swiftSettings: strict),
 
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "Core"], swiftSettings: strict),
@@ -97,5 +104,6 @@ let package = Package(
         .testTarget(name: "HTTP3Tests", dependencies: ["HTTP3", "HTTPFields", "Core"], swiftSettings: strict),
         .testTarget(name: "ExchangesTests", dependencies: ["Exchanges", "Core"], swiftSettings: strict),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Core"], swiftSettings: strict),
+        .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Core"], swiftSettings: strict),
     ]
 )

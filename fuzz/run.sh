@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build each fuzz target (fuzz-http1: the HTTP/1 head parser and chunked
 # decoder; fuzz-hpack: HPACK and the HTTP/2 frame parser; fuzz-qpack: QPACK
-# and the HTTP/3 frame reader) with libFuzzer +
+# and the HTTP/3 frame reader; fuzz-forwarded: the Forwarded/X-Forwarded-*
+# resolver and address parsers; fuzz-proxy-protocol: the PROXY protocol v1/v2
+# decoder) with libFuzzer +
 # AddressSanitizer and fuzz it for SECONDS (default 60) from its seed corpus. Exits non-zero if
 # the build fails or libFuzzer finds a crash, leak or broken invariant; the
 # input that did it is left in fuzz/artifacts/.
@@ -41,3 +43,5 @@ fuzz() {
 fuzz http1 http1 -dict="$here/http1.dict"
 fuzz hpack hpack
 fuzz qpack qpack
+fuzz forwarded forwarded -dict="$here/forwarded.dict"
+fuzz proxy-protocol proxy-protocol -dict="$here/proxy-protocol.dict"

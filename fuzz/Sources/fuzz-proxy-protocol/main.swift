@@ -1,0 +1,178 @@
+// libFuzzer target for the PROXY protocol v1/v2 decoder (see fuzz/README.md).
+//
+// Byte 0 picks the v2 length cap (the default 4096, or a small one so short
+// inputs reach `v2TooLong`); the rest is the start of a connection. Beyond
+// "no crash", it traps when an invariant breaks:
+//
+//  * a complete header's length is within the input and within its bound
+//    (107 bytes for v1, 16 + the cap for v2); its address spans and TLV
+//    region lie inside the header, and walking the TLVs never overruns;
+//  * "need more" asks for more than it has, and never for more than the
+//    header turns out to take;
+//  * the verdict is the same whole, at a split point derived from the
+//    input, a byte at a time (for the first 128 bytes), read as a worker
+//    reads (as much as the decoder asks for), and with bytes appended;
+//  * end of input inside a header is `truncated`.
+//
+// Built with -D FUZZING, -parse-as-library and -sanitize=fuzzer this file
+// defines LLVMFuzzerTestOneInput and the entry point libFuzzer runs from.
+// Built plainly it is a replay tool: `fuzz-proxy-protocol FILE...`.
+
+import Core
+import Proxy
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+func check(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError("invariant broken: \(message())") }
+}
+
+func within(_ span: ByteSpan, _ limit: Int) -> Bool {
+    span.offset >= 0 && span.length >= 0 && span.end <= limit
+}
+
+func checkHeader(_ h: ProxyHeader, _ bytes: UnsafeRawBufferPointer, _ decoder: ProxyHeaderDecoder) {
+    check(h.length <= bytes.count, "length \(h.length) past the input of \(bytes.count)")
+    switch h.version {
+    case .v1:
+        check(h.length >= 15 && h.length <= 107, "v1 length \(h.length)")
+        check(bytes[h.length - 2] == 0x0D && bytes[h.length - 1] == 0x0A, "v1 without CRLF")
+        check(h.tlvs == .empty && h.ssl == nil, "v1 with TLVs")
+    case .v2:
+        check(h.length >= 16 && h.length <= 16 + decoder.maxV2Length, "v2 length \(h.length)")
+    }
+    check(within(h.tlvs, h.length), "TLV region \(h.tlvs) outside the header")
+    if case .unix(let s, let d) = h.endpoints {
+        check(within(s, h.length) && within(d, h.length) && s.length <= 108 && d.length <= 108, "unix spans")
+    }
+    if h.command == .local { check(h.endpoints == .keepSocket, "LOCAL with addresses") }
+    var tlvs = ProxyTLVs(bytes, h.tlvs)
+    var sawSSL = false
+    while let t = tlvs.next() {
+        check(within(t.value, h.tlvs.end) && t.value.start >= h.tlvs.start + 3, "TLV value outside the region")
+        if t.type == ProxyTLVs.typeSSL { sawSSL = true }
+    }
+    check(!tlvs.overran, "TLV walk overran a decoded header")
+    check(sawSSL == (h.ssl != nil), "SSL TLV noted wrongly")
+}
+
+func prefix(_ bytes: UnsafeRawBufferPointer, _ n: Int) -> UnsafeRawBufferPointer {
+    UnsafeRawBufferPointer(rebasing: bytes[0..<n])
+}
+
+/// A prefix of `cut` bytes either agrees with the whole or asks for more,
+/// and no more than the header needs.
+func checkPrefix(_ decoder: ProxyHeaderDecoder, _ bytes: UnsafeRawBufferPointer, _ cut: Int, _ whole: ProxyHeaderResult) {
+    let got = decoder.decode(prefix(bytes, cut))
+    switch got {
+    case .needMoreData(let atLeast):
+        check(atLeast > cut, "asks for \(atLeast) with \(cut)")
+        if case .complete(let h) = whole {
+            check(atLeast <= h.length, "asks for \(atLeast) of a \(h.length)-byte header")
+        }
+        check(decoder.decode(prefix(bytes, cut), endOfInput: true) == .failed(.truncated), "EOF not truncated")
+    default:
+        check(got == whole, "prefix of \(cut) decided \(got), whole \(whole)")
+    }
+}
+
+func fuzzOne(_ input: UnsafeRawBufferPointer) {
+    guard let first = input.first else { return }
+    let decoder = ProxyHeaderDecoder(maxV2Length: first & 1 == 0 ? 4096 : Int(first >> 1))
+    let bytes = UnsafeRawBufferPointer(rebasing: input[1...])
+
+    let whole = decoder.decode(bytes)
+    check(decoder.decode(bytes) == whole, "decoding twice differs")
+    switch whole {
+    case .complete(let h):
+        checkHeader(h, bytes, decoder)
+        // Bytes after the header change nothing.
+        var longer = Array(bytes)
+        longer += [0x0D, 0x0A, 0x00, 0x50, 0xFF]
+        check(longer.withUnsafeBytes { decoder.decode($0) } == whole, "extra bytes changed the verdict")
+        check(decoder.decode(bytes, endOfInput: true) == whole, "EOF after a complete header changed it")
+    case .needMoreData(let atLeast):
+        check(atLeast > bytes.count, "asks for \(atLeast) with \(bytes.count)")
+        check(decoder.decode(bytes, endOfInput: true) == .failed(.truncated), "EOF not truncated")
+    case .failed:
+        break
+    }
+
+    // A split point derived from the input.
+    let cut = bytes.isEmpty ? 0 : (Int(bytes[bytes.count / 2]) &* 257 &+ bytes.count) % (bytes.count + 1)
+    checkPrefix(decoder, bytes, cut, whole)
+    // A byte at a time, over the first 128 bytes.
+    for n in 0..<min(bytes.count, 128) { checkPrefix(decoder, bytes, n, whole) }
+    // As a worker reads: as much as asked for, until a verdict.
+    var have = 0
+    while true {
+        let got = decoder.decode(prefix(bytes, have))
+        if case .needMoreData(let atLeast) = got, have < bytes.count {
+            have = min(atLeast, bytes.count)
+            continue
+        }
+        check(got == whole, "reading as asked decided \(got), whole \(whole)")
+        break
+    }
+}
+
+#if FUZZING
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    fuzzOne(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}
+
+// SwiftPM links every executable with `main` aliased to `<module>_main`
+// (--defsym main=fuzz_proxy_protocol_main), so libFuzzer's own main is never linked
+// in; this stands in for it and starts libFuzzer through its public driver
+// entry point (declared here because the target has no C module; the
+// signature uses only pointer and int arguments, passed alike by both
+// calling conventions).
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+
+@_cdecl("fuzz_proxy_protocol_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    var argc = argc
+    var argv = argv
+    return LLVMFuzzerRunDriver(&argc, &argv, fuzz)
+}
+#else
+// A declaration rather than statements, so the file also parses in the
+// -parse-as-library mode of the fuzzing build (where this branch is
+// inactive but must still be valid library code). In a plain build it is
+// top-level code and runs at start-up.
+let replayStatus: Never = replay(CommandLine.arguments.dropFirst())
+#endif
+
+/// Replay: runs the checks on each file named on the command line.
+func replay(_ paths: ArraySlice<String>) -> Never {
+    var unreadable = 0
+    for path in paths {
+        guard let file = fopen(path, "rb") else {
+            print("cannot open \(path)")
+            unreadable += 1
+            continue
+        }
+        var contents: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+            if n <= 0 { break }
+            contents += chunk[..<n]
+        }
+        fclose(file)
+        contents.withUnsafeBytes { fuzzOne($0) }
+    }
+    print("checked \(paths.count - unreadable) inputs")
+    exit(unreadable == 0 ? 0 : 1)
+}
