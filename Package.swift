@@ -54,6 +54,9 @@ let package = Package(
         .target(name: "HTTP1", dependencies: ["Core"], swiftSettings: strict),
         // Sans-I/O HTTP/2: frames, HPACK (HPACK/), connection and streams.
         .target(name: "HTTP2", dependencies: ["Core"], swiftSettings: strict),
+        // Sans-I/O QUIC (RFC 9000, 9001, 9369): wire formats, frames, transport
+        // parameters and packet protection; CTLS for the crypto primitives only.
+        .target(name: "QUIC", dependencies: ["Core", "CTLS"], swiftSettings: strict),
         // Sans-I/O RFC 6455 framing and handshake helpers; permessage-deflate (RFC 7692) over CZlib.
         .target(name: "WebSocket", dependencies: ["Core", "CZlib"], swiftSettings: strict),
         // TLS contexts and sessions for the server (over CTLS).
@@ -82,6 +85,7 @@ let package = Package(
         // libFuzzer entry point for HPACK and the HTTP/2 frame parser.
         .executableTarget(name: "fuzz-hpack", dependencies: ["HTTP2", "Core"], path: "fuzz/Sources/fuzz-hpack", swiftSettings: strict),
 
+        .testTarget(name: "QUICTests", dependencies: ["QUIC", "Core"], swiftSettings: strict),
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "Core"], swiftSettings: strict),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Core"], swiftSettings: strict),
