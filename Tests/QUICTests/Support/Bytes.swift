@@ -37,11 +37,11 @@ func encoded(size: Int, file: StaticString = #filePath, line: UInt = #line,
 func slice(_ b: [UInt8], _ s: ByteSpan) -> [UInt8] { Array(b[s.start..<s.end]) }
 
 func XCTAssertThrowsQUIC(_ expected: QUICError, file: StaticString = #filePath, line: UInt = #line,
-                         _ body: () throws(QUICError) -> Void) {
+                         _ body: () throws -> Void) {
     do {
         try body()
         XCTFail("expected \(expected)", file: file, line: line)
     } catch {
-        XCTAssertEqual(error, expected, file: file, line: line)
+        XCTAssertEqual(error as? QUICError, expected, file: file, line: line)
     }
 }
