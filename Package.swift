@@ -84,6 +84,10 @@ let package = Package(
         .executableTarget(name: "fuzz-http1", dependencies: ["HTTP1", "Core"], path: "fuzz/Sources/fuzz-http1", swiftSettings: strict),
         // libFuzzer entry point for HPACK and the HTTP/2 frame parser.
         .executableTarget(name: "fuzz-hpack", dependencies: ["HTTP2", "Core"], path: "fuzz/Sources/fuzz-hpack", swiftSettings: strict),
+        // libFuzzer entry point for the QUIC packet path: datagram split,
+        // headers, Initial unprotection, frames.
+        .executableTarget(name: "fuzz-quic-packet", dependencies: ["QUIC", "Core"], path: "fuzz/Sources/fuzz-quic-packet",
+                          swiftSettings: strict),
 
         .testTarget(name: "QUICTests", dependencies: ["QUIC", "Core"], swiftSettings: strict),
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build each fuzz target (fuzz-http1: the HTTP/1 head parser and chunked
-# decoder; fuzz-hpack: HPACK and the HTTP/2 frame parser) with libFuzzer +
+# decoder; fuzz-hpack: HPACK and the HTTP/2 frame parser; fuzz-quic-packet:
+# QUIC datagrams, packet protection and frames) with libFuzzer +
 # AddressSanitizer and fuzz it for SECONDS (default 60) from its seed corpus. Exits non-zero if
 # the build fails or libFuzzer finds a crash, leak or broken invariant; the
 # input that did it is left in fuzz/artifacts/.
@@ -39,3 +40,4 @@ fuzz() {
 
 fuzz http1 http1 -dict="$here/http1.dict"
 fuzz hpack hpack
+fuzz quic-packet quic-packet
