@@ -128,7 +128,8 @@ func packetKind(_ header: PacketHeader) -> PacketKind? {
 
 /// Receives a datagram; returns the payloads of the packets that opened.
 @discardableResult
-func receive(_ datagram: [UInt8], dcid: ConnectionID, idLength: Int, options: FrameDecodingOptions) -> [[UInt8]] {
+func receive(_ datagram: [UInt8], dcid: ConnectionID, idLength: Int, shortHeaderVersion: QUICVersion = .v1,
+             options: FrameDecodingOptions) -> [[UInt8]] {
     var opened: [[UInt8]] = []
     var headers: [PacketHeader] = []
     datagram.withUnsafeBytes { d in
@@ -169,7 +170,7 @@ func receive(_ datagram: [UInt8], dcid: ConnectionID, idLength: Int, options: Fr
         let pnOffset: Int
         switch h {
         case .long(let l): version = l.version; pnOffset = l.packetNumberOffset - l.packet.start
-        case .short(let s): version = .v1; pnOffset = s.packetNumberOffset - s.packet.start
+        case .short(let s): version = shortHeaderVersion; pnOffset = s.packetNumberOffset - s.packet.start
         default: continue
         }
         let keys = InitialKeys.derive(destinationID: dcid, version: version)
@@ -230,7 +231,7 @@ func sealAndReceive(_ payload: [UInt8], dcid: ConnectionID, kind: PacketKind, ve
         let n = PacketProtection.seal(out, headerLength: h, payloadLength: frames.count, packetNumber: 0x1234, keys: keys)
         check(n == out.count, "sealed packet size mismatch")
     }
-    let opened = receive(datagram, dcid: dcid, idLength: dcid.count, options: options)
+    let opened = receive(datagram, dcid: dcid, idLength: dcid.count, shortHeaderVersion: version, options: options)
     check(opened.count == 1 && opened[0] == frames, "a sealed packet did not open to its payload")
 }
 
