@@ -72,6 +72,11 @@ public struct KeyLabels: Sendable {
 }
 
 /// Everything needed to protect or unprotect packets in one direction.
+///
+/// The libcrypto contexts hold per-call state (the nonce being processed),
+/// so one set of keys is used by one connection on one thread at a time —
+/// as a connection's keys are; the `Sendable` conformance only lets a
+/// connection move between threads, never be shared by two at once.
 public struct PacketKeys: Sendable {
     public let suite: CipherSuite
     public let version: QUICVersion

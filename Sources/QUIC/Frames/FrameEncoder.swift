@@ -279,6 +279,14 @@ public enum FrameEncoder {
         return w.finish()
     }
 
+    /// CONNECTION_CLOSE (0x1c) for a connection error of ours: its code and
+    /// the frame type that caused it (§10.2, §19.19).
+    @discardableResult
+    public static func encodeConnectionClose(_ error: QUICError, reason: UnsafeRawBufferPointer,
+                                             into out: UnsafeMutableRawBufferPointer) -> Int {
+        encodeConnectionClose(errorCode: error.code.rawValue, frameType: error.frameType, reason: reason, into: out)
+    }
+
     @discardableResult
     public static func encodeDatagram(_ data: UnsafeRawBufferPointer, explicitLength: Bool = true,
                                       into out: UnsafeMutableRawBufferPointer) -> Int {

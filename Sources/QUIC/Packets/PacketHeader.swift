@@ -37,6 +37,10 @@ public struct LongHeader: Equatable, Sendable {
     /// The packet's bytes in the datagram, header included (§12.2: the
     /// Length field delimits it).
     public var packet: ByteSpan
+
+    /// The packet number's offset from the packet's first byte, for
+    /// `PacketProtection.open` over the packet's own bytes.
+    public var packetNumberOffsetInPacket: Int { packetNumberOffset - packet.start }
 }
 
 /// A Retry packet (§17.2.5): no packet number, no protection; its end is the
@@ -58,6 +62,8 @@ public struct ShortHeader: Equatable, Sendable {
     public var destinationID: ConnectionID
     public var packetNumberOffset: Int
     public var packet: ByteSpan
+
+    public var packetNumberOffsetInPacket: Int { packetNumberOffset - packet.start }
 }
 
 /// A Version Negotiation packet (§17.2.1). Connection IDs are spans: other

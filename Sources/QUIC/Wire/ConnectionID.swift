@@ -14,10 +14,11 @@ public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
     /// The longest connection ID of QUIC v1 and v2 (RFC 9000 §17.2).
     public static let maxLength = 20
 
-    public private(set) var length: UInt8
-    // 20 bytes in declaration order; bytes past `length` stay zero so the
-    // synthesized equality and hashing compare only the ID.
+    // 20 bytes in declaration order; bytes past `length` stay zero so
+    // equality and hashing compare only the ID. Declared before `length` so
+    // the struct packs into 21 bytes (stride 24).
     private var storage: (UInt64, UInt64, UInt32) = (0, 0, 0)
+    public private(set) var length: UInt8
 
     public static let empty = ConnectionID()
 

@@ -183,6 +183,14 @@ final class FrameRoundTripTests: XCTestCase {
                                                              reasonPhrase: ByteSpan(offset: 4, length: 0))))
     }
 
+    /// Our own connection errors close with their code and frame type.
+    func testCONNECTION_CLOSEFromAQUICError() throws {
+        let wire = encoded(size: FrameEncoder.connectionCloseSize(errorCode: 0x07, frameType: 0x02, reasonLength: 0)) {
+            FrameEncoder.encodeConnectionClose(QUICError.ackRangeNegative.inFrame(0x02), reason: UnsafeRawBufferPointer(start: nil, count: 0), into: $0)
+        }
+        XCTAssertEqual(wire, hex("1c 07 02 00"))
+    }
+
     /// RFC 9221 §4: 0x31 with Length, 0x30 to the end of the packet.
     func testDATAGRAMWithAndWithoutLength() throws {
         for explicit in [true, false] {
