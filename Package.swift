@@ -60,6 +60,9 @@ let package = Package(
         // Sans-I/O HTTP/3 (RFC 9114) framing, streams and QPACK (RFC 9204),
         // without QUIC: the connection integration supplies stream ids and bytes.
         .target(name: "HTTP3", dependencies: ["HTTPFields", "Core"], swiftSettings: strict),
+        // Sans-I/O QUIC (RFC 9000, 9001, 9369): wire formats, frames, transport
+        // parameters and packet protection; CTLS for the crypto primitives only.
+        .target(name: "QUIC", dependencies: ["Core", "CTLS"], swiftSettings: strict),
         // Sans-I/O RFC 6455 framing and handshake helpers; permessage-deflate (RFC 7692) over CZlib.
         .target(name: "WebSocket", dependencies: ["Core", "CZlib"], swiftSettings: strict),
         // TLS contexts and sessions for the server (over CTLS).
@@ -96,7 +99,12 @@ let package = Package(
         .executableTarget(name: "fuzz-forwarded", dependencies: ["Proxy", "Core"], path: "fuzz/Sources/fuzz-forwarded", swiftSettings: strict),
         // libFuzzer entry point for the PROXY protocol v1/v2 decoder.
         .executableTarget(name: "fuzz-proxy-protocol", dependencies: ["Proxy", "Core"], path: "fuzz/Sources/fuzz-proxy-protocol", swiftSettings: strict),
+        // libFuzzer entry point for the QUIC packet path: datagram split,
+        // headers, Initial unprotection, frames.
+        .executableTarget(name: "fuzz-quic-packet", dependencies: ["QUIC", "Core"], path: "fuzz/Sources/fuzz-quic-packet",
+                          swiftSettings: strict),
 
+        .testTarget(name: "QUICTests", dependencies: ["QUIC", "Core"], swiftSettings: strict),
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "Core"], swiftSettings: strict),
         .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields", "Core"], swiftSettings: strict),

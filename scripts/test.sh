@@ -7,7 +7,8 @@
 #      by `pip install .` (a release build against that venv's interpreter);
 #   3. lint (ruff) and types (mypy --strict) of the Python package;
 #   4. `swift test`: unit tests of the protocol cores;
-#   5. a short libFuzzer run over each fuzz target (HTTP/1, HPACK/HTTP/2 frames, QPACK/HTTP/3 frames);
+#   5. a short libFuzzer run over each fuzz target (HTTP/1, HPACK/HTTP/2 frames,
+#      QPACK/HTTP/3 frames, Forwarded headers, PROXY protocol, QUIC packets);
 #   5b. the benchmark harness in smoke mode (one short round, peregrine only);
 #   6. pytest: end-to-end tests against the installed server, and the install
 #      test (fresh venvs of two interpreters);
