@@ -837,6 +837,30 @@ async def receive_timeout(scope: Scope, receive: Receive, send: Send) -> None:
     await respond_json(send, result)
 
 
+@route("receive-move-on-after")
+async def receive_move_on_after(scope: Scope, receive: Receive, send: Send) -> None:
+    """Poll receive() in anyio cancel scopes (move_on_after 0.05) until the body is complete; answer what happened."""
+    import anyio  # noqa: PLC0415 (only this route needs it; installed with starlette)
+
+    timeouts = 0
+    parts = []
+    try:
+        while True:
+            message = None
+            with anyio.move_on_after(0.05):
+                message = await receive()
+            if message is None:
+                timeouts += 1
+                continue
+            parts.append(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+        result: dict[str, Any] = {"body": b"".join(parts).decode(), "timeouts": timeouts}
+    except Exception as exc:  # noqa: BLE001 (reported to the test)
+        result = {"error": exception_record(exc), "timeouts": timeouts}
+    await respond_json(send, result)
+
+
 @route("receive-race")
 async def receive_race(scope: Scope, receive: Receive, send: Send) -> None:
     """A receive() cancelled once its body message was ready (receive_race.py), then the body read; answer both.

@@ -300,6 +300,20 @@ def test_receive_polled_with_wait_for_timeouts(raw_server: Server) -> None:
     assert result["timeouts"] >= 2
 
 
+def test_receive_polled_in_anyio_cancel_scopes(raw_server: Server) -> None:
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("POST", "/receive-move-on-after", [("Content-Length", "10")]))
+        time.sleep(0.3)
+        connection.send(b"01234")
+        time.sleep(0.2)
+        connection.send(b"56789")
+        response = connection.read_response()
+    result = json.loads(response.body)
+    assert "error" not in result, f"receive() after a cancelled receive() raised {result['error']}"
+    assert result["body"] == "0123456789"
+    assert result["timeouts"] >= 2
+
+
 # --- a receive() cancelled after its message was ready (ASGI: no message is lost) -----------------
 
 
