@@ -6,6 +6,9 @@ import PyBridge
 /// WebSocket): what `receive`, `send` and the task's end do.
 protocol ASGIConversation: AnyObject {
     func receive() -> PyRef?
+    /// A waiting `receive()` resumes (the future it waited on completed):
+    /// the message it takes now, or a new future to wait on.
+    func receiveResumed() -> ReceiveStep
     func send(_ message: PyRef) -> PyRef?
     func taskDone(_ task: PyRef)
 }

@@ -35,6 +35,7 @@ public final class ASGIGateway {
         // The process's native types exist before any worker thread does
         // (see ProcessObject).
         _ = ASGICallables.type
+        _ = ASGIPendingReceive.type
         ReadyAwaitable.prepare()
         clientDisconnected = Runtime.attribute("ClientDisconnected").take()  // kept for the gateway's life
     }
@@ -162,13 +163,6 @@ public final class ASGIGateway {
         guard !isDone(future) else { return }
         let text = PyOwned(stealing: Py.str(message))
         guard let exc = PyOwned(stealing: pshim_call1(type, text.ref)) else { PyErr_Clear(); return }
-        if PyOwned(stealing: PyObject_CallMethodOneArg(future, setExceptionName, exc.ref)) == nil { PyErr_Clear() }
-    }
-
-    /// Completes `future` with the pending Python exception.
-    func fail(_ future: PyRef) {
-        guard let exc = PyOwned(stealing: pshim_fetch_exception()) else { return }
-        guard !isDone(future) else { return }
         if PyOwned(stealing: PyObject_CallMethodOneArg(future, setExceptionName, exc.ref)) == nil { PyErr_Clear() }
     }
 

@@ -51,18 +51,29 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     // MARK: - receive()
 
     func receive() -> PyRef? {
+        ASGIPendingReceive.awaitable(for: nextReceive(), of: self)
+    }
+
+    func receiveResumed() -> ReceiveStep {
+        nextReceive()
+    }
+
+    /// The message a `receive()` gets now, or the future it waits on: for
+    /// body bytes, or (body done) for the disconnect. Body bytes leave the
+    /// transport only here, as the caller takes them (see
+    /// `ASGIPendingReceive`).
+    private func nextReceive() -> ReceiveStep {
         if disconnected || complete || exchange == nil {
-            return ready(disconnectMessage())
+            return step(disconnectMessage())
         }
-        guard waiters.clearCancelledReceive(gateway) else { return nil }
+        guard waiters.clearCancelledReceive(gateway) else { return .failed }
         if !bodyDelivered, let message = nextBodyMessage() {
-            return ready(message)
+            return .message(message)
         }
-        if PyErr_Occurred() != nil { return nil }
-        // Waiting: for body bytes, or (body done) for the disconnect.
-        guard let future = waiters.waitForReceive(gateway) else { return nil }
+        if PyErr_Occurred() != nil { return .failed }
+        guard let future = waiters.waitForReceive(gateway) else { return .failed }
         if !bodyDelivered { exchange?.wantBody() }
-        return future
+        return .wait(future)
     }
 
     /// The next `http.request` message if one can be made now; nil if the
@@ -114,9 +125,9 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
         return d
     }
 
-    private func ready(_ message: PyRef?) -> PyRef? {
-        guard let message else { return nil }
-        return ReadyAwaitable.make(stealing: message)
+    private func step(_ message: PyRef?) -> ReceiveStep {
+        guard let message else { return .failed }
+        return .message(message)
     }
 
     // MARK: - send()
@@ -331,18 +342,10 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     // MARK: - Transport events
 
     func bodyReady() {
-        // A receive() cancelled meanwhile leaves the body for the next one.
+        // The waiting receive() takes the body when it resumes; one
+        // cancelled meanwhile leaves it for the next receive().
         guard !bodyDelivered, let waiter = waiters.takeReceive(gateway) else { return }
-        guard let message = PyOwned(stealing: nextBodyMessage()) else {
-            if PyErr_Occurred() != nil {
-                gateway.fail(waiter.ref)
-            } else {
-                waiters.waitForReceiveKeeping(waiter)
-                exchange?.wantBody()
-            }
-            return
-        }
-        gateway.resolve(waiter.ref, message.ref)
+        gateway.resolve(waiter.ref, Py.none)
     }
 
     func outputDrained() {
@@ -352,9 +355,8 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     func exchangeEnded(disconnected gone: Bool) {
         exchange = nil
         if gone && !complete { disconnected = true }
-        if let waiter = waiters.takeReceive(gateway), let message = PyOwned(stealing: disconnectMessage()) {
-            gateway.resolve(waiter.ref, message.ref)
-        }
+        // The waiting receive() resumes to http.disconnect.
+        if let waiter = waiters.takeReceive(gateway) { gateway.resolve(waiter.ref, Py.none) }
         if disconnected { waiters.failSend(gateway) } else { waiters.drained(gateway) }
     }
 

@@ -12,8 +12,9 @@ struct ASGIWaiters: ~Copyable {
 
     /// Before a new `receive()`: a previous one the application cancelled
     /// (asyncio.wait_for, a framework polling for disconnect) left a
-    /// finished future, which is forgotten; one still pending is an error
-    /// (false, with RuntimeError set).
+    /// finished future, which is forgotten (it carried no message: see
+    /// `ASGIPendingReceive`); one still pending is an error (false, with
+    /// RuntimeError set).
     mutating func clearCancelledReceive(_ gateway: ASGIGateway) -> Bool {
         guard let waiter = receive.ref else { return true }
         guard gateway.isDone(waiter) else {
@@ -32,13 +33,9 @@ struct ASGIWaiters: ~Copyable {
         return future
     }
 
-    /// Puts back a waiter taken with `takeReceive` that must wait longer.
-    mutating func waitForReceiveKeeping(_ waiter: consuming PyOwned) {
-        receive = consume waiter
-    }
-
-    /// Takes the pending receive waiter if it is still wanted; one that was
-    /// cancelled meanwhile is dropped (nil).
+    /// Takes the pending receive waiter if it is still wanted, to be
+    /// resolved with None ("ready": the message is made when the waiting
+    /// coroutine resumes); one that was cancelled meanwhile is dropped (nil).
     mutating func takeReceive(_ gateway: ASGIGateway) -> PyOwned? {
         guard let waiter = receive.take() else { return nil }
         if gateway.isDone(waiter.ref) { return nil }

@@ -46,14 +46,26 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     // MARK: - receive()
 
     func receive() -> PyRef? {
-        guard waiters.clearCancelledReceive(gateway) else { return nil }
+        ASGIPendingReceive.awaitable(for: nextReceive(), of: self)
+    }
+
+    func receiveResumed() -> ReceiveStep {
+        nextReceive()
+    }
+
+    /// The message a `receive()` gets now, or the future it waits on. A
+    /// message leaves the queue only here, as the caller takes it (see
+    /// `ASGIPendingReceive`).
+    private func nextReceive() -> ReceiveStep {
+        guard waiters.clearCancelledReceive(gateway) else { return .failed }
         if !connectDelivered {
             connectDelivered = true
-            return ReadyAwaitable.make(stealing: message(keys.wsConnect))
+            return .message(message(keys.wsConnect))
         }
-        if let next = dequeue() { return ReadyAwaitable.make(stealing: next) }
-        if ended || denied { return disconnectMessage().flatMap { ReadyAwaitable.make(stealing: $0) } }
-        return waiters.waitForReceive(gateway)
+        if let next = dequeue() { return .message(next) }
+        if ended || denied { return disconnectMessage().map { .message($0) } ?? .failed }
+        guard let future = waiters.waitForReceive(gateway) else { return .failed }
+        return .wait(future)
     }
 
     private func dequeue() -> PyRef? {
@@ -270,12 +282,15 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
             ? PyUnicode_DecodeUTF8(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count, "strict")
             : Py.bytes(bytes)) else { PyErr_Clear(); return }
         PyDict_SetItem(m.ref, text ? keys.text : keys.bytes, data.ref)
-        if let waiter = waiters.takeReceive(gateway) {
-            gateway.resolve(waiter.ref, m.ref)
-            return
-        }
         queue.append(m.take())
         queuedBytes += bytes.count
+        // A waiting receive() takes the message when it resumes (one
+        // cancelled meanwhile leaves it queued for the next); it is on its
+        // way out, so it does not count towards pausing.
+        if let waiter = waiters.takeReceive(gateway) {
+            gateway.resolve(waiter.ref, Py.none)
+            return
+        }
         if !paused && (queue.count >= gateway.webSocketMaxQueue || queuedBytes >= gateway.webSocketMaxQueueBytes) {
             paused = true
             exchange?.pauseReading()
@@ -294,9 +309,8 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
         endReason = PyOwned(stealing: PyUnicode_DecodeUTF8(reason.baseAddress?.assumingMemoryBound(to: CChar.self),
                                                            reason.count, "replace"))
         if endReason == nil { PyErr_Clear() }
-        if let waiter = waiters.takeReceive(gateway), let m = PyOwned(stealing: disconnectMessage()) {
-            gateway.resolve(waiter.ref, m.ref)
-        }
+        // The waiting receive() resumes to what is queued, then websocket.disconnect.
+        if let waiter = waiters.takeReceive(gateway) { gateway.resolve(waiter.ref, Py.none) }
         waiters.failSend(gateway)
     }
 

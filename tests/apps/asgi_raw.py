@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from receive_race import cancel_once_ready
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
@@ -849,6 +851,59 @@ async def receive_timeout(scope: Scope, receive: Receive, send: Send) -> None:
     except Exception as exc:  # noqa: BLE001 (reported to the test)
         result = {"error": exception_record(exc), "timeouts": timeouts}
     await respond_json(send, result)
+
+
+@route("receive-move-on-after")
+async def receive_move_on_after(scope: Scope, receive: Receive, send: Send) -> None:
+    """Poll receive() in anyio cancel scopes (move_on_after 0.05) until the body is complete; answer what happened."""
+    import anyio  # noqa: PLC0415 (only this route needs it; installed with starlette)
+
+    timeouts = 0
+    parts = []
+    try:
+        while True:
+            message = None
+            with anyio.move_on_after(0.05):
+                message = await receive()
+            if message is None:
+                timeouts += 1
+                continue
+            parts.append(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+        result: dict[str, Any] = {"body": b"".join(parts).decode(), "timeouts": timeouts}
+    except Exception as exc:  # noqa: BLE001 (reported to the test)
+        result = {"error": exception_record(exc), "timeouts": timeouts}
+    await respond_json(send, result)
+
+
+@route("receive-race")
+async def receive_race(scope: Scope, receive: Receive, send: Send) -> None:
+    """A receive() cancelled once its body message was ready (receive_race.py), then the body read; answer both.
+
+    Records "waiting" for /records?id=ID once the receive() waits: the test sends the body then."""
+    ident = query(scope)["id"]
+    result = await cancel_once_ready(receive, lambda: record(ident, "waiting"))
+    try:
+        body, messages = await read_body(receive)
+        result["body"] = body.decode()
+        result["messages"] = messages
+    except Exception as exc:  # noqa: BLE001 (reported to the test)
+        result["error"] = exception_record(exc)
+    await respond_json(send, result)
+
+
+@route("receive-race-disconnect")
+async def receive_race_disconnect(scope: Scope, receive: Receive, send: Send) -> None:
+    """Read the body, then cancel a receive() once http.disconnect is ready (receive_race.py); record what follows.
+
+    Records "waiting" once that receive() waits (the test closes the connection then), then
+    {"cancelled": ..., "next": the type of the next receive()'s message}."""
+    ident = query(scope)["id"]
+    await read_body(receive)
+    result = await cancel_once_ready(receive, lambda: record(ident, "waiting"))
+    message = await receive()
+    record(ident, {**result, "next": message["type"]})
 
 
 @route("send-cancelled")

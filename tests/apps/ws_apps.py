@@ -21,6 +21,10 @@ first path segment, for `websocket` and `http` scopes alike:
   echo like /echo;
 - websocket `/slow?id=ID`: accept, then receive slowly (0.1 s between
   receives), recording how many messages arrived;
+- websocket `/receive-race?id=ID`: accept, cancel a receive() once its message
+  is ready but before it took it (receive_race.py; records "waiting" when
+  the client should send), send the next receive()'s message as JSON text,
+  then echo like /echo;
 - websocket `/flood?id=ID`: accept, then send 64 KiB binary messages as fast
   as `send()` returns, recording how many completed;
 - http `/hello`: 200 "hello"; http `/records?id=ID`: what ID recorded (JSON).
@@ -32,6 +36,8 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
+
+from receive_race import cancel_once_ready
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -236,6 +242,21 @@ async def slow(scope: Scope, receive: Receive, send: Send) -> None:
         rec["received"] += 1
         rec["bytes"] += len(message.get("bytes") or message.get("text") or "")
         await asyncio.sleep(0.1)
+
+
+@route("receive-race")
+async def receive_race(scope: Scope, receive: Receive, send: Send) -> None:
+    """Accept; cancel a receive() once its message is ready (receive_race.py); send what the next receive() got.
+
+    Records "waiting" once that receive() waits (the client then sends one message), then echoes like /echo."""
+    rec = record(scope)
+    await connect(receive)
+    await send({"type": "websocket.accept"})
+    result = await cancel_once_ready(receive, lambda: rec.setdefault("waiting", True))
+    message = await receive()
+    result["next"] = {key: jsonable(value) for key, value in message.items()}
+    await send({"type": "websocket.send", "text": json.dumps(result)})
+    await echo_loop(receive, send, rec)
 
 
 @route("flood")

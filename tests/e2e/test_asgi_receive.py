@@ -298,3 +298,49 @@ def test_receive_polled_with_wait_for_timeouts(raw_server: Server) -> None:
     assert "error" not in result, f"receive() after a timed-out receive() raised {result['error']}"
     assert result["body"] == "0123456789"
     assert result["timeouts"] >= 2
+
+
+def test_receive_polled_in_anyio_cancel_scopes(raw_server: Server) -> None:
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("POST", "/receive-move-on-after", [("Content-Length", "10")]))
+        time.sleep(0.3)
+        connection.send(b"01234")
+        time.sleep(0.2)
+        connection.send(b"56789")
+        response = connection.read_response()
+    result = json.loads(response.body)
+    assert "error" not in result, f"receive() after a cancelled receive() raised {result['error']}"
+    assert result["body"] == "0123456789"
+    assert result["timeouts"] >= 2
+
+
+# --- a receive() cancelled after its message was ready (ASGI: no message is lost) -----------------
+
+
+def test_body_of_a_receive_cancelled_once_it_was_ready_goes_to_the_next_receive(raw_server: Server) -> None:
+    """The asyncio.timeout()/wait_for (3.12+) and anyio race, made certain (tests/apps/receive_race.py).
+
+    The receive() waiting for the body is cancelled after the server completed its future but before
+    it resumed: the body must reach the next receive(), not vanish with the cancelled one."""
+    ident = unique("receive-race")
+    with RawConnection.to(raw_server) as connection:
+        connection.send(request("POST", f"/receive-race?id={ident}", [("Content-Length", "10")]))
+        wait_records(raw_server, ident, lambda found: found == ["waiting"])
+        connection.send(b"0123456789")
+        response = connection.read_response()
+    result = json.loads(response.body)
+    assert "error" not in result, result
+    assert result["cancelled"] is True, f"the race was not hit: {result}"
+    assert result["body"] == "0123456789", f"the message of the cancelled receive() was lost: {result}"
+    assert_well_formed(result["messages"])
+
+
+def test_disconnect_of_a_receive_cancelled_once_it_was_ready_goes_to_the_next_receive(raw_server: Server) -> None:
+    ident = unique("receive-race-disconnect")
+    connection = RawConnection.to(raw_server)
+    connection.send(request("POST", f"/receive-race-disconnect?id={ident}", body=b"full body"))
+    wait_records(raw_server, ident, lambda found: found == ["waiting"])
+    connection.close()
+    found = wait_records(raw_server, ident, lambda found: len(found) >= 2)
+    assert found[1] == {"cancelled": True, "next": "http.disconnect"}
+    assert_raw_still_serving(raw_server)

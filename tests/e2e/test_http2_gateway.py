@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING
 import pytest
 from h2client import INITIAL_WINDOW, H2Client
 
+pytest.register_assert_rewrite("asgi_support")
+from asgi_support import unique, wait_records  # noqa: E402
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -322,3 +325,28 @@ def test_expect_continue_is_not_answered_when_the_application_does_not_read(
         response = c.collect(sid)[0]
     assert response.informational == []
     assert response.status == 200
+
+
+# --- a receive() cancelled after its message was ready (ASGI: no message is lost) -----------------
+
+
+@pytest.mark.parametrize("options", [(), ("--no-uvloop",)], ids=["uvloop", "asyncio"])
+def test_asgi_body_of_a_receive_cancelled_once_it_was_ready_goes_to_the_next_receive(
+    server_pool: ServerPool, options: tuple[str, ...]
+) -> None:
+    """The asyncio.timeout()/wait_for (3.12+) and anyio race, made certain (tests/apps/receive_race.py).
+
+    The receive() waiting for the DATA is cancelled after the server completed its future but before
+    it resumed: the body must reach the next receive(), not vanish with the cancelled one."""
+    server = server_pool.get(ASGI, *options)
+    ident = unique("h2-receive-race")
+    with H2Client(server.port) as c:
+        sid = c.send("POST", f"/receive-race?id={ident}", headers=[("content-length", "10")], end_stream=False)
+        wait_records(server, ident, lambda found: found == ["waiting"])
+        c.send_body(sid, b"0123456789")
+        response = c.collect(sid)[0]
+    assert response.status == 200, bytes(response.body)[:300]
+    result = json.loads(bytes(response.body))
+    assert "error" not in result, result
+    assert result["cancelled"] is True, f"the race was not hit: {result}"
+    assert result["body"] == "0123456789", f"the message of the cancelled receive() was lost: {result}"

@@ -4,13 +4,16 @@
   reading, the client's sends stall and the server's memory stays bounded;
 - send backpressure: a client that does not read makes the application's
   `send()` wait rather than the server buffering without end;
-- a peer that vanishes without a close frame is `websocket.disconnect` 1006.
+- a peer that vanishes without a close frame is `websocket.disconnect` 1006;
+- a message is never lost by a `receive()` cancelled after it was ready
+  (asyncio.timeout / wait_for on 3.12+, anyio cancel scopes).
 
-Served application: tests/apps/ws_apps.py (/slow, /flood, /echo).
+Served application: tests/apps/ws_apps.py (/slow, /flood, /echo, /receive-race).
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -28,6 +31,7 @@ from websocket_support import (  # noqa: E402
     accept_for,
     assert_ws_still_serving,
     frame,
+    handshake,
     new_key,
     records,
     unique,
@@ -40,7 +44,7 @@ pytest_plugins = ("websocket_support",)
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from conftest import Server
+    from conftest import Server, ServerPool
 
 MESSAGE = 64 * 1024
 
@@ -180,8 +184,6 @@ def test_disconnect_mid_message_is_1006(ws_server: Server) -> None:
 
 
 def test_many_connections_at_once(ws_server: Server) -> None:
-    from websocket_support import handshake  # noqa: PLC0415
-
     connections = [handshake(ws_server, "/echo") for _ in range(50)]
     try:
         for index, ws in enumerate(connections):
@@ -191,3 +193,26 @@ def test_many_connections_at_once(ws_server: Server) -> None:
     finally:
         for ws in connections:
             ws.raw.close()
+
+
+# --- a receive() cancelled after its message was ready (ASGI: no message is lost) -----------------
+
+
+@pytest.mark.parametrize("options", [(), ("--no-uvloop",)], ids=["uvloop", "asyncio"])
+def test_message_of_a_receive_cancelled_once_it_was_ready_goes_to_the_next_receive(
+    server_pool: ServerPool, options: tuple[str, ...]
+) -> None:
+    """The asyncio.timeout()/wait_for (3.12+) and anyio race, made certain (tests/apps/receive_race.py)."""
+    server = server_pool.get(APP, *options)
+    ident = unique("receive-race")
+    with handshake(server, f"/receive-race?id={ident}") as ws:
+        wait_record(server, ident, "waiting")
+        ws.send_text("the one message")
+        result = json.loads(ws.read_text())
+        assert "error" not in result, result
+        assert result["cancelled"] is True, f"the race was not hit: {result}"
+        assert result["next"] == {"type": "websocket.receive", "text": "the one message"}, result
+        ws.send_text("and after")
+        assert ws.read_text() == "and after"
+        ws.send_close(1000)
+        assert ws.expect_close().close_code == 1000

@@ -577,3 +577,27 @@ def test_keepalive_ping(server_pool: ServerPool) -> None:
 def test_still_serving_after_everything(server: Server) -> None:
     assert_h2_still_serving(server)
     assert_ws_still_serving(server)
+
+
+# --- a receive() cancelled after its message was ready (ASGI: no message is lost) -----------------
+
+
+@pytest.mark.parametrize("options", [(), ("--no-uvloop",)], ids=["uvloop", "asyncio"])
+def test_message_of_a_receive_cancelled_once_it_was_ready_goes_to_the_next_receive(
+    server_pool: ServerPool, options: tuple[str, ...]
+) -> None:
+    """The asyncio.timeout()/wait_for (3.12+) and anyio race, made certain (tests/apps/receive_race.py)."""
+    server = server_pool.get(APP, *options)
+    ident = unique("h2-receive-race")
+    with h2_client(server.port) as c:
+        ws = H2WebSocket.open(c, f"/receive-race?id={ident}").accepted()
+        wait_record(server, ident, "waiting")
+        ws.send_text("the one message")
+        result = json.loads(ws.read_text())
+        assert "error" not in result, result
+        assert result["cancelled"] is True, f"the race was not hit: {result}"
+        assert result["next"] == {"type": "websocket.receive", "text": "the one message"}, result
+        echo_once(ws, "and after")
+        ws.send_close(1000, end_stream=True)
+        assert ws.expect_close().close_code == 1000
+        ws.expect_end()
