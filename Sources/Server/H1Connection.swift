@@ -15,7 +15,8 @@ import TLS
 /// Phases:
 ///
 ///     head ──complete──▶ WSGI: application runs inline ─────────┐
-///       │          └───▶ ASGI: request (application is a task) ─┤
+///       │          ├───▶ ASGI: request (application is a task) ─┤
+///       │          └───▶ WSGI pool: [queued ─▶] request ─────────┤
 ///       │                                                       ├─▶ head (keep-alive)
 ///       │                                                       ├─▶ discarding ─▶ head
 ///       │                                                       └─▶ closed
@@ -27,6 +28,11 @@ import TLS
 /// `request`: an ASGI application is answering; the socket is read only when
 /// the application asks for body (so the kernel's window, not our memory,
 /// holds a fast uploader back), and the next pipelined request waits.
+/// `queued` (--wsgi-threads): the head is complete but every pool thread
+/// is busy; it stays unconsumed in the input, the socket is not read, and
+/// the head is parsed again when a thread is free (the worker's header
+/// table has served other heads meanwhile). A pooled request then runs in
+/// the `request` phase exactly as an ASGI one does.
 /// `discarding`: the application answered without reading the whole body;
 /// the rest is read and dropped (bounded) so the connection can be reused.
 /// `lingering`: an error response was sent and our side shut down; what the
@@ -45,7 +51,7 @@ import TLS
 /// other protocol's is a type of its own held here (`ConnectionTLS`,
 /// `H2HandOff`, `H1WebSocket`, `LingeringClose`).
 final class H1Connection: WorkerConnection {
-    enum Phase { case head, request, websocket, http2, discarding, lingering, closed }
+    enum Phase { case head, queued, request, websocket, http2, discarding, lingering, closed }
 
     // The worker owns every connection and outlives it.
     unowned(unsafe) let worker: Worker
@@ -141,6 +147,10 @@ final class H1Connection: WorkerConnection {
             return
         case .lingering:
             drainForLinger()
+        case .queued:
+            // Not reading while it waits for a thread; a client that is
+            // gone leaves nobody to answer.
+            if events.contains(.peerClosed) || events.contains(.error) { clientGone() }
         case .request:
             if asyncRequest.bodyWanted {
                 readForBody()
@@ -241,13 +251,22 @@ final class H1Connection: WorkerConnection {
                 sendErrorAndLinger(Int(error.status))
                 return
             case .complete(let head):
-                serve(head)
+                if let pool = w.wsgiPool {
+                    guard let thread = pool.takeThread() else { waitForPoolThread(); return }
+                    serve(head, poolThread: thread)
+                } else {
+                    serve(head)
+                }
             }
         }
     }
 
-    private func serve(_ head: H1RequestHead) {
+    /// `poolThread`: the WSGI pool thread to run the application on, given
+    /// back if the request is refused before it reaches the application.
+    private func serve(_ head: H1RequestHead, poolThread: Int? = nil) {
         let w = worker  // one retain for the call, not one per use
+        var unusedThread = poolThread
+        defer { if let t = unusedThread { w.wsgiPool?.giveBack(t) } }
         h2HandOff = .http1
         if w.config.http2Only {
             // HTTP/1.1 is refused on this server (RFC 9110 §15.6.6).
@@ -282,6 +301,13 @@ final class H1Connection: WorkerConnection {
             asyncRequest.bodyWanted = false
             updateInterest()
             asgi.start(gatewayRequest, exchange: self)
+        } else if let pool = w.wsgiPool, let thread = unusedThread {
+            // Served like an ASGI request, by a pool thread (see WSGIPool).
+            unusedThread = nil
+            phase = .request
+            asyncRequest.bodyWanted = false
+            updateInterest()
+            pool.serve(gatewayRequest, transport: self, thread: thread)
         } else {
             // While the application runs inline this worker cannot accept:
             // siblings must not leave connections to it meanwhile.
@@ -289,6 +315,29 @@ final class H1Connection: WorkerConnection {
             w.wsgi!.serve(gatewayRequest, exchange: self, token: w.nextRequestToken())
             w.publishLoad()
             afterResponse()
+        }
+    }
+
+    /// Every WSGI pool thread is busy: the complete head waits in the input
+    /// (see `queued`) until the pool offers a thread (`poolThreadFree`).
+    private func waitForPoolThread() {
+        phase = .queued
+        worker.disarm(self)
+        updateInterest()
+        worker.wsgiPool?.wait(token)
+    }
+
+    func poolThreadFree() {
+        switch phase {
+        case .queued:
+            phase = .head
+            parsing?.head.reset()
+            updateInterest()
+            process()
+        case .http2:
+            h2?.poolThreadFree()
+        default:
+            break  // closed meanwhile: the thread goes to the next waiter
         }
     }
 
@@ -375,6 +424,9 @@ final class H1Connection: WorkerConnection {
             // request) until bytes arrive that nobody asked for.
             want = .peerClosed
             if asyncRequest.bodyWanted || !asyncRequest.readPaused { want.insert(.readable) }
+            if hasPendingOutput { want.insert(.writable) }
+        case .queued:
+            want = .peerClosed
             if hasPendingOutput { want.insert(.writable) }
         case .websocket:
             want = .peerClosed
