@@ -1,7 +1,8 @@
 """Applications for tests/e2e/test_wsgi_threads.py: a WSGI application on a pool of threads (--wsgi-threads).
 
 `pool_apps:app` routes (each wrapped in `wsgiref.validate.validator`); every
-answer is JSON and names the process and thread that served it:
+answer is JSON and names the process and thread that served it, and
+whether the GIL is on:
 
 - `/barrier`: waits (up to 10 s) on one `threading.Barrier(8)` shared by every
   request, so it answers only once 8 requests are inside the application at
@@ -21,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -53,7 +55,8 @@ def _leave() -> None:
 
 
 def _answer(start_response: Callable[..., Any], value: dict[str, Any]) -> list[bytes]:
-    body = json.dumps({"pid": os.getpid(), "thread": threading.get_ident(), **value}).encode()
+    gil = getattr(sys, "_is_gil_enabled", lambda: True)()
+    body = json.dumps({"pid": os.getpid(), "thread": threading.get_ident(), "gil": gil, **value}).encode()
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
     return [body]
 

@@ -34,6 +34,7 @@ import os
 import signal
 import socket
 import subprocess
+import sysconfig
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -113,6 +114,29 @@ def test_the_streams_of_one_http2_connection_run_at_once(start_server: Callable[
     assert [r.status for r in responses] == [200] * 8
     assert len({a["thread"] for a in answers}) == 8
     assert len({a["pid"] for a in answers}) == 1
+
+
+def test_pools_of_several_worker_threads_in_one_process(
+    start_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--free-threaded --workers 2 --wsgi-threads 4` (on an interpreter with the GIL, the internal
+    PEREGRINE_WORKER_CONTEXTS=2, the same code with the threads taking turns): 2 pools of 4."""
+    free = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    if free:
+        options: tuple[str, ...] = ("--free-threaded", "--workers", "2")
+    else:
+        monkeypatch.setenv("PEREGRINE_WORKER_CONTEXTS", "2")
+        options = ()
+    server = start_server(POOL, *options, "--wsgi-threads", "4")
+    started = time.monotonic()
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: get_json(server, "/sleep?ms=1000"), range(8)))
+    elapsed = time.monotonic() - started
+    assert len({a["pid"] for a in answers}) == 1
+    # More at once than one pool of 4 holds: both worker threads serve.
+    assert max(a["inside_max"] for a in answers) > 4, answers
+    assert elapsed < 3.0, f"8 requests of 1 s on 2 pools of 4 took {elapsed:.1f} s"
+    assert all(a["gil"] is not free for a in answers), answers
 
 
 def test_one_thread_serves_requests_inline_by_default(start_server: Callable[..., Server]) -> None:
