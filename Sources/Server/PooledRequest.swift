@@ -122,9 +122,26 @@ final class PooledRequest: AsyncExchangeDelegate {
         var offset = start
         repeat {
             guard let t = transport else { answer(.sent(false)); return }
+            if responseFramed {
+                // Past the declared length: the exchange drops (and logs) it.
+                _ = t.exchange.admitBody(Int64(bytes.count - offset))
+                answer(.sent(true))
+                return
+            }
             let n = min(bytes.count - offset, PooledRequest.piece)
-            let outcome = t.sendBody(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + n]), final: false)
+            // The piece that reaches the declared length ends the response
+            // now, not at the gateway's `finish`: the client has what it
+            // waited for and may close at once, which must not read as
+            // leaving mid-response.
+            let final = PooledRequest.completes(t.exchange, adding: n)
+            let outcome = t.sendBody(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + n]), final: final)
             offset += n
+            if final {
+                responseFramed = true
+                if offset < bytes.count { _ = t.exchange.admitBody(Int64(bytes.count - offset)) }
+                answer(.sent(outcome != .closed))
+                return
+            }
             switch outcome {
             case .closed:
                 answer(.sent(false))
@@ -138,6 +155,14 @@ final class PooledRequest: AsyncExchangeDelegate {
             }
         } while offset < bytes.count
         answer(.sent(true))
+    }
+
+    /// The response body is complete with `n` more bytes: its declared
+    /// length is reached, or it has none to carry (HEAD, 204, 304).
+    static func completes(_ exchange: HTTPExchange, adding n: Int) -> Bool {
+        if exchange.bodyless { return true }
+        guard let length = exchange.responseLength else { return false }
+        return exchange.bodyAdmitted + Int64(n) >= length
     }
 
     private func sendFile(fd: Int32, offset: Int64, count: Int64) {

@@ -244,6 +244,21 @@ def test_http2_bodies_and_files_on_the_pool(start_server: Callable[..., Server],
     assert bytes(responses[2].body) == b"firstsecond"
 
 
+def test_a_response_is_complete_when_its_length_is_sent(start_server: Callable[..., Server]) -> None:
+    """A client may close as soon as it has Content-Length bytes, before the application returns:
+    that is a complete response (access-logged with its status), not a client gone mid-response."""
+    server = start_server(POOL, "--wsgi-threads", "2", "--access-log")
+    for _ in range(20):
+        with RawConnection.to(server) as connection:
+            connection.send(request("GET", "/sleep?ms=0"))
+            assert connection.read_response().status == 200
+    logged = lambda: [line for line in server.stdout.lines if '"GET /sleep?ms=0 HTTP/1.1" 200' in line]  # noqa: E731
+    deadline = time.monotonic() + 5
+    while len(logged()) < 20 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(logged()) == 20, server.stdout.text()
+
+
 def test_a_stalled_body_gets_408_on_the_pool(start_server: Callable[..., Server]) -> None:
     server = start_server(WSGI, "--wsgi-threads", "2", "--request-timeout", "800")
     with RawConnection.to(server) as connection:
