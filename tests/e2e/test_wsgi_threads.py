@@ -116,6 +116,23 @@ def test_the_streams_of_one_http2_connection_run_at_once(start_server: Callable[
     assert len({a["pid"] for a in answers}) == 1
 
 
+def test_http2_streams_past_the_pool_are_held_and_served_in_turn(start_server: Callable[..., Server]) -> None:
+    """Six streams on one connection, two threads: the others are held (not refused, RFC 9113 §5.1.2)."""
+    server = start_server(POOL, "--wsgi-threads", "2")
+    started = time.monotonic()
+    with H2Client(server.port, timeout=20) as client:
+        sids = [client.send("GET", "/sleep?ms=500") for _ in range(6)]
+        # The connection is still read while streams are held: it answers a ping.
+        client.conn.ping(b"12345678")
+        client.flush()
+        responses = client.collect(*sids, timeout=20)
+        assert any(type(e).__name__ == "PingAckReceived" for e in client.events)
+    elapsed = time.monotonic() - started
+    assert [r.status for r in responses] == [200] * 6
+    assert max(json.loads(bytes(r.body))["inside_max"] for r in responses) == 2
+    assert 1.4 <= elapsed < 4.0, f"six 0.5 s streams on two threads took {elapsed:.2f} s"
+
+
 def test_pools_of_several_worker_threads_in_one_process(
     start_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
 ) -> None:
