@@ -98,6 +98,10 @@ final class WSGIPool {
     /// events go to the request's `PooledRequest` from now on.
     func serve(_ request: GatewayRequest, transport: some ExchangeTransport, thread number: Int) {
         let t = threads[number]
+        // The connection's TLS variables are a dict made on first use and
+        // kept: made here, so concurrent streams of one connection on
+        // several threads only read it.
+        if let tls = request.peer.tls { _ = tls.wsgiVariables() }
         let r = PooledRequest(thread: t, transport: transport)
         transport.attach(r)
         t.request = r

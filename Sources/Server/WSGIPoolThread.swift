@@ -69,10 +69,14 @@ final class WSGIPoolThread: Exchange, @unchecked Sendable {
     var startedAt = Instant(nanoseconds: 0)
     /// Reported once when the request runs past --worker-timeout.
     var reportedStuck = false
-    /// The request's field spans, copied: the worker's own are reused by
-    /// the next head it parses while this request builds its environ.
-    private(set) var fields: UnsafeMutablePointer<FieldSpans>
+    /// The request's field spans and bytes, copied: the worker's spans are
+    /// reused by the next head it parses while this request builds its
+    /// environ, and the transport's bytes go with the connection or the
+    /// stream, which may end (the client gone) meanwhile.
+    private var fields: UnsafeMutablePointer<FieldSpans>
     private var fieldCapacity: Int
+    private var bytes: UnsafeMutableRawPointer
+    private var byteCapacity: Int
 
     // The pool thread's.
     private var headGiven = false
@@ -86,27 +90,43 @@ final class WSGIPoolThread: Exchange, @unchecked Sendable {
         exitedWord.initialize(to: 0)
         self.fieldCapacity = max(fieldCapacity, 8)
         fields = .allocate(capacity: self.fieldCapacity)
+        byteCapacity = 4096
+        bytes = .allocate(byteCount: byteCapacity, alignment: 16)
     }
 
     deinit {
         csys_slot_signal_destroy(signal)
         exitedWord.deallocate()
         fields.deallocate()
+        bytes.deallocate()
     }
 
     var exited: Bool { csys_board_load(exitedWord, 0) != 0 }
 
     /// Loop thread, while the thread is idle: `request` with its field
-    /// spans in this thread's own storage (the bytes they point into stay
-    /// where the transport keeps them for the whole exchange).
+    /// spans and the bytes they point into in this thread's own storage
+    /// (a head is at most --max-header-size; an HTTP/2 request's decoded
+    /// fields are bounded by the header list size we advertise).
     func adopt(_ request: GatewayRequest) -> GatewayRequest {
         if request.fieldCount > fieldCapacity {
             fields.deallocate()
             fieldCapacity = request.fieldCount * 2
             fields = .allocate(capacity: fieldCapacity)
         }
-        fields.update(from: request.fields, count: request.fieldCount)
+        var extent = max(request.method.end, request.target.end, request.path.end, request.query.end)
+        for i in 0..<request.fieldCount {
+            let f = request.fields[i]
+            fields[i] = f
+            extent = max(extent, f.name.end, f.value.end)
+        }
+        if extent > byteCapacity {
+            bytes.deallocate()
+            byteCapacity = max(extent, byteCapacity * 2)
+            bytes = .allocate(byteCount: byteCapacity, alignment: 16)
+        }
+        bytes.copyMemory(from: request.base, byteCount: extent)
         var own = request
+        own.base = UnsafeRawPointer(bytes)
         own.fields = UnsafePointer(fields)
         return own
     }
