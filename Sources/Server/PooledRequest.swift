@@ -138,6 +138,7 @@ final class PooledRequest: AsyncExchangeDelegate {
             offset += n
             if final {
                 responseFramed = true
+                thread.responseEnded = true
                 if offset < bytes.count { _ = t.exchange.admitBody(Int64(bytes.count - offset)) }
                 answer(.sent(outcome != .closed))
                 return
@@ -172,6 +173,7 @@ final class PooledRequest: AsyncExchangeDelegate {
         let own = csys_dup(fd)
         guard own >= 0 else { answer(.fileSent(0)); return }
         responseFramed = true
+        thread.responseEnded = true
         parked = .file(count: count)
         if case .closed = t.sendFile(fd: own, offset: offset, count: count), case .file = parked {
             answer(.fileSent(0))

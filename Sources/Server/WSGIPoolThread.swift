@@ -41,7 +41,8 @@ enum PoolAnswer {
 /// the other waits, with the hand-off's mutexes ordering the accesses
 /// (csys_handoff.h): `job` (loop writes, then posts), `operation` and
 /// `pendingHead` (thread writes, then pushes), `answer` (loop writes, then
-/// posts). `request`, `startedAt` and `fields` belong to the loop thread.
+/// posts, as is `responseEnded`). `request`, `startedAt` and the copied
+/// request belong to the loop thread.
 final class WSGIPoolThread: Exchange, @unchecked Sendable {
     enum Job {
         case serve(GatewayRequest, token: UInt64)
@@ -62,6 +63,9 @@ final class WSGIPoolThread: Exchange, @unchecked Sendable {
     /// (as ASGI holds `http.response.start` for the first body).
     var pendingHead: ResponseHead?
     var answer: PoolAnswer = .sent(false)
+    /// Set by the loop with an answer: the response's end is framed (its
+    /// declared length was reached), so `finish` has nothing to hand over.
+    var responseEnded = false
 
     // The loop thread's.
     /// The request running here, while its Python work lasts.
@@ -151,6 +155,7 @@ final class WSGIPoolThread: Exchange, @unchecked Sendable {
             guard case .serve(let request, let token) = job else { break }
             headGiven = false
             pendingHead = nil
+            responseEnded = false
             gateway.serve(request, exchange: self, token: token)
             operation = .done
             _ = csys_handoff_push(queue, Int32(number))
@@ -194,6 +199,7 @@ final class WSGIPoolThread: Exchange, @unchecked Sendable {
     }
 
     func finish() -> Bool {
+        if responseEnded { return true }
         if case .sent(let ok) = hand(.finish) { return ok }
         return false
     }
