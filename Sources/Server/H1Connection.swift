@@ -81,6 +81,9 @@ final class H1Connection: WorkerConnection {
     var output = PendingOutput()
     /// ASGI only.
     var asyncRequest = H1AsyncRequest()
+    /// WSGI with --wsgi-threads: the pool thread taken for the request
+    /// being dispatched (`serve` uses it or `process` gives it back).
+    var poolThread: Int?
 
     // What this TCP connection carries besides HTTP/1.1, each in a type of
     // its own.
@@ -253,7 +256,14 @@ final class H1Connection: WorkerConnection {
             case .complete(let head):
                 if let pool = w.wsgiPool {
                     guard let thread = pool.takeThread() else { waitForPoolThread(); return }
-                    serve(head, poolThread: thread)
+                    poolThread = thread
+                    serve(head)
+                    // Refused before reaching the application: the thread
+                    // goes back.
+                    if let unused = poolThread {
+                        poolThread = nil
+                        pool.giveBack(unused)
+                    }
                 } else {
                     serve(head)
                 }
@@ -261,12 +271,8 @@ final class H1Connection: WorkerConnection {
         }
     }
 
-    /// `poolThread`: the WSGI pool thread to run the application on, given
-    /// back if the request is refused before it reaches the application.
-    private func serve(_ head: H1RequestHead, poolThread: Int? = nil) {
+    private func serve(_ head: H1RequestHead) {
         let w = worker  // one retain for the call, not one per use
-        var unusedThread = poolThread
-        defer { if let t = unusedThread { w.wsgiPool?.giveBack(t) } }
         h2HandOff = .http1
         if w.config.http2Only {
             // HTTP/1.1 is refused on this server (RFC 9110 §15.6.6).
@@ -301,13 +307,13 @@ final class H1Connection: WorkerConnection {
             asyncRequest.bodyWanted = false
             updateInterest()
             asgi.start(gatewayRequest, exchange: self)
-        } else if let pool = w.wsgiPool, let thread = unusedThread {
+        } else if let thread = poolThread {
             // Served like an ASGI request, by a pool thread (see WSGIPool).
-            unusedThread = nil
+            poolThread = nil
             phase = .request
             asyncRequest.bodyWanted = false
             updateInterest()
-            pool.serve(gatewayRequest, transport: self, thread: thread)
+            w.wsgiPool!.serve(gatewayRequest, transport: self, thread: thread)
         } else {
             // While the application runs inline this worker cannot accept:
             // siblings must not leave connections to it meanwhile.

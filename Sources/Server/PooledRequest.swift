@@ -35,8 +35,13 @@ final class PooledRequest: AsyncExchangeDelegate {
     /// Until the exchange ends; never touched after.
     private var transport: (any ExchangeTransport)?
     private var disconnected = false
-    /// The end of the body has been framed (finish, or a file).
+    /// The end of the body has been framed (finish, a file, or the block
+    /// that reached the declared length).
     private var responseFramed = false
+    /// The exchange as it stood when a block reached the declared length:
+    /// what later blocks are held to (the transport may carry another
+    /// request by then).
+    private var completedExchange: HTTPExchange?
     private var parked = Parked.nothing
 
     private enum Parked {
@@ -121,25 +126,35 @@ final class PooledRequest: AsyncExchangeDelegate {
     private func send(_ bytes: UnsafeRawBufferPointer, from start: Int) {
         var offset = start
         repeat {
-            guard let t = transport else { answer(.sent(false)); return }
-            if responseFramed {
-                // Past the declared length: the exchange drops (and logs) it.
-                _ = t.exchange.admitBody(Int64(bytes.count - offset))
+            if completedExchange != nil {
+                // Past the declared length: dropped, and logged once, as
+                // the exchange does.
+                _ = completedExchange!.admitBody(Int64(bytes.count - offset))
                 answer(.sent(true))
                 return
             }
-            let n = min(bytes.count - offset, PooledRequest.piece)
+            guard let t = transport else { answer(.sent(false)); return }
+            let exchange = t.exchange
+            var n = min(bytes.count - offset, PooledRequest.piece)
             // The piece that reaches the declared length ends the response
             // now, not at the gateway's `finish`: the client has what it
             // waited for and may close at once, which must not read as
             // leaving mid-response.
-            let final = PooledRequest.completes(t.exchange, adding: n)
+            let final = PooledRequest.completes(exchange, adding: n)
+            if final, !exchange.bodyless, let length = exchange.responseLength {
+                n = Int(length - exchange.bodyAdmitted)  // the rest is excess, below
+            }
             let outcome = t.sendBody(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + n]), final: final)
             offset += n
             if final {
+                // Ending the response may have moved the connection on to
+                // its next request: this one's bookkeeping is kept here.
+                var kept = exchange
+                if !kept.bodyless { _ = kept.admitBody(Int64(n)) }
+                completedExchange = kept
                 responseFramed = true
                 thread.responseEnded = true
-                if offset < bytes.count { _ = t.exchange.admitBody(Int64(bytes.count - offset)) }
+                if offset < bytes.count { _ = completedExchange!.admitBody(Int64(bytes.count - offset)) }
                 answer(.sent(outcome != .closed))
                 return
             }

@@ -276,6 +276,22 @@ def test_a_response_is_complete_when_its_length_is_sent(start_server: Callable[.
     assert len(logged()) == 20, server.stdout.text()
 
 
+def test_bytes_past_the_declared_length_are_dropped_and_logged_on_the_pool(
+    start_server: Callable[..., Server],
+) -> None:
+    """The block reaching Content-Length ends the response and the connection moves on to the
+    pipelined request; what the application sends after it is still held to that response's length."""
+    server = start_server(WSGI, "--wsgi-threads", "2")
+    for _ in range(5):
+        with RawConnection.to(server) as connection:
+            connection.send(request("GET", "/cl-excess") + request("GET", "/hello"))
+            response = connection.read_response()
+            assert (response.header("Content-Length"), response.body) == ("10", b"0123456789")
+            following = connection.read_response()
+            assert (following.status, following.body) == (200, b"hello")
+    assert server.stderr.wait_for(lambda line: "Content-Length" in line and "excess" in line, 5) is not None
+
+
 def test_a_stalled_body_gets_408_on_the_pool(start_server: Callable[..., Server]) -> None:
     server = start_server(WSGI, "--wsgi-threads", "2", "--request-timeout", "800")
     with RawConnection.to(server) as connection:
