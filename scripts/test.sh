@@ -84,15 +84,15 @@ PEREGRINE_BIN="$root/.build/debug/peregrine" "$venv/bin/python" -m pytest tests/
 
 # The worker threads share one interpreter: with the GIL gone they run in
 # parallel, which only a free-threaded build shows.
-step "free-threaded CPython 3.13t: worker threads and the HTTP/1.1 and WSGI paths end to end"
+step "free-threaded CPython 3.13t: worker threads, WSGI application threads and the HTTP/1.1 and WSGI paths end to end"
 ft_venv="$root/.venv-ft"
 scripts/build-free-threaded-python.sh --venv "$ft_venv" | tail -n 2
 "$ft_venv/bin/python" -m pip install -q --upgrade pip
-"$ft_venv/bin/python" -m pip install -q "pytest>=8.0,<10" "pytest-timeout>=2.3,<3" "httpx>=0.27,<0.29" "Flask>=3.0,<4"
+"$ft_venv/bin/python" -m pip install -q "pytest>=8.0,<10" "pytest-timeout>=2.3,<3" "httpx>=0.27,<0.29" "Flask>=3.0,<4" "h2>=4.1,<5"
 "$ft_venv/bin/python" -m pip install -q .
 "$ft_venv/bin/python" -c 'import sys; assert not sys._is_gil_enabled(), "the GIL is on"'
 "$ft_venv/bin/python" -m pytest -q -p no:cacheprovider \
     tests/e2e/test_worker_threads.py tests/e2e/test_worker_contexts.py tests/e2e/test_lifespan_scope.py tests/e2e/test_cli.py \
     tests/e2e/test_http1_body.py tests/e2e/test_http1_keepalive_pipelining.py tests/e2e/test_http1_parsing_rejections.py \
     tests/e2e/test_wsgi_input.py tests/e2e/test_wsgi_response.py tests/e2e/test_wsgi_environ.py tests/e2e/test_wsgi_errors.py \
-    tests/e2e/test_process_graceful.py tests/e2e/test_process_workers.py
+    tests/e2e/test_process_graceful.py tests/e2e/test_process_workers.py tests/e2e/test_wsgi_threads.py

@@ -62,8 +62,10 @@ public final class TLSInfo {
     /// mod_ssl's variables: HTTPS, SSL_PROTOCOL, SSL_CIPHER, SSL_CLIENT_VERIFY
     /// (SUCCESS, NONE or FAILED:reason) and, with a client certificate,
     /// SSL_CLIENT_S_DN, _I_DN, _M_SERIAL, _V_START, _V_END and _CERT.
-    /// Borrowed; merged into each environ.
-    func wsgiVariables() -> PyRef? {
+    /// Borrowed; merged into each environ. Made on first use (with the
+    /// GIL held or, free-threaded, by one thread at a time: the WSGI pool
+    /// makes it on the loop thread before any of its threads can ask).
+    public func wsgiVariables() -> PyRef? {
         if let cached = wsgiKeys.ref { return cached }
         guard let d = PyDict_New() else { return nil }
         func put(_ key: String, _ value: String) {

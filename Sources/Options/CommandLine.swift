@@ -47,6 +47,10 @@ options:
   --free-threaded          run the workers as threads of one process, sharing
                            one application (needs a free-threaded Python,
                            python3.13t)
+  --wsgi-threads N         WSGI: run the application on N threads per worker
+                           (1-1024, default 1 = inline on the worker's loop);
+                           with the GIL they overlap I/O-bound requests, on a
+                           free-threaded Python they run in parallel
   --worker-timeout MS      kill and replace a worker unresponsive (or not yet
                            ready) this long (default 30000; 0 = never)
   --graceful-timeout MS    time in-flight requests get on stop or restart
@@ -169,6 +173,7 @@ public enum CommandLineParser {
             case "--access-log": try flag(); config.accessLog = true
             case "--workers": config.workers = try integer(name, try value(), 0...1024)
             case "--free-threaded": try flag(); config.freeThreaded = true
+            case "--wsgi-threads": config.wsgiThreads = try integer(name, try value(), Config.wsgiThreadsRange)
             case "--worker-timeout": config.workerTimeoutMilliseconds = try integer(name, try value(), 0...86_400_000)
             case "--graceful-timeout": config.gracefulTimeoutMilliseconds = try integer(name, try value(), 0...86_400_000)
             case "--max-requests": config.maxRequests = try integer(name, try value(), 0...Int(Int32.max))

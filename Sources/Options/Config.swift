@@ -106,6 +106,13 @@ public struct Config: Sendable {
     /// loop) over one imported application. Needs a free-threaded CPython.
     public var freeThreaded = false
 
+    /// --wsgi-threads: WSGI application threads per worker (process, or
+    /// thread under `freeThreaded`). 1: the application runs inline on the
+    /// worker's loop thread; more: on a pool of that many threads fed by
+    /// the loop. ASGI applications ignore it.
+    public var wsgiThreads = 1
+    public static let wsgiThreadsRange = 1...1024
+
     /// Worker processes the supervisor runs.
     public var workerProcesses: Int {
         freeThreaded ? 1 : (workers == 0 ? Int(csys_cpu_count()) : workers)

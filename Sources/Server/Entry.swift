@@ -147,7 +147,8 @@ public enum Main {
             }
             if othersFailed { throw StartupFailure("a worker thread could not start (see above)") }
         } else {
-            Log.info(banner + " (WSGI)")
+            guard worker.startPool() else { throw StartupFailure("cannot start the WSGI application threads (--wsgi-threads)") }
+            Log.info(banner + " (WSGI)" + (config.wsgiThreads > 1 ? " on \(config.wsgiThreads) application threads per worker" : ""))
             worker.writeStatus(UInt8(ascii: "R"))
             worker.run()
         }
@@ -184,16 +185,25 @@ public enum Main {
             }
         }
         let listener = Listener.inherited(own)
+        let pooled = proto == .wsgi && config.wsgiThreads > 1
         let wsgi = proto == .wsgi
             ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: scheme, multiprocess: config.workerProcesses != 1,
-                          multithread: contexts > 1)
+                          multithread: contexts > 1 || pooled)
             : nil
+        // One gateway per pool thread: a gateway holds one request's state.
+        let poolGateways = pooled
+            ? (0..<config.wsgiThreads).map { _ in
+                WSGIGateway(app: app, rootPath: config.rootPath, scheme: scheme, multiprocess: config.workerProcesses != 1,
+                            multithread: true)
+            }
+            : []
         let asgi = proto == .asgi ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: scheme.description) : nil
         asgi?.webSocketMaxQueue = config.wsMaxQueue
         asgi?.webSocketMaxQueueBytes = config.wsMaxQueueBytes
         do {
             return try Worker(config: own, listener: listener, wsgi: wsgi, asgi: asgi,
-                              signalFD: index == 0 ? signalFD : -1, group: group, context: index)
+                              signalFD: index == 0 ? signalFD : -1, group: group, context: index,
+                              poolGateways: poolGateways)
         } catch {
             throw StartupFailure(error.description)
         }

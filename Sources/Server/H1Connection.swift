@@ -15,7 +15,8 @@ import TLS
 /// Phases:
 ///
 ///     head ──complete──▶ WSGI: application runs inline ─────────┐
-///       │          └───▶ ASGI: request (application is a task) ─┤
+///       │          ├───▶ ASGI: request (application is a task) ─┤
+///       │          └───▶ WSGI pool: [queued ─▶] request ─────────┤
 ///       │                                                       ├─▶ head (keep-alive)
 ///       │                                                       ├─▶ discarding ─▶ head
 ///       │                                                       └─▶ closed
@@ -27,6 +28,11 @@ import TLS
 /// `request`: an ASGI application is answering; the socket is read only when
 /// the application asks for body (so the kernel's window, not our memory,
 /// holds a fast uploader back), and the next pipelined request waits.
+/// `queued` (--wsgi-threads): the head is complete but every pool thread
+/// is busy; it stays unconsumed in the input, the socket is not read, and
+/// the head is parsed again when a thread is free (the worker's header
+/// table has served other heads meanwhile). A pooled request then runs in
+/// the `request` phase exactly as an ASGI one does.
 /// `discarding`: the application answered without reading the whole body;
 /// the rest is read and dropped (bounded) so the connection can be reused.
 /// `lingering`: an error response was sent and our side shut down; what the
@@ -45,7 +51,7 @@ import TLS
 /// other protocol's is a type of its own held here (`ConnectionTLS`,
 /// `H2HandOff`, `H1WebSocket`, `LingeringClose`).
 final class H1Connection: WorkerConnection {
-    enum Phase { case head, request, websocket, http2, discarding, lingering, closed }
+    enum Phase { case head, queued, request, websocket, http2, discarding, lingering, closed }
 
     // The worker owns every connection and outlives it.
     unowned(unsafe) let worker: Worker
@@ -75,6 +81,9 @@ final class H1Connection: WorkerConnection {
     var output = PendingOutput()
     /// ASGI only.
     var asyncRequest = H1AsyncRequest()
+    /// WSGI with --wsgi-threads: the pool thread taken for the request
+    /// being dispatched (`serve` uses it or `process` gives it back).
+    var poolThread: Int?
 
     // What this TCP connection carries besides HTTP/1.1, each in a type of
     // its own.
@@ -141,6 +150,10 @@ final class H1Connection: WorkerConnection {
             return
         case .lingering:
             drainForLinger()
+        case .queued:
+            // Not reading while it waits for a thread; a client that is
+            // gone leaves nobody to answer.
+            if events.contains(.peerClosed) || events.contains(.error) { clientGone() }
         case .request:
             if asyncRequest.bodyWanted {
                 readForBody()
@@ -241,7 +254,19 @@ final class H1Connection: WorkerConnection {
                 sendErrorAndLinger(Int(error.status))
                 return
             case .complete(let head):
-                serve(head)
+                if let pool = w.wsgiPool {
+                    guard let thread = pool.takeThread() else { waitForPoolThread(); return }
+                    poolThread = thread
+                    serve(head)
+                    // Refused before reaching the application: the thread
+                    // goes back.
+                    if let unused = poolThread {
+                        poolThread = nil
+                        pool.giveBack(unused)
+                    }
+                } else {
+                    serve(head)
+                }
             }
         }
     }
@@ -282,6 +307,13 @@ final class H1Connection: WorkerConnection {
             asyncRequest.bodyWanted = false
             updateInterest()
             asgi.start(gatewayRequest, exchange: self)
+        } else if let thread = poolThread {
+            // Served like an ASGI request, by a pool thread (see WSGIPool).
+            poolThread = nil
+            phase = .request
+            asyncRequest.bodyWanted = false
+            updateInterest()
+            w.wsgiPool!.serve(gatewayRequest, transport: self, thread: thread)
         } else {
             // While the application runs inline this worker cannot accept:
             // siblings must not leave connections to it meanwhile.
@@ -289,6 +321,29 @@ final class H1Connection: WorkerConnection {
             w.wsgi!.serve(gatewayRequest, exchange: self, token: w.nextRequestToken())
             w.publishLoad()
             afterResponse()
+        }
+    }
+
+    /// Every WSGI pool thread is busy: the complete head waits in the input
+    /// (see `queued`) until the pool offers a thread (`poolThreadFree`).
+    private func waitForPoolThread() {
+        phase = .queued
+        worker.disarm(self)
+        updateInterest()
+        worker.wsgiPool?.wait(token)
+    }
+
+    func poolThreadFree() {
+        switch phase {
+        case .queued:
+            phase = .head
+            parsing?.head.reset()
+            updateInterest()
+            process()
+        case .http2:
+            h2?.poolThreadFree()
+        default:
+            break  // closed meanwhile: the thread goes to the next waiter
         }
     }
 
@@ -375,6 +430,9 @@ final class H1Connection: WorkerConnection {
             // request) until bytes arrive that nobody asked for.
             want = .peerClosed
             if asyncRequest.bodyWanted || !asyncRequest.readPaused { want.insert(.readable) }
+            if hasPendingOutput { want.insert(.writable) }
+        case .queued:
+            want = .peerClosed
             if hasPendingOutput { want.insert(.writable) }
         case .websocket:
             want = .peerClosed

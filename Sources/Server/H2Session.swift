@@ -12,6 +12,10 @@ import PyBridge
 /// WSGI: the application runs inline, one stream at a time; requests that
 /// arrive meanwhile (the socket is still read while a call waits for body
 /// or window) queue in arrival order, bounded by the streams limit.
+/// WSGI with a pool (--wsgi-threads): each stream runs on a pool thread as
+/// one is free, so streams of one connection are served concurrently; the
+/// others are held in arrival order while the session waits in the pool's
+/// wait list (see `servePooled`).
 ///
 /// Output: frames accumulate in the core's `output` and are written as the
 /// socket takes them. Response data enters the core only while that output
@@ -29,6 +33,8 @@ final class H2Session {
     private var waiting: [H2Stream] = []
     private var waitingHead = 0
     private var inApplication = false
+    /// The session is on the WSGI pool's wait list (once at most).
+    private var waitsForThread = false
     /// The peer sent GOAWAY, or we did: finish what is open, then close.
     private var goingAway = false
     private(set) var closed = false
@@ -237,6 +243,7 @@ final class H2Session {
     /// Runs queued WSGI requests one after another (never nested: a request
     /// that arrives while an application runs waits its turn).
     private func serveWaiting() {
+        if let pool = worker.wsgiPool { servePooled(pool); return }
         guard !inApplication, let wsgi = worker.wsgi else { return }
         while waitingHead < waiting.count && !closed {
             let s = waiting[waitingHead]
@@ -253,6 +260,49 @@ final class H2Session {
         }
         waiting.removeAll(keepingCapacity: true)
         waitingHead = 0
+    }
+
+    /// WSGI with a pool: each waiting stream to a free pool thread; when
+    /// none is free the rest are held and the session waits for one.
+    ///
+    /// Held, not refused and not unread: RFC 9113 lets a server bound its
+    /// concurrency only through SETTINGS_MAX_CONCURRENT_STREAMS (§5.1.2;
+    /// streams past it are refused by the core with REFUSED_STREAM), and a
+    /// held stream's body is bounded by the flow-control window we
+    /// advertise (§5.2), so holding costs bounded memory. Stopping to read
+    /// the connection instead would also stop the frames its running
+    /// streams need (their DATA, WINDOW_UPDATE for their responses, PING,
+    /// SETTINGS acknowledgements): a running stream waiting for body on the
+    /// same connection would never get it.
+    private func servePooled(_ pool: WSGIPool) {
+        while waitingHead < waiting.count && !closed {
+            let s = waiting[waitingHead]
+            if s.reset { waitingHead += 1; continue }
+            guard let thread = pool.takeThread() else {
+                if !waitsForThread {
+                    waitsForThread = true
+                    pool.wait(connection.token)
+                }
+                if waitingHead >= 64 {
+                    // Served entries go, so a connection that always has
+                    // some waiting does not grow the list.
+                    waiting.removeFirst(waitingHead)
+                    waitingHead = 0
+                }
+                return
+            }
+            waitingHead += 1
+            pool.serve(s.request, transport: s, thread: thread)
+        }
+        waiting.removeAll(keepingCapacity: true)
+        waitingHead = 0
+    }
+
+    /// A pool thread is free for this session's oldest held stream.
+    func poolThreadFree() {
+        waitsForThread = false
+        guard !closed else { return }
+        afterIO()
     }
 
     /// WSGI: waits (GIL released) until the socket can take output or has

@@ -35,6 +35,9 @@ final class Worker {
     let config: Config
     let wsgi: WSGIGateway?
     let asgi: ASGIGateway?
+    /// --wsgi-threads N > 1: the application runs on these threads, not
+    /// inline (see WSGIPool).
+    private(set) var wsgiPool: WSGIPool?
     /// This worker's asyncio loop (ASGI; unused under WSGI).
     let loopDriver = EventLoopDriver()
     let headerTable: H1HeaderTable
@@ -71,11 +74,14 @@ final class Worker {
     private static let listenerToken: UInt64 = 1 << 63
     private static let signalToken: UInt64 = 1 << 63 | 1
     private static let groupStopToken: UInt64 = 1 << 63 | 2
+    private static let poolDoorbellToken: UInt64 = 1 << 63 | 3
 
     /// `context` numbers the worker contexts of one process (0 for the
     /// first; see `nextRequestToken`).
+    /// `poolGateways`: one gateway per WSGI pool thread (--wsgi-threads
+    /// N > 1), made on the main thread like `wsgi`; empty: inline.
     init(config: Config, listener: Listener, wsgi: WSGIGateway?, asgi: ASGIGateway?, signalFD: Int32,
-         group: WorkerGroup? = nil, context: Int = 0) throws(SystemError) {
+         group: WorkerGroup? = nil, context: Int = 0, poolGateways: [WSGIGateway] = []) throws(SystemError) {
         self.config = config
         self.group = group
         self.context = context
@@ -100,6 +106,12 @@ final class Worker {
         if signalFD >= 0 { try poller.add(signalFD, token: Worker.signalToken, interest: .readable) }
         if let group, context > 0 {
             try poller.add(group.stopDescriptor(context), token: Worker.groupStopToken, interest: .readable)
+        }
+        if poolGateways.count > 1 {
+            let pool = try WSGIPool(worker: self, gateways: poolGateways, fieldCapacity: l.maxHeaderCount,
+                                    maxConnections: config.maxConnections)
+            try poller.add(pool.doorbell, token: Worker.poolDoorbellToken, interest: .readable)
+            wsgiPool = pool
         }
     }
 
@@ -167,15 +179,31 @@ final class Worker {
     // MARK: - Loop
 
     /// The WSGI loop: blocks in epoll (GIL released) until stopped.
+    /// Starts the --wsgi-threads pool, if there is one; false if one of
+    /// its threads could not start.
+    func startPool() -> Bool { wsgiPool?.start() ?? true }
+
     func run() {
         storeLoad()
+        // Worker 0 started its pool before it reported ready (Main.serve);
+        // another worker thread whose pool cannot start ends here, and its
+        // process is replaced (WorkerGroup).
+        guard startPool() else { return }
         while !finished {
             var timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
             if beats { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
             let wait = stop.stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout
             let n = GIL.released { poller.wait(timeoutMilliseconds: connections.hasDeferredReads ? 0 : wait) }
             handle(n)
+            if wsgiPool != nil {
+                // Pooled requests use the transports' non-blocking side:
+                // what it left for after the round is written now.
+                flushDeferredSessions()
+                flushHeld()
+            }
         }
+        // Every connection is closed: the threads finish what they run.
+        wsgiPool?.shutdown(milliseconds: stop.millisecondsLeft(now: now) + 1000)
     }
 
     /// The ASGI loop: runs the event loop until stopped; throws if the
@@ -254,6 +282,8 @@ final class Worker {
                 acceptConnections()
             } else if token == Worker.signalToken {
                 handleSignal()
+            } else if token == Worker.poolDoorbellToken {
+                wsgiPool?.onDoorbell()
             } else if token == Worker.groupStopToken {
                 // Worker 0 began a stop or a drain (see WorkerGroup).
                 if let closeIdle = group?.takeStop(context), !stop.stopping { beginStopping(closeIdle: closeIdle) }
@@ -277,7 +307,7 @@ final class Worker {
         var budget = config.workers == 1 ? 128 : 1
         while budget > 0 && acceptor.accepting {
             budget -= 1
-            guard !acceptor.isFull else {
+            guard !acceptor.isFull && !(wsgiPool?.holdsAccepting ?? false) else {
                 // Leave further connections in the kernel's queue until a
                 // slot frees (see connectionClosed).
                 if acceptor.pause() { poller.remove(acceptor.listener.fd) }
@@ -345,9 +375,30 @@ final class Worker {
     }
 
     private func resumeAcceptingIfPaused() {
-        if acceptor.resumeIfPaused(stopping: stop.stopping) {
+        if acceptor.resumeIfPaused(stopping: stop.stopping || (wsgiPool?.holdsAccepting ?? false)) {
             try? poller.add(acceptor.listener.fd, token: Worker.listenerToken, interest: .readable)
         }
+    }
+
+    // MARK: - The WSGI pool's requests
+
+    /// The pool's threads and wait list are full: new connections wait in
+    /// the kernel (and siblings see this worker as not accepting).
+    func holdAccepting() {
+        if acceptor.pause() { poller.remove(acceptor.listener.fd) }
+        supervisor.publishBusy()
+    }
+
+    /// The pool has room again.
+    func releaseAccepting() {
+        guard !acceptor.accepting else { return }
+        storeLoad()
+        resumeAcceptingIfPaused()
+    }
+
+    /// A pool thread is free for the connection that waited for one.
+    func poolThreadFree(for token: UInt64) {
+        connections.connection(for: token)?.poolThreadFree()
     }
 
     /// A stop or drain signal (see WorkerStop) begins the stop; a second
@@ -386,13 +437,19 @@ final class Worker {
     /// heartbeat goes out only while the others' stamps are recent, and a
     /// recycle any of them asks for (or a worker thread that ended) has the
     /// process replaced.
+    ///
+    /// With a WSGI pool the loop never waits for the application, so a
+    /// busy pool does not silence it; but when every pool thread has run
+    /// one request past --worker-timeout the worker can serve nothing new,
+    /// and it falls silent as an inline worker does in a call that long.
     private func reportToSupervisor() {
-        group?.stamp(context, now: now)
+        let poolStuck = wsgiPool?.allStuck(now: now, milliseconds: config.workerTimeoutMilliseconds) ?? false
+        if !poolStuck { group?.stamp(context, now: now) }
         guard supervisor.reportsStatus else {
             if let group, stop.recycleDue(requestsServed: requestsServed) { group.requestRecycle() }
             return
         }
-        if group?.othersAlive(now: now) ?? true { supervisor.beatIfDue(now: now) }
+        if !poolStuck && (group?.othersAlive(now: now) ?? true) { supervisor.beatIfDue(now: now) }
         var othersAsk = false
         if let group, !stop.stopping {
             othersAsk = group.recycleRequested

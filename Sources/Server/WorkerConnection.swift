@@ -32,6 +32,10 @@ protocol WorkerConnection: AnyObject {
     func beginStopping(closeIdle: Bool)
     /// --graceful-timeout passed while it was still open: cut it.
     func cut()
+    /// A WSGI pool thread is free for the request this connection queued
+    /// (`WSGIPool.wait`); the connection takes it (`WSGIPool.takeThread`)
+    /// or, if it no longer needs it, leaves it for the next waiter.
+    func poolThreadFree()
 }
 
 extension WorkerConnection {

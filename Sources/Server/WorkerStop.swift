@@ -83,6 +83,13 @@ struct WorkerStop {
         return true
     }
 
+    /// Time left until the graceful deadline (0 once it passed, or when
+    /// not stopping).
+    func millisecondsLeft(now: Instant) -> Int {
+        guard let deadline = gracefulDeadline, deadline > now else { return 0 }
+        return deadline.milliseconds(since: now)
+    }
+
     /// True once, when `requestsServed` reaches --max-requests (plus jitter),
     /// or another worker thread of the process asks (`othersAsk`), before
     /// any stop: time to ask the supervisor for a replacement.

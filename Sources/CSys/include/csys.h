@@ -160,4 +160,7 @@ int csys_shutdown_listener(int fd);
 long csys_write_plain(int fd, const void *buf, size_t len);
 // "2026-11-30 14:00:00 +0000" (UTC) into out.
 void csys_log_time(char *out, size_t len);
+
+// The WSGI pool's hand-off primitives.
+#include "csys_handoff.h"
 #endif
