@@ -79,6 +79,13 @@ struct SupervisorLink {
         csys_board_store(board, boardSlot, stopping ? Int64.max : SupervisorLink.entry(openCount, inCallSince: nil))
     }
 
+    /// "Not accepting" on the board, whatever the count (the worker's
+    /// --wsgi-threads pool and wait list are full).
+    func publishNotAccepting() {
+        guard let board else { return }
+        csys_board_store(board, boardSlot, Int64.max)
+    }
+
     /// An inline WSGI call begins at `now` (see the type's comment).
     func publishBusy(openCount: Int, stopping: Bool, now: Instant) {
         guard let board else { return }

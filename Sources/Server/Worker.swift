@@ -386,7 +386,7 @@ final class Worker {
     /// the kernel (and siblings see this worker as not accepting).
     func holdAccepting() {
         if acceptor.pause() { poller.remove(acceptor.listener.fd) }
-        supervisor.publishBusy()
+        supervisor.publishNotAccepting()
     }
 
     /// The pool has room again.
