@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import BackgroundTasks, FastAPI, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from pydantic import BaseModel
+from thread_kind import thread_kind
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -90,14 +90,14 @@ async def background(name: str, tasks: BackgroundTasks) -> dict[str, str]:
 
 @app.get("/sync")
 def sync_endpoint() -> dict[str, Any]:
-    """A plain def endpoint: FastAPI runs it on an anyio worker thread."""
-    return {"main_thread": threading.current_thread() is threading.main_thread()}
+    """A plain def endpoint: FastAPI runs it on an anyio worker thread (`python`, see thread_kind)."""
+    return {"thread": thread_kind()}
 
 
 @app.get("/async-thread")
 async def async_endpoint() -> dict[str, Any]:
-    """An async endpoint runs on the event loop's (main) thread."""
-    return {"main_thread": threading.current_thread() is threading.main_thread()}
+    """An async endpoint runs on the event loop's thread: the server's (`main`, or `server`: another worker thread)."""
+    return {"thread": thread_kind()}
 
 
 @app.get("/state")
