@@ -35,7 +35,7 @@ TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-from installed import peregrine_command  # noqa: E402  (needs the sys.path entry above)
+from installed import peregrine_command, server_python_facts  # noqa: E402  (needs the sys.path entry above)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -372,6 +372,31 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
             failures.append(str(failure))
     if failures:
         pytest.fail("\n\n".join(failures))
+
+
+@pytest.fixture
+def two_worker_threads(
+    start_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Server]:
+    """Start `target` with two worker threads in one process: `two_worker_threads(target, *options)`.
+
+    `--free-threaded --workers 2` when the server's Python is free-threaded
+    (the threads in parallel), else the internal PEREGRINE_WORKER_CONTEXTS=2
+    (the same threads taking turns on the GIL).
+    """
+
+    def starter(target: str, *options: str) -> Server:
+        if server_python_facts()["free_threaded"]:
+            server = start_server(target, "--free-threaded", "--workers", "2", *options)
+            words = "in 2 worker threads"
+        else:
+            monkeypatch.setenv("PEREGRINE_WORKER_CONTEXTS", "2")
+            server = start_server(target, *options)
+            words = "in 2 worker contexts"
+        assert server.stderr.wait_for(lambda line: words in line, 10) is not None, server.excerpt()
+        return server
+
+    return starter
 
 
 @pytest.fixture(scope="session")

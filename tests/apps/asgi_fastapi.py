@@ -3,7 +3,8 @@
 Covers path and query parameters, a JSON body, StreamingResponse,
 BackgroundTasks, a sync `def` endpoint (run by FastAPI on anyio worker
 threads), a lifespan context manager whose yielded state reaches requests,
-and an UploadFile multipart upload. Background tasks and shutdown append to
+an UploadFile multipart upload, and `/where` (the serving thread, whether the
+GIL is on). Background tasks and shutdown append to
 $PEREGRINE_TEST_STATE/events.log.
 """
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import sys
+import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,6 +131,16 @@ async def missing() -> None:
 async def crash() -> None:
     """An unhandled exception: FastAPI/Starlette re-raise it to the server after their 500."""
     raise RuntimeError("fastapi endpoint crashed")
+
+
+@app.get("/where")
+async def where() -> dict[str, Any]:
+    """The thread running this worker's event loop, and whether the GIL is on."""
+    return {
+        "thread": threading.get_ident(),
+        "kind": thread_kind(),
+        "gil": getattr(sys, "_is_gil_enabled", lambda: True)(),
+    }
 
 
 @app.get("/plain", response_class=PlainTextResponse)

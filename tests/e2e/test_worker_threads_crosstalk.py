@@ -200,30 +200,12 @@ TRANSPORTS: dict[str, Callable[[Server, list[Probe]], list[Answer]]] = {
 }
 
 
-@pytest.fixture
-def threaded_server(start_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch) -> Callable[[str], Server]:
-    """Starts `target` in two worker threads of one process (free-threaded when the server's Python is)."""
-
-    def starter(target: str) -> Server:
-        if server_python_facts()["free_threaded"]:
-            server = start_server(target, "--free-threaded", "--workers", "2")
-            words = "in 2 worker threads"
-        else:
-            monkeypatch.setenv("PEREGRINE_WORKER_CONTEXTS", "2")
-            server = start_server(target)
-            words = "in 2 worker contexts"
-        assert server.stderr.wait_for(lambda line: words in line, 10) is not None, server.excerpt()
-        return server
-
-    return starter
-
-
 @pytest.mark.parametrize("transport", sorted(TRANSPORTS))
 @pytest.mark.parametrize("target", TARGETS)
 def test_every_response_of_two_worker_threads_matches_its_own_request(
-    threaded_server: Callable[[str], Server], target: str, transport: str
+    two_worker_threads: Callable[..., Server], target: str, transport: str
 ) -> None:
-    server = threaded_server(target)
+    server = two_worker_threads(target)
     gil = "0" if server_python_facts()["free_threaded"] else "1"
     probes = make_probes(REQUESTS)
     answers = TRANSPORTS[transport](server, probes)

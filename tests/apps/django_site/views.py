@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sys
+import threading
 from typing import TYPE_CHECKING
 
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
@@ -71,3 +73,21 @@ async def async_view(request: HttpRequest) -> JsonResponse:
 def crash(request: HttpRequest) -> HttpResponse:
     """An unhandled exception: Django answers 500 itself."""
     raise RuntimeError("django view crashed")
+
+
+def _where() -> dict[str, object]:
+    return {
+        "thread": threading.get_ident(),
+        "kind": thread_kind(),
+        "gil": getattr(sys, "_is_gil_enabled", lambda: True)(),
+    }
+
+
+def where(request: HttpRequest) -> JsonResponse:
+    """The serving thread and whether the GIL is on, from a sync view (under WSGI: the worker thread itself)."""
+    return JsonResponse(_where())
+
+
+async def where_async(request: HttpRequest) -> JsonResponse:
+    """The same from an async view (under ASGI: the thread running the worker's event loop)."""
+    return JsonResponse(_where())
