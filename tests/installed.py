@@ -73,8 +73,13 @@ def server_python() -> Path:
     The console script's interpreter (its shebang), which may differ from the
     one running the tests: the free-threaded CI leg serves from a 3.13t venv
     while the clients (trustme, h2, websockets) run on the test venv. A bare
-    binary embeds the interpreter running the tests.
+    binary embeds the interpreter named by $PEREGRINE_PYTHON_EXECUTABLE (what
+    the console script sets for it; scripts/tsan-stress.sh sets it), else the
+    one running the tests.
     """
+    explicit = os.environ.get("PEREGRINE_PYTHON_EXECUTABLE")
+    if explicit:
+        return Path(explicit)
     command = Path(peregrine_command()[0])
     with command.open("rb") as head:
         first = head.readline()
