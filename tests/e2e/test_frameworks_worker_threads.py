@@ -41,11 +41,17 @@ CLIENTS = 8
 MAX_ROUNDS = 25
 
 
-def get_json(server: Server, path: str, **params: Any) -> Any:  # noqa: ANN401 (whatever JSON the view answered)
-    """GET on a new connection; the JSON of its 200."""
-    response = httpx.get(server.base_url + path, params=params, timeout=20)
+def get_json(client: httpx.Client, path: str, **params: Any) -> Any:  # noqa: ANN401 (whatever JSON the view answered)
+    """GET; the JSON of its 200."""
+    response = client.get(path, params=params)
     assert response.status_code == 200, (path, response.status_code, response.text[:500])
     return response.json()
+
+
+def client_of(server: Server) -> httpx.Client:
+    """One client for all the test's threads (httpx's pool is thread-safe): CLIENTS connections at most."""
+    limits = httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS)
+    return httpx.Client(base_url=server.base_url, timeout=20, limits=limits)
 
 
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
@@ -54,9 +60,11 @@ def test_both_worker_threads_serve_with_the_gil_off(two_worker_threads: Callable
     server = two_worker_threads(target)
     free = server_python_facts()["free_threaded"]
     answers: list[dict[str, Any]] = []
-    with ThreadPoolExecutor(CLIENTS) as pool:
+    # Each request on a new connection (Connection: close), so that accepting spreads them.
+    with ThreadPoolExecutor(CLIENTS) as pool, client_of(server) as client:
+        client.headers["connection"] = "close"
         for _ in range(MAX_ROUNDS):
-            answers += pool.map(lambda _: get_json(server, where), range(CLIENTS))
+            answers += pool.map(lambda _: get_json(client, where), range(CLIENTS))
             if len({answer["thread"] for answer in answers}) == 2:
                 break
     assert len({answer["thread"] for answer in answers}) == 2, f"only one worker thread answered: {answers[:3]}"
@@ -65,9 +73,9 @@ def test_both_worker_threads_serve_with_the_gil_off(two_worker_threads: Callable
     assert "enabled the GIL" not in server.stderr.text(), server.excerpt()
 
 
-def django_requests(server: Server, index: int) -> None:
+def django_requests(client: httpx.Client, index: int) -> None:
     """Routing, JSON and a POST body through Django's handler."""
-    hello = get_json(server, f"/hello/user{index}", q=["one", str(index)])
+    hello = get_json(client, f"/hello/user{index}", q=["one", str(index)])
     assert (hello["name"], hello["q"], hello["method"], hello["path"]) == (
         f"user{index}",
         ["one", str(index)],
@@ -75,31 +83,31 @@ def django_requests(server: Server, index: int) -> None:
         f"/hello/user{index}",
     )
     body = f"post {index} ".encode() * (100 + index)
-    response = httpx.post(server.base_url + "/echo", content=body, timeout=20)
+    response = client.post("/echo", content=body)
     assert response.status_code == 200
     assert response.json()["sha256"] == hashlib.sha256(body).hexdigest()
-    form = httpx.post(server.base_url + "/echo", data={"field": f"value {index}"}, timeout=20)
+    form = client.post("/echo", data={"field": f"value {index}"})
     assert form.json()["field"] == f"value {index}"
     # CSRF protection still guards an unexempted POST.
-    assert httpx.post(server.base_url + "/protected", content=b"x", timeout=20).status_code == 403
+    assert client.post("/protected", content=b"x").status_code == 403
 
 
-def fastapi_requests(server: Server, index: int) -> None:
+def fastapi_requests(client: httpx.Client, index: int) -> None:
     """Routing, validation, JSON both ways through FastAPI (pydantic)."""
-    assert get_json(server, f"/items/{index}", q="needle", limit=str(index)) == {
+    assert get_json(client, f"/items/{index}", q="needle", limit=str(index)) == {
         "item_id": index,
         "q": "needle",
         "limit": index,
     }
     item = {"name": f"widget {index}", "price": index + 0.25, "tags": ["a", str(index)]}
-    response = httpx.post(server.base_url + "/items", json=item, timeout=20)
+    response = client.post("/items", json=item)
     assert response.status_code == 200
     assert response.json() == {"name": f"widget {index}", "price_cents": index * 100 + 25, "tags": ["a", str(index)]}
-    assert httpx.get(server.base_url + "/items/not-a-number", timeout=20).status_code == 422
-    assert httpx.post(server.base_url + "/items", json={"price": 1}, timeout=20).status_code == 422
+    assert client.get("/items/not-a-number").status_code == 422
+    assert client.post("/items", json={"price": 1}).status_code == 422
 
 
-REQUESTS: dict[str, Callable[[Server, int], None]] = {
+REQUESTS: dict[str, Callable[[httpx.Client, int], None]] = {
     "django-wsgi": django_requests,
     "django-asgi": django_requests,
     "fastapi": fastapi_requests,
@@ -110,7 +118,10 @@ REQUESTS: dict[str, Callable[[Server, int], None]] = {
 def test_routing_json_and_post_bodies_over_both_threads(
     two_worker_threads: Callable[..., Server], framework: str
 ) -> None:
-    target, _ = FRAMEWORKS[framework]
+    target, where = FRAMEWORKS[framework]
     server = two_worker_threads(target)
-    with ThreadPoolExecutor(CLIENTS) as pool:
-        list(pool.map(lambda index: REQUESTS[framework](server, index), range(16)))
+    with ThreadPoolExecutor(CLIENTS) as pool, client_of(server) as client:
+        list(pool.map(lambda index: REQUESTS[framework](client, index), range(32)))
+        # The CLIENTS keep-alive connections the requests went over were spread over both threads.
+        threads = {answer["thread"] for answer in pool.map(lambda _: get_json(client, where), range(4 * CLIENTS))}
+    assert len(threads) == 2, "the requests went to one worker thread only"
