@@ -12,6 +12,12 @@ record events in (tests/apps/wsgi_apps.py). Servers are started by
 - `start_server` (function): a fresh server for a test that needs its own
   state (timeouts, connection limits, memory); stopped and checked the same
   way when the test ends.
+
+With `PEREGRINE_TEST_WORKER_THREADS=N` (the free-threaded leg of
+scripts/test.sh) every server runs as `--free-threaded --workers N` unless
+its test chose the process model (`--workers`, `--free-threaded`, or
+PEREGRINE_WORKER_CONTEXTS); `two_worker_threads` starts one with two worker
+threads on any build.
 """
 
 from __future__ import annotations
