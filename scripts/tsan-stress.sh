@@ -33,6 +33,7 @@ if [ $# -gt 0 ] && [ "$1" != "--" ]; then rounds=$1; shift; fi
 ft_venv=${FT_VENV:-$root/.venv-ft}
 test_python=${TEST_PYTHON:-$root/.venv-test/bin/python}
 reports=${TSAN_REPORTS:-$(mktemp -d /tmp/peregrine-tsan.XXXXXX)}
+mkdir -p "$reports"
 build="$root/.build-tsan"
 
 [ -x "$ft_venv/bin/python" ] || scripts/build-free-threaded-python.sh --venv "$ft_venv" | tail -n 2

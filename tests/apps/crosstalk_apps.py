@@ -13,12 +13,18 @@ or send) shows:
   `nonce=HEADER;query=QUERY;path=PATH;` then the request body (read in
   pieces through `wsgi.input` or `receive()`) cut into CHUNK-byte pieces.
 
+The WSGI application also keeps the server's objects of one request
+(`/stash`: its wsgi.input, start_response and write) for a later request,
+served by either thread, to call (`/use-stash`): each must raise, as the
+request they belong to has ended, and its thread is in `x-thread`.
+
 The ASGI application accepts the lifespan protocol and does nothing in it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import threading
 import time
@@ -44,7 +50,42 @@ def _prefix(header: bytes, query: bytes, path: bytes) -> bytes:
     return b"nonce=" + header + b";query=" + query + b";path=" + path + b";"
 
 
-def wsgi(environ: dict[str, Any], start_response: Callable[..., object]) -> Iterator[bytes]:
+#: The objects /stash kept.
+STASH: dict[str, Any] = {}
+
+
+def _use_stash() -> dict[str, str]:
+    outcomes = {}
+    attempts: dict[str, Callable[[], object]] = {
+        "input.read": lambda: STASH["input"].read(10),
+        "input.readline": lambda: STASH["input"].readline(-1),
+        "start_response": lambda: STASH["start_response"]("500 Oops", [("content-type", "text/plain")]),
+        "write": lambda: STASH["write"](b"late"),
+    }
+    for name, attempt in attempts.items():
+        try:
+            result = attempt()
+        except Exception as error:  # noqa: BLE001 (any exception is a refusal)
+            outcomes[name] = f"raised {type(error).__name__}: {error}"
+        else:
+            outcomes[name] = f"returned {result!r}"
+    return outcomes
+
+
+def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
+    path = environ["PATH_INFO"]
+    thread = ("x-thread", str(threading.get_ident()))
+    if path == "/stash":
+        write = start_response("200 OK", [("content-type", "text/plain"), thread])
+        STASH.update(input=environ["wsgi.input"], start_response=start_response, write=write)
+        return iter([b"stashed"])
+    if path == "/use-stash":
+        start_response("200 OK", [("content-type", "application/json"), thread])
+        return iter([json.dumps(_use_stash()).encode()])
+    return _echo(environ, start_response)
+
+
+def _echo(environ: dict[str, Any], start_response: Callable[..., object]) -> Iterator[bytes]:
     header = environ.get("HTTP_X_NONCE", "").encode("latin-1")
     query = _query_nonce(environ.get("QUERY_STRING", "")).encode("latin-1")
     path = environ["PATH_INFO"].encode("latin-1")

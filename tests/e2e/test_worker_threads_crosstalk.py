@@ -20,6 +20,7 @@ across both).
 from __future__ import annotations
 
 import http.client
+import json
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -215,3 +216,40 @@ def test_every_response_of_two_worker_threads_matches_its_own_request(
     assert mismatches == [], f"{len(mismatches)} of {len(probes)} responses did not match their request"
     threads = {answer.headers.get("x-thread") for answer in answers}
     assert len(threads) == 2, f"requests were served by {len(threads)} thread(s), not by both worker threads"
+
+
+def test_objects_of_an_ended_request_raise_when_another_worker_thread_calls_them(
+    two_worker_threads: Callable[..., Server],
+) -> None:
+    """wsgi.input, start_response and write of an ended request, kept by the application and called from a
+    request the other worker thread serves, raise (their request has ended) and touch nothing, while the
+    thread they belong to serves other requests meanwhile (its gateway's token changing under the check)."""
+    server = two_worker_threads("crosstalk_apps:wsgi")
+    stash = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    stash.request("POST", "/stash", body=b"0123456789" * 10)
+    response = stash.getresponse()
+    assert response.read() == b"stashed"
+    owner = response.getheader("x-thread")
+    stash.close()
+
+    def use_stash(_: int) -> tuple[str | None, dict[str, str]]:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        try:
+            connection.request("POST", "/use-stash", body=b"SECRET-OF-A-LATER-REQUEST")
+            answer = connection.getresponse()
+            return answer.getheader("x-thread"), json.loads(answer.read())
+        finally:
+            connection.close()
+
+    probes = make_probes(REQUESTS)
+    with ThreadPoolExecutor(IN_FLIGHT) as pool:
+        load = pool.submit(http1_keepalive, server, probes)
+        uses = list(pool.map(use_stash, range(64)))
+        answers = load.result()
+    assert {thread for thread, _ in uses} - {owner}, "no later request reached the other worker thread"
+    for thread, outcomes in uses:
+        assert all(outcome.startswith("raised ") for outcome in outcomes.values()), (thread == owner, outcomes)
+        assert "SECRET" not in json.dumps(outcomes)
+    gil = "0" if server_python_facts()["free_threaded"] else "1"
+    problems = (mismatch(probe, answer, gil) for probe, answer in zip(probes, answers, strict=True))
+    assert [problem for problem in problems if problem] == []
