@@ -17,11 +17,14 @@
 #      leak test: it measures the release binary, and takes minutes on debug);
 #   8. a free-threaded CPython 3.13t (scripts/build-free-threaded-python.sh,
 #      cached in ~/.cache/peregrine/python3.13t, about 4 minutes to build when
-#      missing), peregrine installed into a venv of it, and the worker-thread,
-#      lifespan-scope, process, HTTP/1.1 and WSGI end-to-end tests against
-#      that build, the threads then running truly in parallel (the rest of
-#      the suite on 3.13t is issue #16's; its ASGI tests need uvloop and
-#      frameworks built for the free-threaded ABI).
+#      missing), peregrine and the test applications' frameworks
+#      (tests/requirements-ft.txt) installed into a venv of it, and the
+#      end-to-end suites for HTTP/1.1, WSGI, ASGI, HTTP/2 (with the h2spec
+#      conformance suite), TLS and WebSocket against that build with every
+#      server run as `--free-threaded --workers 2` (PEREGRINE_TEST_WORKER_THREADS,
+#      tests/conftest.py), plus the worker-thread tests (the cross-talk stress
+#      test, Django and FastAPI on two threads); the clients run on the test
+#      venv. What it leaves out, and why: README, "Tests".
 #
 # Environment: PYTHON (default python3) picks the interpreter of the test venv;
 # FUZZ_SECONDS (default 20) the fuzzing time per fuzz target.
@@ -83,16 +86,26 @@ PEREGRINE_BIN="$root/.build/debug/peregrine" "$venv/bin/python" -m pytest tests/
     -k "(asgi or http2 or websocket) and not test_leaks"
 
 # The worker threads share one interpreter: with the GIL gone they run in
-# parallel, which only a free-threaded build shows.
-step "free-threaded CPython 3.13t: worker threads, WSGI application threads and the HTTP/1.1 and WSGI paths end to end"
+# parallel, which only a free-threaded build shows. The servers run from the
+# 3.13t venv; the tests and their clients from the test venv (trustme's
+# cryptography and uvloop have no 3.13t build; the ASGI tests run on asyncio).
+step "free-threaded CPython 3.13t: the end-to-end suites under --free-threaded --workers 2"
 ft_venv="$root/.venv-ft"
 scripts/build-free-threaded-python.sh --venv "$ft_venv" | tail -n 2
 "$ft_venv/bin/python" -m pip install -q --upgrade pip
-"$ft_venv/bin/python" -m pip install -q "pytest>=8.0,<10" "pytest-timeout>=2.3,<3" "httpx>=0.27,<0.29" "Flask>=3.0,<4" "h2>=4.1,<5"
+"$ft_venv/bin/python" -m pip install -q --only-binary=pydantic-core -r tests/requirements-ft.txt
 "$ft_venv/bin/python" -m pip install -q .
 "$ft_venv/bin/python" -c 'import sys; assert not sys._is_gil_enabled(), "the GIL is on"'
-"$ft_venv/bin/python" -m pytest -q -p no:cacheprovider \
-    tests/e2e/test_worker_threads.py tests/e2e/test_worker_contexts.py tests/e2e/test_lifespan_scope.py tests/e2e/test_cli.py \
-    tests/e2e/test_http1_body.py tests/e2e/test_http1_keepalive_pipelining.py tests/e2e/test_http1_parsing_rejections.py \
-    tests/e2e/test_wsgi_input.py tests/e2e/test_wsgi_response.py tests/e2e/test_wsgi_environ.py tests/e2e/test_wsgi_errors.py \
-    tests/e2e/test_process_graceful.py tests/e2e/test_process_workers.py tests/e2e/test_wsgi_threads.py
+ft_started=$SECONDS
+PEREGRINE_BIN="$ft_venv/bin/peregrine" PEREGRINE_TEST_WORKER_THREADS=2 "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+    tests/e2e/test_http1_*.py tests/e2e/test_wsgi_*.py tests/e2e/test_flask_app.py tests/e2e/test_asgi_*.py \
+    tests/e2e/test_http2_gateway.py tests/h2spec tests/e2e/test_tls_*.py tests/e2e/test_websocket_*.py \
+    tests/e2e/test_worker_threads.py tests/e2e/test_worker_threads_crosstalk.py tests/e2e/test_worker_contexts.py \
+    tests/e2e/test_frameworks_worker_threads.py tests/e2e/test_cli.py \
+    tests/e2e/test_process_graceful.py tests/e2e/test_process_workers.py \
+    --ignore=tests/e2e/test_wsgi_threads.py
+# These pick their own process model (--wsgi-threads pools, one lifespan per
+# thread or per process, a process of threads replaced): run as they are.
+PEREGRINE_BIN="$ft_venv/bin/peregrine" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+    tests/e2e/test_wsgi_threads.py tests/e2e/test_lifespan_scope.py tests/e2e/test_worker_threads_restarts.py
+echo "free-threaded end-to-end tests: $((SECONDS - ft_started)) s"

@@ -12,6 +12,12 @@ record events in (tests/apps/wsgi_apps.py). Servers are started by
 - `start_server` (function): a fresh server for a test that needs its own
   state (timeouts, connection limits, memory); stopped and checked the same
   way when the test ends.
+
+With `PEREGRINE_TEST_WORKER_THREADS=N` (the free-threaded leg of
+scripts/test.sh) every server runs as `--free-threaded --workers N` unless
+its test chose the process model (`--workers`, `--free-threaded`, or
+PEREGRINE_WORKER_CONTEXTS); `two_worker_threads` starts one with two worker
+threads on any build.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-from installed import peregrine_command  # noqa: E402  (needs the sys.path entry above)
+from installed import peregrine_command, server_python_facts  # noqa: E402  (needs the sys.path entry above)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -55,6 +61,9 @@ CRASH_MARKERS = (
     "SIGABRT",
 )
 LISTENING = re.compile(r"listening on (?:https?://(?:\[[^\]]+\]|[^\s:/]+):(?P<port>\d+)|unix:(?P<unix>\S+))")
+#: The worker's banner ("peregrine V serving APP with Python ..."), naming its worker threads when there are several.
+BANNER = re.compile(r"peregrine \S+ serving \S+ with Python ")
+BANNER_THREADS = re.compile(r" in (\d+) worker (?:threads|contexts) ")
 
 
 class Lines:
@@ -129,6 +138,18 @@ class Server:
         sock = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
+
+    @property
+    def worker_threads(self) -> int:
+        """How many worker threads the (first) worker process serves with: 1 unless its banner names more."""
+        line = self.stderr.wait_for(lambda text: BANNER.search(text) is not None, 5)
+        match = BANNER_THREADS.search(line or "")
+        return int(match[1]) if match else 1
+
+    @property
+    def own_threads(self) -> set[str]:
+        """The thread kinds (tests/apps/thread_kind.py) of the server's own threads: where its event loops run."""
+        return {"main"} if self.worker_threads == 1 else {"main", "server"}
 
     @property
     def base_url(self) -> str:
@@ -209,12 +230,42 @@ class Server:
         return code
 
 
+#: `PEREGRINE_TEST_WORKER_THREADS=N`: every server the tests start runs as
+#: `--free-threaded --workers N` (N worker threads in one process, on a
+#: free-threaded CPython) unless the test picks its own process model.
+WORKER_THREADS_VARIABLE = "PEREGRINE_TEST_WORKER_THREADS"
+#: Options and variables by which a test picks its own process model.
+PROCESS_MODEL_OPTIONS = frozenset({"--workers", "--free-threaded"})
+PROCESS_MODEL_VARIABLES = ("PEREGRINE_WORKER_CONTEXTS",)
+
+
+def worker_threads() -> int:
+    """N of $PEREGRINE_TEST_WORKER_THREADS, or 0 when the servers keep their default process model."""
+    value = os.environ.get(WORKER_THREADS_VARIABLE, "")
+    return int(value) if value else 0
+
+
+def process_model(options: tuple[str, ...], environment: dict[str, str]) -> tuple[str, ...]:
+    """`--free-threaded --workers N` for a server whose test did not choose its process model, if asked for."""
+    threads = worker_threads()
+    if threads == 0 or PROCESS_MODEL_OPTIONS.intersection(options):
+        return ()
+    if any(environment.get(name) for name in PROCESS_MODEL_VARIABLES):
+        return ()
+    return ("--free-threaded", "--workers", str(threads))
+
+
 def launch(
     target: str, *options: str, state: Path, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[str], list[str]]:
-    """Start `peregrine [options] target` with tests/apps on its path; do not wait."""
-    args = [*peregrine_command(), "--python-path", str(APPS), *options, target]
+    """Start `peregrine [options] target` with tests/apps on its path; do not wait.
+
+    Under $PEREGRINE_TEST_WORKER_THREADS the server runs free-threaded in that
+    many worker threads unless `options` or `env` choose the process model.
+    """
     environment = dict(os.environ if env is None else env)
+    model = process_model(options, environment)
+    args = [*peregrine_command(), "--python-path", str(APPS), *model, *options, target]
     environment["PEREGRINE_TEST_STATE"] = str(state)
     environment.setdefault("PYTHONUNBUFFERED", "1")
     process = subprocess.Popen(
@@ -327,6 +378,31 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
             failures.append(str(failure))
     if failures:
         pytest.fail("\n\n".join(failures))
+
+
+@pytest.fixture
+def two_worker_threads(
+    start_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Server]:
+    """Start `target` with two worker threads in one process: `two_worker_threads(target, *options)`.
+
+    `--free-threaded --workers 2` when the server's Python is free-threaded
+    (the threads in parallel), else the internal PEREGRINE_WORKER_CONTEXTS=2
+    (the same threads taking turns on the GIL).
+    """
+
+    def starter(target: str, *options: str) -> Server:
+        if server_python_facts()["free_threaded"]:
+            server = start_server(target, "--free-threaded", "--workers", "2", *options)
+            words = "in 2 worker threads"
+        else:
+            monkeypatch.setenv("PEREGRINE_WORKER_CONTEXTS", "2")
+            server = start_server(target, *options)
+            words = "in 2 worker contexts"
+        assert server.stderr.wait_for(lambda line: words in line, 10) is not None, server.excerpt()
+        return server
+
+    return starter
 
 
 @pytest.fixture(scope="session")

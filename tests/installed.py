@@ -14,7 +14,9 @@ tests (its venv), then `peregrine` on PATH. test_install.py uses
 
 from __future__ import annotations
 
+import functools
 import http.client
+import json
 import os
 import re
 import shutil
@@ -63,6 +65,40 @@ def server_executable() -> Path:
         env={key: value for key, value in os.environ.items() if key != "PEREGRINE_BINARY"},
     )
     return Path(found.stdout.strip())
+
+
+def server_python() -> Path:
+    """The interpreter whose environment the server's applications see.
+
+    The console script's interpreter (its shebang), which may differ from the
+    one running the tests: the free-threaded CI leg serves from a 3.13t venv
+    while the clients (trustme, h2, websockets) run on the test venv. A bare
+    binary embeds the interpreter named by $PEREGRINE_PYTHON_EXECUTABLE (what
+    the console script sets for it; scripts/tsan-stress.sh sets it), else the
+    one running the tests.
+    """
+    explicit = os.environ.get("PEREGRINE_PYTHON_EXECUTABLE")
+    if explicit:
+        return Path(explicit)
+    command = Path(peregrine_command()[0])
+    with command.open("rb") as head:
+        first = head.readline()
+    if first.startswith(b"#!") and b"python" in first:
+        return Path(first[2:].decode().strip())
+    return Path(sys.executable)
+
+
+@functools.cache
+def server_python_facts() -> dict[str, bool]:
+    """What tests ask of the server's interpreter: `free_threaded` (built without the GIL), `uvloop` (importable)."""
+    probe = (
+        "import importlib.util, json, sysconfig; print(json.dumps({"
+        "'free_threaded': bool(sysconfig.get_config_var('Py_GIL_DISABLED')), "
+        "'uvloop': importlib.util.find_spec('uvloop') is not None}))"
+    )
+    found = subprocess.run([str(server_python()), "-c", probe], capture_output=True, text=True, check=True)
+    facts: dict[str, bool] = json.loads(found.stdout)
+    return facts
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,7 @@
 import CPython
 import CPyShim
 import Core
+import CSys
 import PyBridge
 
 /// The WSGI (PEP 3333) adapter: turns one `GatewayRequest` into a call of the
@@ -22,13 +23,22 @@ import PyBridge
 /// once `serve` returns the token changes and stale objects raise instead of
 /// touching the next request. Everything here is the worker's own: a second
 /// worker context in the process has its own gateway, caches and template,
-/// and its objects never reach this one.
+/// and its objects never reach this one, except for the token check: an
+/// application may keep such an object and call it from a request another
+/// worker thread serves, which reads this gateway's token while this
+/// worker's thread sets it: the token is a word read and written atomically
+/// (`csys_board_*`, relaxed: it orders nothing else; a stale object raises
+/// without touching anything, and handing a live one to another thread is
+/// the application's to synchronise).
 public final class WSGIGateway {
     private let app: PyRef
     private var environ: WSGIEnvironBuilder
     private let keys: WSGIKeys
     private let fileWrapperType: PyRef
-    private(set) var token: UInt64 = 0
+    /// The request being served (0 between requests), one word read by the
+    /// objects' stale check on whatever thread calls them.
+    private let currentToken: UnsafeMutablePointer<Int64>
+    var token: UInt64 { UInt64(bitPattern: csys_board_load(currentToken, 0)) }
 
     // Per-request state, reset by `serve`.
     private var exchange: Exchange?
@@ -78,6 +88,8 @@ public final class WSGIGateway {
                                      multithread: multithread, errors: errorStream, fileWrapper: fileWrapperType)
         bodyBuffer = .allocate(byteCount: bodyCapacity, alignment: 16)
         fields = .allocate(capacity: fieldCapacity)
+        currentToken = .allocate(capacity: 1)
+        currentToken.initialize(to: 0)
     }
 
     // MARK: - One request
@@ -86,7 +98,6 @@ public final class WSGIGateway {
     /// every earlier request's in the process.
     public func serve(_ request: GatewayRequest, exchange: Exchange, token: UInt64) {
         self.exchange = exchange
-        self.token = token
         isHead = request.isHead
         startCalled = false
         headSent = false
@@ -100,6 +111,7 @@ public final class WSGIGateway {
         bodyStart = 0
         bodyEnd = 0
         bodyDone = false
+        csys_board_store(currentToken, 0, Int64(bitPattern: token))
         defer { endRequest() }
 
         guard let result = callApplication(request, token: token) else { applicationFailed(); return }
@@ -118,7 +130,7 @@ public final class WSGIGateway {
     }
 
     private func endRequest() {
-        token = 0
+        csys_board_store(currentToken, 0, 0)
         statusRef = nil
         headersRef = nil
         exchange = nil

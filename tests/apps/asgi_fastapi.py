@@ -3,7 +3,8 @@
 Covers path and query parameters, a JSON body, StreamingResponse,
 BackgroundTasks, a sync `def` endpoint (run by FastAPI on anyio worker
 threads), a lifespan context manager whose yielded state reaches requests,
-and an UploadFile multipart upload. Background tasks and shutdown append to
+an UploadFile multipart upload, and `/where` (the serving thread, whether the
+GIL is on). Background tasks and shutdown append to
 $PEREGRINE_TEST_STATE/events.log.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import sys
 import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import BackgroundTasks, FastAPI, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from pydantic import BaseModel
+from thread_kind import thread_kind
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -90,14 +93,14 @@ async def background(name: str, tasks: BackgroundTasks) -> dict[str, str]:
 
 @app.get("/sync")
 def sync_endpoint() -> dict[str, Any]:
-    """A plain def endpoint: FastAPI runs it on an anyio worker thread."""
-    return {"main_thread": threading.current_thread() is threading.main_thread()}
+    """A plain def endpoint: FastAPI runs it on an anyio worker thread (`python`, see thread_kind)."""
+    return {"thread": thread_kind()}
 
 
 @app.get("/async-thread")
 async def async_endpoint() -> dict[str, Any]:
-    """An async endpoint runs on the event loop's (main) thread."""
-    return {"main_thread": threading.current_thread() is threading.main_thread()}
+    """An async endpoint runs on the event loop's thread: the server's (`main`, or `server`: another worker thread)."""
+    return {"thread": thread_kind()}
 
 
 @app.get("/state")
@@ -128,6 +131,16 @@ async def missing() -> None:
 async def crash() -> None:
     """An unhandled exception: FastAPI/Starlette re-raise it to the server after their 500."""
     raise RuntimeError("fastapi endpoint crashed")
+
+
+@app.get("/where")
+async def where() -> dict[str, Any]:
+    """The thread running this worker's event loop, and whether the GIL is on."""
+    return {
+        "thread": threading.get_ident(),
+        "kind": thread_kind(),
+        "gil": getattr(sys, "_is_gil_enabled", lambda: True)(),
+    }
 
 
 @app.get("/plain", response_class=PlainTextResponse)

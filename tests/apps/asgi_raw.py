@@ -7,8 +7,13 @@ reachable over other connections of the same (single-process) server:
 
 - `/records?id=ID` answers the JSON list of what request ID recorded so far
   (sends completed, exceptions caught, messages received);
-- `/release?id=ID` sets the asyncio.Event that request ID waits on, so a test
+- `/release?id=ID` sets the `Release` that request ID waits on, so a test
   decides exactly when an application goes on (no sleeps).
+
+Both work across the worker threads of one process (`--free-threaded
+--workers N`, or PEREGRINE_WORKER_CONTEXTS): the application is imported
+once, so the helpers see every thread's requests; a `Release` wakes its
+waiters on their own event loops, whichever thread sets it.
 
 Lifespan events and request completions that must outlive the process (the
 SIGTERM test) are appended to $PEREGRINE_TEST_STATE/events.log.
@@ -31,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from receive_race import cancel_once_ready
+from thread_kind import thread_kind
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -47,7 +53,8 @@ RELEASE_TIMEOUT = 50.0
 
 ROUTES: dict[str, Handler] = {}
 RECORDS: dict[str, list[Any]] = {}
-RELEASES: dict[str, asyncio.Event] = {}
+RELEASES: dict[str, Release] = {}
+RELEASES_LOCK = threading.Lock()
 #: receive/send of an earlier request, kept to be misused by a later one.
 LEAKED: dict[str, Any] = {}
 
@@ -63,12 +70,51 @@ def record(ident: str, item: object) -> None:
     RECORDS.setdefault(ident, []).append(item)
 
 
-def release_event(ident: str) -> asyncio.Event:
-    """The event /release?id=IDENT sets."""
-    event = RELEASES.get(ident)
-    if event is None:
-        event = RELEASES[ident] = asyncio.Event()
-    return event
+class Release:
+    """A one-shot flag that coroutines on any thread's event loop can await.
+
+    An asyncio.Event belongs to one loop: set from a request served by
+    another worker thread, it would not wake the waiter's loop. A waiter here
+    parks a future of its own loop, and `set` resolves each through
+    `call_soon_threadsafe`.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def set(self) -> None:
+        """Wake every waiter, now and later."""
+        with self._lock:
+            self._set = True
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            loop.call_soon_threadsafe(_resolve, future)
+
+    async def wait(self) -> None:
+        """Return once `set` was called (at once if it was already)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._set:
+                return
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((loop, future))
+        await future
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def release_event(ident: str) -> Release:
+    """The release /release?id=IDENT sets."""
+    with RELEASES_LOCK:
+        event = RELEASES.get(ident)
+        if event is None:
+            event = RELEASES[ident] = Release()
+        return event
 
 
 async def wait_released(ident: str) -> None:
@@ -262,7 +308,7 @@ async def scope_dump(scope: Scope, receive: Receive, send: Send) -> None:
     dumped["_header_types"] = sorted(
         {f"{type(pair).__name__}({type(pair[0]).__name__},{type(pair[1]).__name__})" for pair in scope["headers"]}
     )
-    dumped["_thread"] = threading.current_thread() is threading.main_thread()
+    dumped["_thread"] = thread_kind()
     await respond_json(send, dumped)
 
 
@@ -971,7 +1017,7 @@ async def fastpath(scope: Scope, receive: Receive, send: Send) -> None:
 
     facts: dict[str, Any] = {
         "loop": type(asyncio.get_running_loop()).__module__ + "." + type(asyncio.get_running_loop()).__name__,
-        "main_thread": threading.current_thread() is threading.main_thread(),
+        "thread": thread_kind(),
         "send_is_python": inspect.isfunction(send) or inspect.ismethod(send) or hasattr(send, "__code__"),
         "receive_is_python": inspect.isfunction(receive) or inspect.ismethod(receive) or hasattr(receive, "__code__"),
         "send_type": type(send).__name__,

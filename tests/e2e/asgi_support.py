@@ -7,7 +7,9 @@ checked alive after every test, stopped with SIGTERM at the end) or its
 request from a second connection.
 
 The core fixtures are parametrized over the event loop: `uvloop` (the
-default, uvloop being installed) and `asyncio` (`--no-uvloop`).
+default, uvloop being installed) and `asyncio` (`--no-uvloop`). Only
+`asyncio` where the server's interpreter has no uvloop: uvloop publishes no
+build for the free-threaded CPython 3.13t (the free-threaded CI leg).
 
 Test modules load the fixtures with `pytest_plugins = ("asgi_support",)`.
 """
@@ -25,6 +27,9 @@ from urllib.parse import quote
 import pytest
 from rawhttp import RawConnection, request
 
+from conftest import worker_threads
+from installed import server_python_facts
+
 if TYPE_CHECKING:
     import socket
     from collections.abc import Callable
@@ -36,6 +41,9 @@ LOOPS = {"uvloop": (), "asyncio": ("--no-uvloop",)}
 #: The log line's words for each loop.
 LOOP_NAMES = {"uvloop": "(ASGI on uvloop)", "asyncio": "(ASGI on asyncio)"}
 RAW = "asgi_raw:app"
+#: One worker thread, for tests that count the events of one lifespan (each worker thread runs its own):
+#: free-threaded under $PEREGRINE_TEST_WORKER_THREADS, as the other servers of that run are.
+ONE_WORKER = ("--free-threaded", "--workers", "1") if worker_threads() else ("--workers", "1")
 
 
 def raw_on(pool: ServerPool, loop: str, *options: str) -> Server:
@@ -45,7 +53,18 @@ def raw_on(pool: ServerPool, loop: str, *options: str) -> Server:
     return server
 
 
-@pytest.fixture(scope="module", params=sorted(LOOPS))
+
+
+def served_loops() -> list[str]:
+    """The loops the server's interpreter offers: both, or `asyncio` where uvloop cannot be imported."""
+    try:
+        has_uvloop = server_python_facts()["uvloop"]
+    except pytest.skip.Exception:  # no installed server: every test skips with how to get one
+        has_uvloop = True
+    return sorted(LOOPS) if has_uvloop else ["asyncio"]
+
+
+@pytest.fixture(scope="module", params=served_loops())
 def loop(request: pytest.FixtureRequest) -> str:
     """'uvloop' or 'asyncio'."""
     name: str = request.param

@@ -46,6 +46,7 @@ def test_served_without_lifespan(django_server: Server) -> None:
 
 
 def test_sync_view_with_path_and_query(client: httpx.Client) -> None:
+    """Django runs a sync view under ASGI in a thread of its own (see tests/apps/thread_kind.py)."""
     response = client.get("/hello/ada", params=[("q", "one"), ("q", "two")], headers={"User-Agent": "e2e/1"})
     assert response.status_code == 200
     assert response.json() == {
@@ -55,12 +56,12 @@ def test_sync_view_with_path_and_query(client: httpx.Client) -> None:
         "agent": "e2e/1",
         "script_name": "",
         "path": "/hello/ada",
-        "main_thread": False,
+        "thread": "python",
     }
 
 
-def test_async_view_runs_on_the_loop_thread(client: httpx.Client) -> None:
-    assert client.get("/async-view").json() == {"main_thread": True}
+def test_async_view_runs_on_the_loop_thread(client: httpx.Client, django_server: Server) -> None:
+    assert client.get("/async-view").json()["thread"] in django_server.own_threads
 
 
 def test_unknown_url_is_a_404(client: httpx.Client) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 # Rewritten asserts in the shared helpers, which are also loaded as a plugin below.
 pytest.register_assert_rewrite("asgi_support")
-from asgi_support import LOOPS, logged  # noqa: E402
+from asgi_support import LOOPS, ONE_WORKER, logged  # noqa: E402
 
 #: The shared ASGI fixtures (`loop`, `raw_server`) live in asgi_support.
 pytest_plugins = ("asgi_support",)
@@ -83,9 +83,10 @@ def test_background_task_runs_after_the_response(client: httpx.Client, fastapi_s
     assert fastapi_server.wait_for_event(f"background done {name}")
 
 
-def test_sync_endpoint_runs_on_a_worker_thread(client: httpx.Client) -> None:
-    assert client.get("/sync").json() == {"main_thread": False}
-    assert client.get("/async-thread").json() == {"main_thread": True}
+def test_sync_endpoint_runs_on_a_worker_thread(client: httpx.Client, fastapi_server: Server) -> None:
+    """Kinds of thread: tests/apps/thread_kind.py."""
+    assert client.get("/sync").json() == {"thread": "python"}
+    assert client.get("/async-thread").json()["thread"] in fastapi_server.own_threads
 
 
 def test_many_sync_requests_in_parallel(fastapi_server: Server) -> None:
@@ -135,7 +136,8 @@ def test_keep_alive_connection_serves_many_requests(client: httpx.Client) -> Non
 
 
 def test_shutdown_runs_the_end_of_the_lifespan_context(start_server: Callable[..., Server], loop: str) -> None:
-    server = start_server("asgi_fastapi:app", *LOOPS[loop])
+    # One worker thread: one lifespan (each worker thread runs its own; see test_asgi_lifespan.py).
+    server = start_server("asgi_fastapi:app", *ONE_WORKER, *LOOPS[loop])
     with httpx.Client(base_url=server.base_url, timeout=20) as http:
         assert http.get("/plain").text == "plain text"
     assert server.stop() == 0

@@ -12,7 +12,6 @@ import re
 import signal
 import socket
 import subprocess
-import sysconfig
 import time
 from typing import TYPE_CHECKING
 
@@ -20,7 +19,7 @@ import pytest
 from rawhttp import RawConnection, request
 
 from conftest import APPS, CRASH_MARKERS, start
-from installed import REPO, peregrine_command
+from installed import REPO, peregrine_command, server_python_facts
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -330,11 +329,11 @@ def test_serves_on_ipv6_loopback(tmp_path_factory: pytest.TempPathFactory) -> No
 def test_free_threaded_needs_an_interpreter_without_the_gil(tmp_path: Path) -> None:
     """`--free-threaded` on an interpreter with the GIL: one error line saying what is needed, exit 2.
 
-    The workers run the interpreter the tests run; on a free-threaded one
-    the same command serves, in two worker threads.
+    The workers run the server's interpreter (installed.server_python); on a
+    free-threaded one the same command serves, in two worker threads.
     """
     args = ("--free-threaded", "--workers", "2", "--port", "0", "--python-path", str(APPS), "wsgi_apps:hello")
-    if not sysconfig.get_config_var("Py_GIL_DISABLED"):
+    if not server_python_facts()["free_threaded"]:
         result = run(*args, cwd=tmp_path)
         line = assert_clean_usage_error(result, "--free-threaded", "free-threaded Python", "GIL")
         assert "3.13t" in line

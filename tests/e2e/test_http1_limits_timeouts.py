@@ -27,6 +27,22 @@ def small_limits(server_pool: ServerPool) -> Server:
     return server_pool.get("wsgi_apps:app", "--max-header-size", "4k", "--max-body", "1024")
 
 
+def hold_every_slot_but_one(server: Server) -> list[RawConnection]:
+    """Under `--max-connections 1` with several worker threads: a served keep-alive connection on all but one.
+
+    A thread whose one slot is taken leaves further connections to the
+    others, so each holder lands on a thread of its own and the next
+    connection on the one left. The caller closes them.
+    """
+    holders = []
+    for index in range(server.worker_threads - 1):
+        holder = RawConnection.to(server)
+        holder.send(request("GET", f"/hello/holder-{index}"))
+        assert holder.read_response().status == 200
+        holders.append(holder)
+    return holders
+
+
 def _fields(count: int, size: int = 10) -> list[tuple[str, str]]:
     return [(f"X-Field-{i}", "v" * size) for i in range(count)]
 
@@ -146,8 +162,16 @@ def test_chunked_body_within_max_body_is_served(small_limits: Server) -> None:
 def test_slow_head_gets_408_at_the_request_timeout_and_frees_its_slot(
     start_server: Callable[..., Server],
 ) -> None:
-    """Slowloris: one byte every 0.5 s; 408 near 2 s; a second client (queued: one slot) is served after."""
-    server = start_server("wsgi_apps:app", "--request-timeout", "2000", "--max-connections", "1")
+    """Slowloris: one byte every 0.5 s; 408 near 2 s; a second client (queued: one slot) is served after.
+
+    With several worker threads (one slot each), keep-alive clients that made
+    a request first hold the other threads' slots, so the slowloris takes the
+    last free one.
+    """
+    server = start_server(
+        "wsgi_apps:app", "--request-timeout", "2000", "--max-connections", "1", "--keep-alive", "20000"
+    )
+    holders = hold_every_slot_but_one(server)
     data = request("GET", "/hello/slowloris", [("X-Padding", "p" * 200)])
     outcome: dict[str, object] = {}
 
@@ -189,6 +213,8 @@ def test_slow_head_gets_408_at_the_request_timeout_and_frees_its_slot(
     assert (response.status, response.body) == (200, b"hello")
     assert 1.5 <= second_elapsed <= 6.0, f"second client answered after {second_elapsed:.2f}s"
     assert not [call for call in server.calls() if "slowloris" in call]
+    for holder in holders:
+        holder.close()
 
 
 @pytest.mark.timeout(30)
@@ -253,6 +279,7 @@ def test_max_connections_queues_a_second_connection_until_the_first_closes(
     start_server: Callable[..., Server],
 ) -> None:
     server = start_server("wsgi_apps:app", "--max-connections", "1", "--keep-alive", "20000")
+    holders = hold_every_slot_but_one(server)
     with RawConnection.to(server) as first:
         first.send(request("GET", "/hello/first"))
         assert first.read_response().status == 200
@@ -268,6 +295,8 @@ def test_max_connections_queues_a_second_connection_until_the_first_closes(
         response = second.read_response()
     assert (response.status, response.body) == (200, b"hello")
     assert time.monotonic() - started < 3.0
+    for holder in holders:
+        holder.close()
 
 
 def test_chunked_body_crossing_max_body_in_a_later_packet_is_answered_413(small_limits: Server) -> None:

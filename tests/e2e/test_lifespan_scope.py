@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sysconfig
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -34,7 +33,7 @@ import pytest
 from process_support import expect_exit
 
 from conftest import CRASH_MARKERS, launch
-from installed import http_get, peregrine_command
+from installed import http_get, peregrine_command, server_python_facts
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,7 +42,7 @@ if TYPE_CHECKING:
     from conftest import Server
 
 APP = "lifespan_scope_apps:app"
-FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+FREE_THREADED = server_python_facts()["free_threaded"]
 #: How the server names its threads in its banner.
 KIND = "worker threads" if FREE_THREADED else "worker contexts"
 

@@ -23,7 +23,6 @@ import json
 import shutil
 import signal
 import subprocess
-import sysconfig
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +33,7 @@ import pytest
 from process_support import expect_exit, log_after, wait_for_workers, workers
 
 from conftest import launch
-from installed import http_get
+from installed import http_get, server_python_facts
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -128,7 +127,7 @@ def test_modules_compiled_from_source_keep_immortal_constants_on_a_free_threaded
     fresh.mkdir()
     shutil.copy(source, fresh / "constant_apps.py")
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    free = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    free = server_python_facts()["free_threaded"]
     threads = ("--free-threaded", "--workers", "2") if free else ()
     server = start_server("constant_apps:wsgi", "--python-path", str(fresh), *threads)
     status, body = get(server, "/")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 import signal
-import sysconfig
 import time
 from typing import TYPE_CHECKING
 
@@ -23,6 +22,8 @@ import pytest
 from process_support import TARGETS, Load, describe, failures, log_after, per_worker, wait_for_workers
 from test_process_reload import body, wait_for_body, write_app
 from test_process_sighup import wait_for_handovers
+
+from installed import server_python_facts
 
 pytest_plugins = ("process_support",)
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     from conftest import Server
 
-FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+FREE_THREADED = server_python_facts()["free_threaded"]
 
 
 @pytest.fixture

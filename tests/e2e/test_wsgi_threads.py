@@ -34,7 +34,6 @@ import os
 import signal
 import socket
 import subprocess
-import sysconfig
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -45,7 +44,7 @@ from h2client import H2Client
 from process_support import log_after, wait_for_workers
 from rawhttp import RawConnection, chunked, request
 
-from installed import peregrine_command
+from installed import peregrine_command, server_python_facts
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -138,7 +137,7 @@ def test_pools_of_several_worker_threads_in_one_process(
 ) -> None:
     """`--free-threaded --workers 2 --wsgi-threads 4` (on an interpreter with the GIL, the internal
     PEREGRINE_WORKER_CONTEXTS=2, the same code with the threads taking turns): 2 pools of 4."""
-    free = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    free = server_python_facts()["free_threaded"]
     if free:
         options: tuple[str, ...] = ("--free-threaded", "--workers", "2")
     else:

@@ -13,4 +13,6 @@ urlpatterns = [
     path("stream", views.stream),
     path("async-view", views.async_view),
     path("crash", views.crash),
+    path("where", views.where),
+    path("where-async", views.where_async),
 ]

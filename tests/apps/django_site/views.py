@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sys
 import threading
 from typing import TYPE_CHECKING
 
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
+from thread_kind import thread_kind
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -26,7 +28,7 @@ def hello(request: HttpRequest, name: str) -> JsonResponse:
             "agent": request.headers.get("User-Agent"),
             "script_name": request.META.get("SCRIPT_NAME"),
             "path": request.path,
-            "main_thread": threading.current_thread() is threading.main_thread(),
+            "thread": thread_kind(),
         }
     )
 
@@ -63,11 +65,29 @@ async def stream(request: HttpRequest) -> StreamingHttpResponse:
 
 
 async def async_view(request: HttpRequest) -> JsonResponse:
-    """An async view runs on the event loop's (main) thread."""
+    """An async view runs on the event loop's thread: the server's (`main`, or `server` for another worker thread)."""
     await asyncio.sleep(0)
-    return JsonResponse({"main_thread": threading.current_thread() is threading.main_thread()})
+    return JsonResponse({"thread": thread_kind()})
 
 
 def crash(request: HttpRequest) -> HttpResponse:
     """An unhandled exception: Django answers 500 itself."""
     raise RuntimeError("django view crashed")
+
+
+def _where() -> dict[str, object]:
+    return {
+        "thread": threading.get_ident(),
+        "kind": thread_kind(),
+        "gil": getattr(sys, "_is_gil_enabled", lambda: True)(),
+    }
+
+
+def where(request: HttpRequest) -> JsonResponse:
+    """The serving thread and whether the GIL is on, from a sync view (under WSGI: the worker thread itself)."""
+    return JsonResponse(_where())
+
+
+async def where_async(request: HttpRequest) -> JsonResponse:
+    """The same from an async view (under ASGI: the thread running the worker's event loop)."""
+    return JsonResponse(_where())

@@ -1,0 +1,11 @@
+"""The WSGI entry point, as `django-admin startproject` writes it: `peregrine django_site.wsgi:application`."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "django_site.settings")
+
+application = get_wsgi_application()
