@@ -44,7 +44,12 @@ public enum Main {
         }
         // Before Python starts: the ticket secret leaves the environment.
         let tlsContext = try TLSSetup.workerContext(config)
-        let scheme: StaticString = tlsContext == nil ? "http" : "https"
+        // --scheme forces what every request reports; else TLS decides.
+        let scheme: StaticString = switch config.scheme {
+        case .https?: "https"
+        case .http?: "http"
+        case nil: tlsContext == nil ? "http" : "https"
+        }
         do {
             try Interpreter.start(programName: programName, argv: ["peregrine"], pythonPaths: config.pythonPaths)
             try Runtime.install()
@@ -186,9 +191,11 @@ public enum Main {
         let listener = Listener.inherited(own)
         let wsgi = proto == .wsgi
             ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: scheme, multiprocess: config.workerProcesses != 1,
-                          multithread: contexts > 1)
+                          multithread: contexts > 1, schemeForced: config.scheme != nil)
             : nil
-        let asgi = proto == .asgi ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: scheme.description) : nil
+        let asgi = proto == .asgi
+            ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: scheme.description, schemeForced: config.scheme != nil)
+            : nil
         asgi?.webSocketMaxQueue = config.wsMaxQueue
         asgi?.webSocketMaxQueueBytes = config.wsMaxQueueBytes
         do {
