@@ -113,5 +113,6 @@ let package = Package(
         .testTarget(name: "ExchangesTests", dependencies: ["Exchanges", "Core"], swiftSettings: strict),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Core"], swiftSettings: strict),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Core"], swiftSettings: strict),
+        .testTarget(name: "OptionsTests", dependencies: ["Options", "Proxy", "Core"], swiftSettings: strict),
     ]
 )
