@@ -25,11 +25,17 @@ from rawhttp import RawConnection, request
 from conftest import APPS, start
 from installed import peregrine_command
 
-pytest.register_assert_rewrite("websocket_support")
+pytest.register_assert_rewrite("websocket_support", "tls_support")
+from tls_support import client_context, exchange, tls_connect  # noqa: E402
 from websocket_support import handshake  # noqa: E402
+
+#: The TLS fixtures (`tls_files`, `tls_server`) live in tls_support.
+pytest_plugins = ("tls_support",)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from tls_support import TLSFiles
 
     from conftest import Server, ServerPool
 
@@ -295,6 +301,30 @@ def test_scheme_option_forces_the_scheme(
     got = view(interface, send(both, [("X-Forwarded-Proto", "http"), ("X-Forwarded-For", "203.0.113.7")]))
     assert got["scheme"] == "https"  # forced, whatever the proxy says
     assert got["client"] == ["203.0.113.7", 0]
+
+
+@pytest.mark.parametrize("interface", ["asgi", "wsgi"])
+def test_over_tls(tls_server: Callable[..., Server], tls_files: TLSFiles, interface: str) -> None:
+    target = ASGI if interface == "asgi" else WSGI
+
+    def over_tls(server: Server, headers: dict[str, str]) -> dict[str, Any]:
+        with tls_connect(server, client_context(tls_files)) as sock:
+            response = exchange(sock, "GET", "/", headers=headers)
+        assert response.status == 200
+        return view(interface, json.loads(response.body))  # type: ignore[attr-defined]
+
+    untrusting = tls_server(target)
+    got = over_tls(untrusting, {"X-Forwarded-For": "203.0.113.7", "X-Forwarded-Proto": "http"})
+    assert got["client"][0] == "127.0.0.1"
+    assert got["scheme"] == "https"
+    trusting = tls_server(target, "--forwarded-allow-ips", "127.0.0.1")
+    got = over_tls(trusting, {"X-Forwarded-For": "203.0.113.7", "X-Forwarded-Host": "example.com"})
+    assert got["client"] == ["203.0.113.7", 0]
+    assert got["scheme"] == "https"  # the socket's, no proto was forwarded
+    assert got["server"] == ["example.com", 443]
+    assert over_tls(trusting, {"X-Forwarded-Proto": "http"})["scheme"] == "http"
+    forced = tls_server(target, "--scheme", "http")
+    assert over_tls(forced, {})["scheme"] == "http"
 
 
 # --- WebSocket --------------------------------------------------------------------------------------------------
