@@ -77,13 +77,13 @@ let package = Package(
                 linkerSettings: pythonLink),
         // The gateways are Python adapters by nature, so they see the C API too;
         // the protocol cores and the server do not.
-        .target(name: "Gateway", dependencies: ["Exchanges", "PyBridge", "CPython", "CPyShim", "Core", "CSys"], swiftSettings: strict),
+        .target(name: "Gateway", dependencies: ["Exchanges", "Proxy", "PyBridge", "CPython", "CPyShim", "Core", "CSys"], swiftSettings: strict),
         // The command line, the configuration it makes and the listening
         // socket: shared by the supervisor and the workers.
-        .target(name: "Options", dependencies: ["Core", "CSys"], swiftSettings: strict),
+        .target(name: "Options", dependencies: ["Proxy", "Core", "CSys"], swiftSettings: strict),
         // The supervisor process (no Python, no OpenSSL, no protocol code).
         .target(name: "Supervision", dependencies: ["Options", "Core", "CSys"], swiftSettings: strict),
-        .target(name: "Server", dependencies: ["Options", "Exchanges", "Gateway", "PyBridge", "HTTP1", "HTTP2", "WebSocket", "Core", "CSys", "TLS"],
+        .target(name: "Server", dependencies: ["Options", "Exchanges", "Gateway", "Proxy", "PyBridge", "HTTP1", "HTTP2", "WebSocket", "Core", "CSys", "TLS"],
                 swiftSettings: strict),
         .executableTarget(name: "peregrine", dependencies: ["Supervision"], swiftSettings: strict,
                           linkerSettings: supervisorLink),
@@ -113,5 +113,6 @@ let package = Package(
         .testTarget(name: "ExchangesTests", dependencies: ["Exchanges", "Core"], swiftSettings: strict),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Core"], swiftSettings: strict),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Core"], swiftSettings: strict),
+        .testTarget(name: "OptionsTests", dependencies: ["Options", "Proxy", "Core"], swiftSettings: strict),
     ]
 )

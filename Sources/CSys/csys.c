@@ -133,12 +133,27 @@ static void format_addr(const struct sockaddr_storage *ss, char *addr, size_t ad
     }
 }
 
-int csys_accept(int listen_fd, char *addr, size_t addrlen, int *port, int *is_unix) {
+int csys_accept(int listen_fd, char *addr, size_t addrlen, int *port, int *is_unix, unsigned char *raw,
+                int *raw_len) {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
     int fd = accept4(listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return -1;
     format_addr(&ss, addr, addrlen, port, is_unix);
+    *raw_len = 0;
+    if (ss.ss_family == AF_INET) {
+        memcpy(raw, &((const struct sockaddr_in *)&ss)->sin_addr, 4);
+        *raw_len = 4;
+    } else if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&ss;
+        if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+            memcpy(raw, &sin6->sin6_addr.s6_addr[12], 4);
+            *raw_len = 4;
+        } else {
+            memcpy(raw, &sin6->sin6_addr, 16);
+            *raw_len = 16;
+        }
+    }
     if (!*is_unix) {
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -29,9 +29,11 @@ public final class ASGIGateway {
     public var webSocketMaxQueue = 32
     public var webSocketMaxQueueBytes = 4 << 20
 
-    public init(app: PyRef, rootPath: String, scheme: String) {
+    /// `schemeForced`: `scheme` came from `--scheme` and holds whatever a
+    /// proxy says.
+    public init(app: PyRef, rootPath: String, scheme: String, schemeForced: Bool = false) {
         self.app = app
-        scope = ASGIScopeBuilder(keys: keys, rootPath: rootPath, scheme: scheme)
+        scope = ASGIScopeBuilder(keys: keys, rootPath: rootPath, scheme: scheme, schemeForced: schemeForced)
         // The process's native types exist before any worker thread does
         // (see ProcessObject).
         _ = ASGICallables.type
@@ -114,7 +116,7 @@ public final class ASGIGateway {
         }
         let d = scopeDict.ref
         PyDict_SetItem(d, keys.type, keys.websocket)
-        PyDict_SetItem(d, keys.scheme, keys.ws)
+        PyDict_SetItem(d, keys.scheme, scope.reportsHTTPS(request) ? keys.wss : keys.ws)
         PyDict_DelItem(d, keys.method)
         let offered = PyOwned(stealing: PyList_New(0)!)
         for p in subprotocols {
@@ -122,11 +124,7 @@ public final class ASGIGateway {
         }
         PyDict_SetItem(d, keys.subprotocols, offered.ref)
         PyDict_SetItem(d, keys.extensions, webSocketExtensions)
-        if let tls = request.peer.tls {
-            let wss = PyOwned(stealing: Py.str("wss"))
-            PyDict_SetItem(d, keys.scheme, wss.ref)
-            scope.setTLSExtension(d, tls)
-        }
+        if let tls = request.peer.tls { scope.setTLSExtension(d, tls) }
         run(ws, scope: scopeDict, receive: receive, send: send)
     }
 

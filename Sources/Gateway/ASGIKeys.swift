@@ -28,6 +28,7 @@ struct ASGIKeys {
     let links = Py.intern("links")
 
     let http = Py.intern("http")
+    let https = Py.intern("https")
     let http11 = Py.intern("1.1")
     let http10 = Py.intern("1.0")
     let http2 = Py.intern("2")
@@ -47,6 +48,7 @@ struct ASGIKeys {
     let reason = Py.intern("reason")
     let websocket = Py.intern("websocket")
     let ws = Py.intern("ws")
+    let wss = Py.intern("wss")
     let wsConnect = Py.intern("websocket.connect")
     let wsAccept = Py.intern("websocket.accept")
     let wsReceive = Py.intern("websocket.receive")

@@ -13,9 +13,13 @@ struct ASGIScopeBuilder {
     let template: PyRef
     private var names = FieldNameCache(form: .lowercaseBytes)
     private var decoded = [UInt8](repeating: 0, count: 1024)
+    /// `--scheme`: true for https, false for http; nil when not forced
+    /// (the template's scheme holds unless a trusted proxy says otherwise).
+    let forcedSecure: Bool?
 
-    init(keys: ASGIKeys, rootPath: String, scheme: String) {
+    init(keys: ASGIKeys, rootPath: String, scheme: String, schemeForced: Bool = false) {
         self.keys = keys
+        forcedSecure = schemeForced ? scheme == "https" : nil
         let t = PyDict_New()!
         PyDict_SetItem(t, keys.type, keys.http)
         let asgi = PyOwned(stealing: PyDict_New()!)
@@ -67,12 +71,45 @@ struct ASGIScopeBuilder {
             set(scope, keys.client, pair(peer.remoteAddress, peer.remotePort))
             set(scope, keys.server, pair(peer.serverName, peer.serverPort))
         }
+        if let forwarded = request.forwarded { applyForwarded(scope, forwarded, request) }
         if let tls = peer.tls { setTLSExtension(scope, tls) }
         if let state {
             // Each request gets a shallow copy of the lifespan state.
             set(scope, keys.state, PyDict_Copy(state))
         }
         return owner
+    }
+
+    /// The request reports https (wss for a WebSocket): `--scheme`, else
+    /// a trusted proxy's word, else TLS on the socket.
+    func reportsHTTPS(_ request: GatewayRequest) -> Bool {
+        if let forcedSecure { return forcedSecure }
+        if let scheme = request.forwarded?.scheme { return scheme == .https }
+        return request.peer.tls != nil
+    }
+
+    /// A trusted proxy's word on the client, the scheme and the host
+    /// (`--forwarded-allow-ips`). `client` is (address, port), port 0 when
+    /// the proxy gave none (as uvicorn does); None when the proxy said
+    /// `unknown` or gave an obfuscated identifier (RFC 7239 §6.2, §6.3):
+    /// the socket peer is the proxy, not the client. `server` changes only
+    /// with a forwarded host.
+    private func applyForwarded(_ scope: PyRef, _ f: ForwardedResolution, _ request: GatewayRequest) {
+        switch f.client {
+        case .address(let address, let port)?:
+            set(scope, keys.client, pair(pythonText(address), Int(port ?? 0)))
+        case .unknown?, .obfuscated?:
+            PyDict_SetItem(scope, keys.client, Py.none)
+        case nil:
+            break
+        }
+        if forcedSecure == nil, let scheme = f.scheme {
+            PyDict_SetItem(scope, keys.scheme, scheme == .https ? keys.https : keys.http)
+        }
+        if let host = f.host {
+            set(scope, keys.server, pair(Py.latin1(ForwardedHostParts.name(host.bytes)),
+                                         f.serverPort(secure: reportsHTTPS(request))))
+        }
     }
 
     /// scope["extensions"] becomes a copy of the shared one with "tls"
@@ -86,8 +123,14 @@ struct ASGIScopeBuilder {
     }
 
     private func pair(_ host: String, _ port: Int) -> PyRef? {
-        guard let t = PyTuple_New(2) else { return nil }
-        pshim_tuple_set_item(t, 0, Py.str(host))
+        pair(Py.str(host), port)
+    }
+
+    /// `(host, port)`; takes the reference to `host` (nil: nil, with the
+    /// exception set).
+    private func pair(_ host: PyRef?, _ port: Int) -> PyRef? {
+        guard let host = PyOwned(stealing: host), let t = PyTuple_New(2) else { return nil }
+        pshim_tuple_set_item(t, 0, host.take())
         pshim_tuple_set_item(t, 1, Py.int(port))
         return t
     }

@@ -1,4 +1,5 @@
 @_exported import Exchanges
+@_exported import Proxy
 import Core
 
 /// One request as every transport hands it to a gateway: the request line's
@@ -22,6 +23,11 @@ public struct GatewayRequest {
     /// Field name and value spans; names in their original case.
     public var fields: UnsafePointer<FieldSpans>
     public var peer: PeerInfo
+    /// What a trusted proxy's forwarding fields change (client, scheme,
+    /// host, port), resolved once by `resolveForwarded`; nil when nothing
+    /// changes (no `--forwarded-allow-ips`, an untrusted peer, no usable
+    /// field). The gateways and the access log read this one result.
+    public var forwarded: ForwardedResolution?
 
     public init(base: UnsafeRawPointer, method: ByteSpan, target: ByteSpan, path: ByteSpan, query: ByteSpan,
                 httpVersion: StaticString, isHead: Bool, fieldCount: Int, fields: UnsafePointer<FieldSpans>,
@@ -36,6 +42,7 @@ public struct GatewayRequest {
         self.fieldCount = fieldCount
         self.fields = fields
         self.peer = peer
+        forwarded = nil
     }
 
     @inlinable public func bytes(_ span: ByteSpan) -> UnsafeRawBufferPointer {
@@ -52,6 +59,9 @@ public struct FieldSpans {
 /// The two ends of a connection as the application sees them. Python
 /// objects for these are made once per connection by the gateway.
 public final class PeerInfo {
+    /// The peer in binary form, for `--forwarded-allow-ips` (parsed once,
+    /// when the connection is accepted).
+    public let address: PeerAddress
     public let remoteAddress: String
     public let remotePort: Int
     public let serverName: String
@@ -61,8 +71,9 @@ public final class PeerInfo {
     /// Set when the connection is TLS, once its handshake completed.
     public var tls: TLSInfo?
 
-    public init(remoteAddress: String, remotePort: Int, serverName: String, serverPort: Int, isUnix: Bool,
-                scheme: StaticString) {
+    public init(address: PeerAddress, remoteAddress: String, remotePort: Int, serverName: String, serverPort: Int,
+                isUnix: Bool, scheme: StaticString) {
+        self.address = address
         self.remoteAddress = remoteAddress
         self.remotePort = remotePort
         self.serverName = serverName

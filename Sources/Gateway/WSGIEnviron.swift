@@ -17,10 +17,16 @@ struct WSGIEnvironBuilder: ~Copyable {
     private var recentRemoteAddress = RecentString<String>(Py.str)
     private var recentServerName = RecentString<String>(Py.str)
     private var recentServerPort = RecentString<Int> { pshim_unicode_decimal(Int64($0))! }
+    /// `--scheme`: wsgi.url_scheme is the template's whatever a proxy says.
+    let schemeForced: Bool
+    /// The template's wsgi.url_scheme is https.
+    let secure: Bool
 
-    init(keys: WSGIKeys, rootPath: String, scheme: StaticString, multiprocess: Bool, multithread: Bool,
-         errors: PyRef, fileWrapper: PyRef) {
+    init(keys: WSGIKeys, rootPath: String, scheme: StaticString, schemeForced: Bool, multiprocess: Bool,
+         multithread: Bool, errors: PyRef, fileWrapper: PyRef) {
         self.keys = keys
+        self.schemeForced = schemeForced
+        secure = scheme.description == "https"
         self.rootPath = Array(rootPath.utf8)
         // Room for the constant keys below, the per-request ones given a
         // placeholder further down, and about twenty header keys: a copy of
@@ -121,7 +127,43 @@ struct WSGIEnvironBuilder: ~Copyable {
                 PyDict_SetItem(env, key, v.ref)
             }
         }
+        // After the fields: a forwarded host replaces HTTP_HOST.
+        if let forwarded = request.forwarded { applyForwarded(env, forwarded) }
         return owner
+    }
+
+    /// A trusted proxy's word (`--forwarded-allow-ips`): REMOTE_ADDR, and
+    /// REMOTE_PORT only when the proxy gave one (removed otherwise); an
+    /// `unknown` or obfuscated client (RFC 7239 §6.2, §6.3) leaves
+    /// REMOTE_ADDR empty, as for a unix-socket peer. wsgi.url_scheme unless
+    /// `--scheme` forces it. A forwarded host sets HTTP_HOST as sent, and
+    /// SERVER_NAME / SERVER_PORT (its port, X-Forwarded-Port, or the
+    /// scheme's default).
+    private func applyForwarded(_ env: PyRef, _ f: ForwardedResolution) {
+        switch f.client {
+        case .address(let address, let port)?:
+            set(env, keys.remoteAddr, pythonText(address))
+            if let port {
+                set(env, keys.remotePort, pshim_unicode_decimal(Int64(port)))
+            } else if PyDict_DelItem(env, keys.remotePort) != 0 {
+                PyErr_Clear()
+            }
+        case .unknown?, .obfuscated?:
+            PyDict_SetItem(env, keys.remoteAddr, keys.emptyString)
+            if PyDict_DelItem(env, keys.remotePort) != 0 { PyErr_Clear() }
+        case nil:
+            break
+        }
+        var reportsHTTPS = secure
+        if !schemeForced, let scheme = f.scheme {
+            reportsHTTPS = scheme == .https
+            PyDict_SetItem(env, keys.wsgiURLScheme, reportsHTTPS ? keys.https : keys.http)
+        }
+        if let host = f.host {
+            set(env, keys.httpHost, Py.latin1(host.bytes))
+            set(env, keys.serverName, Py.latin1(ForwardedHostParts.name(host.bytes)))
+            set(env, keys.serverPort, pshim_unicode_decimal(Int64(f.serverPort(secure: reportsHTTPS))))
+        }
     }
 
     /// REMOTE_* and SERVER_*: the address strings repeat from request to

@@ -70,8 +70,10 @@ public final class WSGIGateway {
     private var fieldCapacity = 32
 
     /// `multithread`: other worker contexts in this process call the same
-    /// application from other threads (wsgi.multithread).
-    public init(app: PyRef, rootPath: String, scheme: StaticString, multiprocess: Bool, multithread: Bool = false) {
+    /// application from other threads (wsgi.multithread). `schemeForced`:
+    /// `scheme` came from `--scheme` and holds whatever a proxy says.
+    public init(app: PyRef, rootPath: String, scheme: StaticString, multiprocess: Bool, multithread: Bool = false,
+                schemeForced: Bool = false) {
         self.app = app
         keys = WSGIKeys()
         // The process's native types exist before any worker thread does
@@ -84,8 +86,9 @@ public final class WSGIGateway {
         // Kept (a strong reference) for the gateway's life: an application
         // rebinding _peregrine.FileWrapper does not free it under us.
         fileWrapperType = Runtime.attribute("FileWrapper").take()
-        environ = WSGIEnvironBuilder(keys: keys, rootPath: rootPath, scheme: scheme, multiprocess: multiprocess,
-                                     multithread: multithread, errors: errorStream, fileWrapper: fileWrapperType)
+        environ = WSGIEnvironBuilder(keys: keys, rootPath: rootPath, scheme: scheme, schemeForced: schemeForced,
+                                     multiprocess: multiprocess, multithread: multithread, errors: errorStream,
+                                     fileWrapper: fileWrapperType)
         bodyBuffer = .allocate(byteCount: bodyCapacity, alignment: 16)
         fields = .allocate(capacity: fieldCapacity)
         currentToken = .allocate(capacity: 1)

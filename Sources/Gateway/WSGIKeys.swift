@@ -27,6 +27,9 @@ struct WSGIKeys {
     let wsgiFileWrapper = Py.intern("wsgi.file_wrapper")
     let wsgiInputTerminated = Py.intern("wsgi.input_terminated")
     let serverSoftware = Py.intern("SERVER_SOFTWARE")
+    let httpHost = Py.intern("HTTP_HOST")
+    let http = Py.intern("http")
+    let https = Py.intern("https")
 
     let http11 = Py.intern("HTTP/1.1")
     let http10 = Py.intern("HTTP/1.0")

@@ -1,4 +1,5 @@
 import Core
+import Proxy
 
 /// The result of reading argv: run, or print something and exit.
 public enum CommandLineAction {
@@ -86,6 +87,14 @@ options:
   --tls-handshake-timeout MS
                            close a connection whose TLS handshake takes longer
                            (default 10000)
+  --forwarded-allow-ips LIST
+                           peers whose Forwarded / X-Forwarded-* headers are
+                           honoured: comma-separated addresses and CIDR blocks
+                           (IPv4, IPv6), unix, or * for any (default: none;
+                           FORWARDED_ALLOW_IPS when the option is absent)
+  --scheme S               http or https: the scheme every request reports
+                           (ws/wss for WebSocket), whatever the socket or a
+                           proxy says
   --no-lifespan            ASGI: skip the lifespan protocol
   --lifespan-scope S       ASGI with worker threads: worker (default: a lifespan
                            per thread, on its own loop) or process (one, on the
@@ -98,10 +107,16 @@ BYTES accepts a suffix: k, m, g (powers of 1024), e.g. 16m.
 """
 
 public enum CommandLineParser {
-    public static func parse(_ arguments: [String]) throws(UsageError) -> CommandLineAction {
+    /// `environment` looks up an environment variable (the process's own
+    /// by default): `FORWARDED_ALLOW_IPS` stands in for an absent
+    /// `--forwarded-allow-ips`. Workers inherit the supervisor's arguments
+    /// and environment, so they parse the same configuration.
+    public static func parse(_ arguments: [String],
+                             environment: (String) -> String? = getenvText) throws(UsageError) -> CommandLineAction {
         var config = Config()
         var positional: [String] = []
         var tlsClientCertGiven = false
+        var forwardedAllowIPs: String?
         var i = 0
         while i < arguments.count {
             let arg = arguments[i]
@@ -224,6 +239,13 @@ public enum CommandLineParser {
                 config.tlsClientCert = mode
             case "--tls-handshake-timeout":
                 config.tlsHandshakeTimeoutMilliseconds = try integer(name, try value(), 1...86_400_000)
+            case "--forwarded-allow-ips": forwardedAllowIPs = try value()
+            case "--scheme":
+                let v = try value()
+                guard let scheme = ReportedScheme(rawValue: v.lowercased()) else {
+                    throw UsageError(message: "--scheme must be http or https, got '\(v)'")
+                }
+                config.scheme = scheme
             case "--no-lifespan": try flag(); config.lifespan = false
             case "--lifespan-scope":
                 let v = try value()
@@ -256,6 +278,11 @@ public enum CommandLineParser {
         }
         config.app = app
         try checkTLS(&config, clientCertGiven: tlsClientCertGiven)
+        if let list = forwardedAllowIPs {
+            config.forwardedAllowIPs = try trustedPeers("--forwarded-allow-ips", list)
+        } else if let list = environment("FORWARDED_ALLOW_IPS") {
+            config.forwardedAllowIPs = try trustedPeers("FORWARDED_ALLOW_IPS", list)
+        }
         return .run(config)
     }
 
@@ -274,6 +301,15 @@ public enum CommandLineParser {
             throw UsageError(message: "--tls-client-cert needs --tls-ca (the CA certificates to verify against)")
         }
         if config.tlsCA != nil && !clientCertGiven { config.tlsClientCert = .optional }
+    }
+
+    /// A trusted-address list; a bad item is a usage error that names it.
+    static func trustedPeers(_ name: String, _ list: String) throws(UsageError) -> TrustedPeers {
+        do {
+            return try TrustedPeers(parsing: list)
+        } catch {
+            throw UsageError(message: "\(name): \(error.description)")
+        }
     }
 
     static func path(_ name: String, _ text: String) throws(UsageError) -> String {

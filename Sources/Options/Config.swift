@@ -1,5 +1,6 @@
 import CSys
 import Core
+import Proxy
 
 /// Which gateway serves the application.
 public enum AppProtocol: String, Sendable {
@@ -21,6 +22,12 @@ public enum LifespanScope: String, Sendable {
     /// other threads start; they share its `state` and run no lifespan of
     /// their own. Shutdown runs after every thread has drained.
     case process
+}
+
+/// The scheme `--scheme` makes every request report, whatever the socket
+/// or a proxy says (`ws`/`wss` for a WebSocket).
+public enum ReportedScheme: String, Sendable {
+    case http, https
 }
 
 /// Everything the command line sets. Defaults are the documented ones
@@ -97,6 +104,13 @@ public struct Config: Sendable {
     /// A TLS handshake not complete in this time closes the connection.
     public var tlsHandshakeTimeoutMilliseconds = 10_000
     public var tlsEnabled: Bool { !tlsCertificates.isEmpty }
+
+    /// Peers whose `Forwarded` / `X-Forwarded-*` fields are honoured
+    /// (`--forwarded-allow-ips`, else `FORWARDED_ALLOW_IPS`); empty: none.
+    public var forwardedAllowIPs = TrustedPeers()
+    /// `--scheme`: the scheme every request reports (nil: `https` on TLS,
+    /// else `http`, or what a trusted proxy says).
+    public var scheme: ReportedScheme?
 
     /// Worker processes (0 on the command line: one per CPU); with
     /// `freeThreaded`, worker threads of one process.

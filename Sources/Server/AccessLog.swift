@@ -9,6 +9,11 @@ import Options
 /// json: `{"time": "...", "remote": "127.0.0.1", "port": 52644, "method":
 /// "GET", "target": "/path?q", "version": "HTTP/1.1", "status": 200,
 /// "bytes": 13, "duration_ms": 0.21}`
+///
+/// Behind a trusted proxy (`--forwarded-allow-ips`) the client is the one
+/// the proxy named: its address and port (text: just the address when the
+/// proxy gave no port; json: `"port": null`), or the `unknown` / obfuscated
+/// identifier it sent.
 struct AccessLog {
     let enabled: Bool
     let format: AccessLogFormat
@@ -20,11 +25,28 @@ struct AccessLog {
         let method: String
         let target: String
         let version: String
+        /// The client a trusted proxy named (nil: the socket peer).
+        let forwardedClient: String?
+        let forwardedPort: Int?
 
         init(_ r: GatewayRequest) {
             method = String(decoding: r.bytes(r.method), as: UTF8.self)
             target = String(decoding: r.bytes(r.target), as: UTF8.self)
             version = r.httpVersion.description
+            switch r.forwarded?.client {
+            case .address(let address, let port)?:
+                forwardedClient = address.description
+                forwardedPort = port.map { Int($0) }
+            case .unknown?:
+                forwardedClient = "unknown"
+                forwardedPort = nil
+            case .obfuscated(let identifier)?:
+                forwardedClient = identifier.description
+                forwardedPort = nil
+            case nil:
+                forwardedClient = nil
+                forwardedPort = nil
+            }
         }
     }
 
@@ -40,10 +62,17 @@ struct AccessLog {
         let text: String
         switch format {
         case .text:
-            let who = peer.isUnix ? "unix" : "\(peer.remoteAddress):\(peer.remotePort)"
+            let who: String
+            if let client = line.forwardedClient {
+                who = line.forwardedPort.map { "\(client):\($0)" } ?? client
+            } else {
+                who = peer.isUnix ? "unix" : "\(peer.remoteAddress):\(peer.remotePort)"
+            }
             text = "\(who) - \"\(line.method) \(line.target) \(line.version)\" \(status) \(bytes) \(ms)ms\n"
         case .json:
-            text = "{\"time\": \"\(Log.timestamp())\", \"remote\": \(jsonString(peer.remoteAddress)), \"port\": \(peer.remotePort), "
+            let remote = line.forwardedClient ?? peer.remoteAddress
+            let port = line.forwardedClient == nil ? "\(peer.remotePort)" : line.forwardedPort.map { "\($0)" } ?? "null"
+            text = "{\"time\": \"\(Log.timestamp())\", \"remote\": \(jsonString(remote)), \"port\": \(port), "
                 + "\"method\": \(jsonString(line.method)), \"target\": \(jsonString(line.target)), "
                 + "\"version\": \"\(line.version)\", \"status\": \(status), \"bytes\": \(bytes), \"duration_ms\": \(ms)}\n"
         }

@@ -44,7 +44,12 @@ public enum Main {
         }
         // Before Python starts: the ticket secret leaves the environment.
         let tlsContext = try TLSSetup.workerContext(config)
-        let scheme: StaticString = tlsContext == nil ? "http" : "https"
+        // --scheme forces what every request reports; else TLS decides.
+        let scheme: StaticString = switch config.scheme {
+        case .https?: "https"
+        case .http?: "http"
+        case nil: tlsContext == nil ? "http" : "https"
+        }
         do {
             try Interpreter.start(programName: programName, argv: ["peregrine"], pythonPaths: config.pythonPaths)
             try Runtime.install()
@@ -188,16 +193,18 @@ public enum Main {
         let pooled = proto == .wsgi && config.wsgiThreads > 1
         let wsgi = proto == .wsgi
             ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: scheme, multiprocess: config.workerProcesses != 1,
-                          multithread: contexts > 1 || pooled)
+                          multithread: contexts > 1 || pooled, schemeForced: config.scheme != nil)
             : nil
         // One gateway per pool thread: a gateway holds one request's state.
         let poolGateways = pooled
             ? (0..<config.wsgiThreads).map { _ in
                 WSGIGateway(app: app, rootPath: config.rootPath, scheme: scheme, multiprocess: config.workerProcesses != 1,
-                            multithread: true)
+                            multithread: true, schemeForced: config.scheme != nil)
             }
             : []
-        let asgi = proto == .asgi ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: scheme.description) : nil
+        let asgi = proto == .asgi
+            ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: scheme.description, schemeForced: config.scheme != nil)
+            : nil
         asgi?.webSocketMaxQueue = config.wsMaxQueue
         asgi?.webSocketMaxQueueBytes = config.wsMaxQueueBytes
         do {

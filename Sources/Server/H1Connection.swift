@@ -288,10 +288,11 @@ final class H1Connection: WorkerConnection {
         for i in 0..<table.count {
             spans[i] = FieldSpans(name: table.name(i), value: table.value(i))
         }
-        let gatewayRequest = GatewayRequest(
+        var gatewayRequest = GatewayRequest(
             base: base, method: head.methodSpan, target: head.target, path: head.path, query: head.query,
             httpVersion: request.version == .http10 ? "HTTP/1.0" : "HTTP/1.1", isHead: exchange.isHead,
             fieldCount: table.count, fields: UnsafePointer(spans), peer: peer)
+        if let resolver = w.forwardedResolver { gatewayRequest.resolveForwarded(resolver) }
         request.accessLine = w.accessLog.enabled ? AccessLog.RequestLine(gatewayRequest) : nil
         w.requestsServed += 1
         if head.upgrade, w.asgi != nil, let verdict = webSocketVerdict(head) {

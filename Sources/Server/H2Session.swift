@@ -202,6 +202,7 @@ final class H2Session {
             respondDirectly(s, status: 501)
             return
         }
+        if let resolver = worker.forwardedResolver { s.request.resolveForwarded(resolver) }
         if head.protocolName.count > 0 {
             // An extended CONNECT (RFC 8441): a WebSocket, or a 501.
             streams[id] = s

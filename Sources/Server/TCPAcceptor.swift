@@ -2,6 +2,7 @@ import CSys
 import Core
 import Gateway
 import Options
+import Proxy
 import TLS
 
 /// The TCP connection kind's side of the worker: the listening socket,
@@ -45,8 +46,14 @@ struct TCPAcceptor {
             addr.initialize(repeating: 0)
             var port: Int32 = 0
             var isUnix: Int32 = 0
-            let fd = csys_accept(listener.fd, addr.baseAddress, 64, &port, &isUnix)
+            var raw: (UInt64, UInt64) = (0, 0)
+            var rawLength: Int32 = 0
+            let fd = withUnsafeMutableBytes(of: &raw) { r in
+                csys_accept(listener.fd, addr.baseAddress, 64, &port, &isUnix,
+                            r.baseAddress!.assumingMemoryBound(to: UInt8.self), &rawLength)
+            }
             if fd < 0 { return nil }
+            let address = withUnsafeBytes(of: &raw) { r in TCPAcceptor.address(r, length: rawLength) }
             let remote = TCPAcceptor.text(addr)
             addr.update(repeating: 0)
             var localPort: Int32 = 0
@@ -54,10 +61,20 @@ struct TCPAcceptor {
             if !listener.isUnix, csys_local_address(fd, addr.baseAddress, 64, &localPort) == 0 {
                 serverName = TCPAcceptor.text(addr)
             }
-            let peer = PeerInfo(remoteAddress: remote, remotePort: Int(port), serverName: serverName,
+            let peer = PeerInfo(address: address, remoteAddress: remote, remotePort: Int(port), serverName: serverName,
                                 serverPort: listener.isUnix ? 0 : Int(localPort), isUnix: isUnix != 0,
                                 scheme: tlsContext == nil ? "http" : "https")
             return (fd, peer)
+        }
+    }
+
+    /// The peer's address in binary form, from the bytes `csys_accept`
+    /// wrote (network order; 4 for IPv4, 16 for IPv6, none for a unix peer).
+    private static func address(_ raw: UnsafeRawBufferPointer, length: Int32) -> PeerAddress {
+        switch length {
+        case 4: return .ip(IPAddress(ipv4Bytes: UnsafeRawBufferPointer(rebasing: raw[0..<4])))
+        case 16: return .ip(IPAddress(ipv6Bytes: raw))
+        default: return .unix
         }
     }
 

@@ -132,6 +132,7 @@ final class WSGIPoolThread: Exchange, @unchecked Sendable {
         var own = request
         own.base = UnsafeRawPointer(bytes)
         own.fields = UnsafePointer(fields)
+        own.rebaseForwarded(from: request.base, to: own.base)
         return own
     }
 

@@ -43,6 +43,9 @@ final class Worker {
     let headerTable: H1HeaderTable
     let fieldSpans: UnsafeMutablePointer<FieldSpans>
     let accessLog: AccessLog
+    /// `--forwarded-allow-ips`: nil when no peer is trusted, so a request
+    /// costs one branch.
+    let forwardedResolver: ForwardedResolver?
     var out = OutputBuffer()
     var date = DateCache()
     var requestsServed = 0
@@ -94,6 +97,7 @@ final class Worker {
         headerTable = H1HeaderTable(capacity: l.maxHeaderCount)
         fieldSpans = .allocate(capacity: l.maxHeaderCount)
         accessLog = AccessLog(enabled: config.accessLog, format: config.accessLogFormat)
+        forwardedResolver = config.forwardedAllowIPs.isEmpty ? nil : ForwardedResolver(trusted: config.forwardedAllowIPs)
         acceptor = TCPAcceptor(listener: listener, maxConnections: config.maxConnections)
         stop = WorkerStop(config: config, signalFD: signalFD, fromSignalThread: wsgi != nil)
         supervisor = SupervisorLink(config: config)

@@ -20,7 +20,11 @@ int csys_local_port(int fd);
 // Accepted connection, non-blocking and close-on-exec, TCP_NODELAY set on TCP.
 // The peer's address is written as text to `addr` and its port to `*port`
 // (0 and an empty string for a unix-socket peer); `*is_unix` tells which.
-int csys_accept(int listen_fd, char *addr, size_t addrlen, int *port, int *is_unix);
+// The address in network order goes to `raw` (16 bytes of room): `*raw_len`
+// is 4 for IPv4 (an IPv4-mapped IPv6 peer included, as in the text), 16 for
+// IPv6, 0 for a unix-socket peer.
+int csys_accept(int listen_fd, char *addr, size_t addrlen, int *port, int *is_unix, unsigned char *raw,
+                int *raw_len);
 // The local address of an accepted socket as text (for SERVER_NAME defaults).
 int csys_local_address(int fd, char *addr, size_t addrlen, int *port);
 
