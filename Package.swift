@@ -89,19 +89,21 @@ let package = Package(
                           linkerSettings: supervisorLink),
         .executableTarget(name: "peregrine-worker", dependencies: ["Server"], swiftSettings: strict),
 
+        // What the fuzz targets share: starting libFuzzer, replaying files.
+        .target(name: "FuzzSupport", path: "fuzz/Sources/FuzzSupport", swiftSettings: strict),
         // libFuzzer entry point for the HTTP/1 parsers (see fuzz/README.md).
-        .executableTarget(name: "fuzz-http1", dependencies: ["HTTP1", "Core"], path: "fuzz/Sources/fuzz-http1", swiftSettings: strict),
+        .executableTarget(name: "fuzz-http1", dependencies: ["FuzzSupport", "HTTP1", "Core"], path: "fuzz/Sources/fuzz-http1", swiftSettings: strict),
         // libFuzzer entry point for HPACK and the HTTP/2 frame parser.
-        .executableTarget(name: "fuzz-hpack", dependencies: ["HTTP2", "Core"], path: "fuzz/Sources/fuzz-hpack", swiftSettings: strict),
+        .executableTarget(name: "fuzz-hpack", dependencies: ["FuzzSupport", "HTTP2", "Core"], path: "fuzz/Sources/fuzz-hpack", swiftSettings: strict),
         // libFuzzer entry point for QPACK field sections and the encoder stream.
-        .executableTarget(name: "fuzz-qpack", dependencies: ["HTTP3", "HTTPFields", "Core"], path: "fuzz/Sources/fuzz-qpack", swiftSettings: strict),
+        .executableTarget(name: "fuzz-qpack", dependencies: ["FuzzSupport", "HTTP3", "HTTPFields", "Core"], path: "fuzz/Sources/fuzz-qpack", swiftSettings: strict),
         // libFuzzer entry point for the Forwarded/X-Forwarded-* resolver.
-        .executableTarget(name: "fuzz-forwarded", dependencies: ["Proxy", "Core"], path: "fuzz/Sources/fuzz-forwarded", swiftSettings: strict),
+        .executableTarget(name: "fuzz-forwarded", dependencies: ["FuzzSupport", "Proxy", "Core"], path: "fuzz/Sources/fuzz-forwarded", swiftSettings: strict),
         // libFuzzer entry point for the PROXY protocol v1/v2 decoder.
-        .executableTarget(name: "fuzz-proxy-protocol", dependencies: ["Proxy", "Core"], path: "fuzz/Sources/fuzz-proxy-protocol", swiftSettings: strict),
+        .executableTarget(name: "fuzz-proxy-protocol", dependencies: ["FuzzSupport", "Proxy", "Core"], path: "fuzz/Sources/fuzz-proxy-protocol", swiftSettings: strict),
         // libFuzzer entry point for the QUIC packet path: datagram split,
         // headers, Initial unprotection, frames.
-        .executableTarget(name: "fuzz-quic-packet", dependencies: ["QUIC", "Core"], path: "fuzz/Sources/fuzz-quic-packet",
+        .executableTarget(name: "fuzz-quic-packet", dependencies: ["FuzzSupport", "QUIC", "Core"], path: "fuzz/Sources/fuzz-quic-packet",
                           swiftSettings: strict),
 
         .testTarget(name: "QUICTests", dependencies: ["QUIC", "Core"], swiftSettings: strict),

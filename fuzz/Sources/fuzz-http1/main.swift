@@ -18,6 +18,7 @@
 // checks on each file and exits 0 if none trapped.
 
 import Core
+import FuzzSupport
 import HTTP1
 
 #if canImport(Glibc)
@@ -222,52 +223,15 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-// SwiftPM links every executable with `main` aliased to `<module>_main`
-// (--defsym main=fuzz_http1_main), so libFuzzer's own main is never linked
-// in; this stands in for it and starts libFuzzer through its public driver
-// entry point (declared here because the target has no C module; the
-// signature uses only pointer and int arguments, passed alike by both
-// calling conventions).
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
+/// libFuzzer's `main` for this executable (see FuzzSupport).
 @_cdecl("fuzz_http1_main")
 public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv, fuzz)
+    runLibFuzzer(argc, argv, fuzz)
 }
 #else
 // A declaration rather than statements, so the file also parses in the
 // -parse-as-library mode of the fuzzing build (where this branch is
 // inactive but must still be valid library code). In a plain build it is
 // top-level code and runs at start-up.
-let replayStatus: Never = replay(CommandLine.arguments.dropFirst())
+let replayStatus: Never = replay(CommandLine.arguments.dropFirst()) { _, bytes in fuzzOne(bytes) }
 #endif
-
-/// Replay: runs the checks on each file named on the command line.
-func replay(_ paths: ArraySlice<String>) -> Never {
-    var unreadable = 0
-    for path in paths {
-        guard let file = fopen(path, "rb") else {
-            print("cannot open \(path)")
-            unreadable += 1
-            continue
-        }
-        var contents: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-            if n <= 0 { break }
-            contents += chunk[..<n]
-        }
-        fclose(file)
-        contents.withUnsafeBytes { fuzzOne($0) }
-    }
-    print("checked \(paths.count - unreadable) inputs")
-    exit(unreadable == 0 ? 0 : 1)
-}

@@ -26,6 +26,7 @@
 // LLVMFuzzerTestOneInput; built plainly it replays files given as arguments.
 
 import Core
+import FuzzSupport
 import HTTPFields
 import HTTP3
 
@@ -209,41 +210,15 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
+/// libFuzzer's `main` for this executable (see FuzzSupport).
 @_cdecl("fuzz_qpack_main")
 public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv, fuzz)
+    runLibFuzzer(argc, argv, fuzz)
 }
 #else
-let replayStatus: Never = replay(CommandLine.arguments.dropFirst())
+// A declaration rather than statements, so the file also parses in the
+// -parse-as-library mode of the fuzzing build (where this branch is
+// inactive but must still be valid library code). In a plain build it is
+// top-level code and runs at start-up.
+let replayStatus: Never = replay(CommandLine.arguments.dropFirst()) { _, bytes in fuzzOne(bytes) }
 #endif
-
-func replay(_ paths: ArraySlice<String>) -> Never {
-    var unreadable = 0
-    for path in paths {
-        guard let file = fopen(path, "rb") else {
-            print("cannot open \(path)")
-            unreadable += 1
-            continue
-        }
-        var contents: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-            if n <= 0 { break }
-            contents += chunk[..<n]
-        }
-        fclose(file)
-        contents.withUnsafeBytes { fuzzOne($0) }
-    }
-    print("checked \(paths.count - unreadable) inputs")
-    exit(unreadable == 0 ? 0 : 1)
-}

@@ -26,6 +26,7 @@
 // LLVMFuzzerTestOneInput; built plainly it replays files given as arguments.
 
 import Core
+import FuzzSupport
 import QUIC
 
 #if canImport(Glibc)
@@ -259,47 +260,19 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-// SwiftPM links every executable with `main` aliased to `<module>_main`, so
-// libFuzzer's own main is never linked in; this stands in for it (see
-// fuzz-hpack for the details).
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-
+/// libFuzzer's `main` for this executable (see FuzzSupport).
 @_cdecl("fuzz_quic_packet_main")
 public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv, fuzz)
+    runLibFuzzer(argc, argv, fuzz)
 }
 #else
-let replayStatus: Never = replay(CommandLine.arguments.dropFirst())
-#endif
-
-/// Replay: runs the checks on each file named on the command line.
-func replay(_ paths: ArraySlice<String>) -> Never {
-    var unreadable = 0
-    for path in paths {
-        guard let file = fopen(path, "rb") else {
-            print("cannot open \(path)")
-            unreadable += 1
-            continue
-        }
-        var contents: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-            if n <= 0 { break }
-            contents += chunk[..<n]
-        }
-        fclose(file)
-        let (p, f) = (openedPackets, decodedFrames)
-        contents.withUnsafeBytes { fuzzOne($0) }
-        print("\(path): \(openedPackets - p) packets opened, \(decodedFrames - f) frames")
-    }
-    print("checked \(paths.count - unreadable) inputs")
-    exit(unreadable == 0 ? 0 : 1)
+// A declaration rather than statements, so the file also parses in the
+// -parse-as-library mode of the fuzzing build (where this branch is
+// inactive but must still be valid library code). In a plain build it is
+// top-level code and runs at start-up.
+let replayStatus: Never = replay(CommandLine.arguments.dropFirst()) { path, bytes in
+    let (p, f) = (openedPackets, decodedFrames)
+    fuzzOne(bytes)
+    print("\(path): \(openedPackets - p) packets opened, \(decodedFrames - f) frames")
 }
+#endif
