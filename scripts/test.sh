@@ -98,12 +98,11 @@ scripts/build-free-threaded-python.sh --venv "$ft_venv" | tail -n 2
 "$ft_venv/bin/python" -c 'import sys; assert not sys._is_gil_enabled(), "the GIL is on"'
 ft_started=$SECONDS
 PEREGRINE_BIN="$ft_venv/bin/peregrine" PEREGRINE_TEST_WORKER_THREADS=2 "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-    tests/e2e/test_http1_*.py tests/e2e/test_wsgi_*.py tests/e2e/test_flask_app.py tests/e2e/test_asgi_*.py \
+    tests/e2e/test_http1_*.py tests/e2e/test_wsgi_{environ,errors,input,response}.py tests/e2e/test_flask_app.py tests/e2e/test_asgi_*.py \
     tests/e2e/test_http2_gateway.py tests/h2spec tests/e2e/test_tls_*.py tests/e2e/test_websocket_*.py \
     tests/e2e/test_worker_threads.py tests/e2e/test_worker_threads_crosstalk.py tests/e2e/test_worker_contexts.py \
     tests/e2e/test_frameworks_worker_threads.py tests/e2e/test_cli.py \
-    tests/e2e/test_process_graceful.py tests/e2e/test_process_workers.py \
-    --ignore=tests/e2e/test_wsgi_threads.py
+    tests/e2e/test_process_graceful.py tests/e2e/test_process_workers.py
 # These pick their own process model (--wsgi-threads pools, one lifespan per
 # thread or per process, a process of threads replaced): run as they are.
 PEREGRINE_BIN="$ft_venv/bin/peregrine" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
