@@ -50,9 +50,10 @@ extension LossRecovery {
     /// §A.8 GetLossTimeAndSpace: the earliest loss time of the three spaces.
     func earliestLossTime() -> (time: Instant, space: PacketNumberSpace)? {
         var earliest: (time: Instant, space: PacketNumberSpace)?
-        for space in PacketNumberSpace.allCases {
-            guard let time = ledgers[space.rawValue].lossTime else { continue }
-            if earliest.map({ time < $0.time }) ?? true { earliest = (time, space) }
+        // Raw values, not `allCases`: that builds an array on every query.
+        for raw in 0..<3 {
+            guard let time = ledgers[raw].lossTime else { continue }
+            if earliest.map({ time < $0.time }) ?? true { earliest = (time, PacketNumberSpace(rawValue: raw)!) }
         }
         return earliest
     }
@@ -74,8 +75,9 @@ extension LossRecovery {
             return (Instant(nanoseconds: timerSetTime.nanoseconds + duration), hasHandshakeKeys ? .handshake : .initial)
         }
         var earliest: (time: Instant, space: PacketNumberSpace)?
-        for space in PacketNumberSpace.allCases {
-            let ledger = ledgers[space.rawValue]
+        for raw in 0..<3 {
+            let space = PacketNumberSpace(rawValue: raw)!
+            let ledger = ledgers[raw]
             guard ledger.ackElicitingInFlight > 0, let last = ledger.timeOfLastAckEliciting else { continue }
             if space == .application {
                 // §6.2.1: "An endpoint MUST NOT set its PTO timer for the

@@ -70,6 +70,10 @@ struct RecoveryHarness {
 struct SimulatedLink {
     var harness = RecoveryHarness()
     let oneWayDelay: Int64
+    /// Time each packet occupies the link (its bandwidth): packets sent
+    /// together arrive one after the other.
+    var serialization: Int64 = 0
+    private var linkFreeAt = Instant(nanoseconds: 0)
     /// Packet numbers the path drops (first transmission or not: by number).
     var dropped: Set<UInt64> = []
     /// Extra one-way delay per packet number (reordering).
@@ -97,7 +101,8 @@ struct SimulatedLink {
         let pn = harness.send(.application)
         if let chunk { chunkOfPacket[pn] = chunk }
         guard !dropped.contains(pn) else { return }
-        let arrival = Instant(nanoseconds: harness.now.nanoseconds + oneWayDelay + (extraDelay[pn] ?? 0))
+        linkFreeAt = Instant(nanoseconds: max(linkFreeAt, harness.now).nanoseconds + serialization)
+        let arrival = Instant(nanoseconds: linkFreeAt.nanoseconds + oneWayDelay + (extraDelay[pn] ?? 0))
         arrivals.append((arrival, pn))
     }
 
