@@ -198,4 +198,26 @@ final class LossDetectionTests: XCTestCase {
         XCTAssertTrue(h.recovery.wasSent(space: .initial, packetNumber: 2))
         XCTAssertEqual(h.recovery.largestSent(space: .initial), 2)
     }
+
+    /// The ranges of a decoded ACK frame (QUIC.AckRanges, largest first, RFC
+    /// 9000 §19.3.1) feed onAckReceived directly.
+    func testDecodedAckFrameRanges() throws {
+        var h = RecoveryHarness()
+        for _ in 0..<12 { h.send() }
+        h.advance(ms: 40)
+        let ranges: [ClosedRange<UInt64>] = [9...11, 5...6, 0...2]
+        let wire = encoded(size: FrameEncoder.ackSize(ranges: ranges, ackDelay: 0)) {
+            FrameEncoder.encodeAck(ranges: ranges, ackDelay: 0, into: $0)
+        }
+        guard case .ack(let frame) = try decodeOne(wire) else { return XCTFail() }
+        var acked: [UInt64] = [], lost: [UInt64] = []
+        wire.withUnsafeBytes { bytes in
+            h.recovery.onAckReceived(space: .application, ranges: frame.ranges(in: bytes), ackDelay: 0,
+                                     handshakeConfirmed: true, now: h.now,
+                                     acked: { acked.append($0) }, lost: { lost.append($0) })
+        }
+        XCTAssertEqual(acked, [9, 10, 11, 5, 6, 0, 1, 2])
+        XCTAssertEqual(lost, [3, 4, 7, 8])   // 11 >= 8 + 3
+        XCTAssertEqual(h.recovery.bytesInFlight, 0)
+    }
 }

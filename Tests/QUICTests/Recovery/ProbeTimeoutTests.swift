@@ -174,4 +174,18 @@ final class ProbeTimeoutTests: XCTestCase {
         XCTAssertEqual(h.recovery.probeTimeout(includingMaxAckDelay: true), 3 * ms(325))
         XCTAssertEqual(h.recovery.probeTimeout(includingMaxAckDelay: false), 3 * ms(300))
     }
+
+    /// §6.2.1 backoff with a huge RTT and many expiries saturates instead of trapping.
+    func testBackoffSaturates() {
+        var h = RecoveryHarness()
+        h.send(); h.advance(ms: 1_000_000_000); h.ack([0...0])   // an absurd 11-day RTT sample
+        h.send()
+        for _ in 0..<40 {
+            guard let deadline = h.deadline() else { return XCTFail() }
+            h.advance(to: deadline)
+            guard case .probe = h.fire().action else { return XCTFail() }
+        }
+        XCTAssertEqual(h.recovery.ptoCount, 40)
+        XCTAssertEqual(h.deadline(), Instant(nanoseconds: .max))
+    }
 }
