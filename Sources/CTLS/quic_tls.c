@@ -98,7 +98,12 @@ struct ctls_quic_tls_conn {
     int sent_alert;  // the first fatal alert OpenSSL wrote
     int alert;       // the failure; 0 while none
     char reason[160];
-    const char *pending_reason;  // why a callback made OpenSSL fail
+    // A callback's verdict when it makes OpenSSL fail. Its alert wins over
+    // the one OpenSSL writes: before the version is settled OpenSSL maps
+    // TLS 1.3-only alerts (missing_extension) to handshake_failure, and in
+    // QUIC the alert is ours to report (as CONNECTION_CLOSE), not OpenSSL's.
+    int pending_alert;
+    const char *pending_reason;
     uint8_t *session;
     size_t session_len;
 };
@@ -165,7 +170,14 @@ static int fail_openssl(ctls_quic_tls_conn *c) {
     const char *reason = c->pending_reason;
     if (!reason) reason = code ? ERR_reason_error_string(code) : NULL;
     ERR_clear_error();
-    return fail(c, c->sent_alert ? c->sent_alert : ALERT_INTERNAL_ERROR, reason ? reason : "TLS handshake failed");
+    int alert = c->pending_alert ? c->pending_alert : c->sent_alert ? c->sent_alert : ALERT_INTERNAL_ERROR;
+    return fail(c, alert, reason ? reason : "TLS handshake failed");
+}
+
+static int refuse(ctls_quic_tls_conn *c, int alert, const char *reason) {
+    c->pending_alert = alert;
+    c->pending_reason = reason;
+    return alert;
 }
 
 // MARK: - OpenSSL callbacks
@@ -300,13 +312,11 @@ static int client_hello(SSL *ssl, int *al, void *arg) {
     const unsigned char *p;
     size_t n;
     if (!SSL_client_hello_get0_ext(ssl, EXT_QUIC_TRANSPORT_PARAMETERS, &p, &n)) {
-        c->pending_reason = "ClientHello without quic_transport_parameters (RFC 9001 §8.2)";
-        *al = SSL_AD_MISSING_EXTENSION;
+        *al = refuse(c, ALERT_MISSING_EXTENSION, "ClientHello without quic_transport_parameters (RFC 9001 §8.2)");
         return SSL_CLIENT_HELLO_ERROR;
     }
     if (!SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &p, &n)) {
-        c->pending_reason = "ClientHello without ALPN (RFC 9001 §8.1)";
-        *al = SSL_AD_NO_APPLICATION_PROTOCOL;
+        *al = refuse(c, ALERT_NO_APPLICATION_PROTOCOL, "ClientHello without ALPN (RFC 9001 §8.1)");
         return SSL_CLIENT_HELLO_ERROR;
     }
     return SSL_CLIENT_HELLO_SUCCESS;
@@ -327,7 +337,7 @@ static int alpn_h3(SSL *ssl, const unsigned char **out, unsigned char *outlen, c
         i += 1 + n;
     }
     ctls_quic_tls_conn *c = SSL_get_app_data(ssl);
-    c->pending_reason = "the client offers no ALPN protocol this server speaks (h3)";
+    refuse(c, ALERT_NO_APPLICATION_PROTOCOL, "the client offers no ALPN protocol this server speaks (h3)");
     return SSL_TLSEXT_ERR_ALERT_FATAL;  // no_application_protocol
 }
 
