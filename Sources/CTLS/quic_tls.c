@@ -46,6 +46,13 @@
 #define HANDSHAKE_KEY_UPDATE 24
 
 static const char QUIC_SUITES[] = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+// Key exchange groups of the server: elliptic curves, led by the ML-KEM
+// hybrid where OpenSSL has it (3.5). No finite-field groups: ffdhe8192
+// costs the server milliseconds of CPU per Initial packet, which anyone can
+// send from any address; a client offering only such a share is asked for
+// another (HelloRetryRequest).
+static const char QUIC_GROUPS_PQ[] = "X25519MLKEM768:X25519:P-256:X448:P-384:P-521";
+static const char QUIC_GROUPS[] = "X25519:P-256:X448:P-384:P-521";
 
 struct ctls_quic_tls_server {
     struct ctls_identity id;
@@ -380,6 +387,14 @@ static SSL_CTX *make_server_ctx(ctls_quic_tls_server *s, char *err, size_t errle
         SSL_CTX_free(ctx);
         return NULL;
     }
+    if (SSL_CTX_set1_groups_list(ctx, QUIC_GROUPS_PQ) != 1) {
+        ERR_clear_error();  // no ML-KEM before OpenSSL 3.5
+        if (SSL_CTX_set1_groups_list(ctx, QUIC_GROUPS) != 1) {
+            ctls_set_err(err, errlen, "cannot set the key exchange groups for QUIC%s%s", NULL, NULL);
+            SSL_CTX_free(ctx);
+            return NULL;
+        }
+    }
     ctls_identity_attach(&s->id, ctx);
     SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
     // RFC 9001 §4.6: this server accepts no 0-RTT, so its tickets offer none.
@@ -426,13 +441,18 @@ void ctls_quic_tls_server_free(ctls_quic_tls_server *s) {
     free(s);
 }
 
-ctls_quic_tls_client *ctls_quic_tls_client_new(const char *ciphersuites, const char *ca_file, char *err,
-                                               size_t errlen) {
+ctls_quic_tls_client *ctls_quic_tls_client_new(const char *ciphersuites, const char *groups, const char *ca_file,
+                                               char *err, size_t errlen) {
     ctls_quic_tls_client *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->ctx = SSL_CTX_new(TLS_client_method());
     if (!c->ctx || configure(c->ctx, ciphersuites ? ciphersuites : QUIC_SUITES) != 0) {
         ctls_set_err(err, errlen, "cannot create a QUIC client context with suites '%s'%s", ciphersuites, NULL);
+        ctls_quic_tls_client_free(c);
+        return NULL;
+    }
+    if (groups && SSL_CTX_set1_groups_list(c->ctx, groups) != 1) {
+        ctls_set_err(err, errlen, "cannot use the key exchange groups '%s'%s", groups, NULL);
         ctls_quic_tls_client_free(c);
         return NULL;
     }

@@ -7,8 +7,10 @@ import CTLS
 import Core
 
 /// The server side of TLS for QUIC, shared by every QUIC connection of a
-/// worker, made from the same inputs as the TCP `TLSContext`: TLS 1.3 only,
-/// ALPN `h3` only (any other offer is refused with no_application_protocol),
+/// worker, made from the same inputs as the TCP `TLSContext`: TLS 1.3 only
+/// (AES-GCM and ChaCha20-Poly1305, RFC 9001 §5.3), elliptic-curve key
+/// exchange only (a finite-field group would cost the server milliseconds
+/// per Initial packet), ALPN `h3` only (any other offer is refused with no_application_protocol),
 /// the same certificate pairs chosen by SNI the same way, session tickets
 /// under keys derived from the same shared secret (so a ticket from one
 /// worker resumes on another), no early data (tickets allow none), and a
@@ -71,13 +73,21 @@ public final class QUICTLSClientContext {
     /// - Parameters:
     ///   - cipherSuites: an OpenSSL TLS 1.3 suite list, such as
     ///     "TLS_CHACHA20_POLY1305_SHA256" (nil: the three QUIC uses).
+    ///   - groups: an OpenSSL key exchange group list, such as
+    ///     "P-256:X25519"; the first one's key share is sent (nil: OpenSSL's
+    ///     default).
     ///   - trustedCertificates: a PEM bundle the server's certificate must
     ///     chain to, its name checked against the server name (nil: none
     ///     verified).
-    public init(cipherSuites: String? = nil, trustedCertificates: String? = nil) throws(TLSConfigurationError) {
+    public init(cipherSuites: String? = nil, groups: String? = nil,
+                trustedCertificates: String? = nil) throws(TLSConfigurationError) {
         var err = [CChar](repeating: 0, count: 512)
         let client = withOptionalCString(cipherSuites) { suites in
-            withOptionalCString(trustedCertificates) { ca in ctls_quic_tls_client_new(suites, ca, &err, err.count) }
+            withOptionalCString(groups) { groups in
+                withOptionalCString(trustedCertificates) { ca in
+                    ctls_quic_tls_client_new(suites, groups, ca, &err, err.count)
+                }
+            }
         }
         guard let client else { throw TLSConfigurationError(message: text(err)) }
         raw = client

@@ -193,6 +193,39 @@ final class QUICHandshakeSessionTests: XCTestCase {
         XCTAssertEqual(failure.transportErrorCode, 0x128)
     }
 
+    // MARK: - Key exchange
+
+    /// A client whose key share is a finite-field group the server does not
+    /// take gets a HelloRetryRequest (RFC 9846 §4.1.4) at the Initial level
+    /// and sends a second ClientHello there; the handshake then completes.
+    func testHelloRetryRequestForAFiniteFieldKeyShare() throws {
+        let ffdhe = try QUICTLSClientContext(groups: "ffdhe2048:X25519")
+        for cut in [Cut.whole, .everyByte, .at(5)] {
+            let pipe = try HandshakePipe(server, ffdhe)
+            assertCompleted(pipe, pipe.run(cut: cut))
+            XCTAssertEqual(messages(pipe.sent(by: .client, at: .initial)).map(\.type),
+                           [HandshakeType.clientHello, HandshakeType.clientHello])
+            let hellos = messages(pipe.sent(by: .server, at: .initial))
+            XCTAssertEqual(hellos.map(\.type), [HandshakeType.serverHello, HandshakeType.serverHello])
+            // §4.1.3: a HelloRetryRequest is a ServerHello whose random is
+            // SHA-256("HelloRetryRequest").
+            let hrrRandom: [UInt8] = [
+                0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+                0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+            ]
+            XCTAssertEqual(Array(hellos[0].body[2..<34]), hrrRandom)
+            XCTAssertNotEqual(Array(hellos[1].body[2..<34]), hrrRandom)
+        }
+    }
+
+    /// A finite-field group alone is no group this server shares.
+    func testClientWithOnlyFiniteFieldGroupsIsRefused() throws {
+        let ffdhe = try QUICTLSClientContext(groups: "ffdhe2048")
+        let pipe = try HandshakePipe(server, ffdhe)
+        guard case .failed(.server, let failure) = pipe.run() else { return XCTFail("handshake went on") }
+        XCTAssertEqual(failure.alert, 40)  // handshake_failure
+    }
+
     // MARK: - Refusals (alerts become HandshakeFailure)
 
     /// RFC 9001 §8.1: a server that supports none of the client's protocols

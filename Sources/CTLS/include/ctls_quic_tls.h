@@ -43,7 +43,8 @@ typedef struct {
 } ctls_quic_tls_event;
 
 // The server configuration shared by a worker's QUIC connections: TLS 1.3
-// only, ALPN "h3" only (a client offering none refused with
+// only, the AES-GCM and ChaCha20-Poly1305 suites, elliptic-curve (and
+// ML-KEM hybrid, where OpenSSL has it) key exchange, ALPN "h3" only (a client offering none refused with
 // no_application_protocol), the certificate pairs and SNI selection of the
 // TCP context (ctls_server_add_pair), session tickets under keys derived
 // from the same shared secret (ctls_server_set_ticket_secret), and no early
@@ -57,12 +58,13 @@ int ctls_quic_tls_server_set_ticket_secret(ctls_quic_tls_server *s, const uint8_
 void ctls_quic_tls_server_free(ctls_quic_tls_server *s);
 
 // A client configuration (tests, and a later client). `ciphersuites`: an
-// OpenSSL TLS 1.3 suite list (NULL: the three QUIC uses). `ca_file`: PEM
-// bundle the server's certificate is verified against, with the server
-// name checked (NULL: no verification).
+// OpenSSL TLS 1.3 suite list (NULL: the three QUIC uses). `groups`: an
+// OpenSSL group list, the first one's key share sent (NULL: OpenSSL's
+// default). `ca_file`: PEM bundle the server's certificate is verified
+// against, with the server name checked (NULL: no verification).
 typedef struct ctls_quic_tls_client ctls_quic_tls_client;
-ctls_quic_tls_client *ctls_quic_tls_client_new(const char *ciphersuites, const char *ca_file, char *err,
-                                               size_t errlen);
+ctls_quic_tls_client *ctls_quic_tls_client_new(const char *ciphersuites, const char *groups, const char *ca_file,
+                                               char *err, size_t errlen);
 void ctls_quic_tls_client_free(ctls_quic_tls_client *c);
 
 // One connection's handshake. `tp`: this endpoint's encoded transport
