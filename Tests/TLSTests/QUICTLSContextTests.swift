@@ -57,11 +57,14 @@ final class QUICTLSContextTests: XCTestCase {
     func testResumptionSendsNoCertificate() throws {
         let server = try context()
         let client = try QUICTLSClientContext()
-        let (first, session) = try ticket(from: server, client)
-        XCTAssertTrue(types(first, .handshake).contains(HandshakeType.certificate))
-        for cut in [Cut.whole, .everyByte] {
-            let pipe = try HandshakePipe(server, client, resuming: session)
+        // b.example: SNI moves the connection to the second pair's context,
+        // and the ticket still decrypts and resumes there.
+        for (name, cut) in [("a.example", Cut.whole), ("a.example", .everyByte), ("b.example", .whole)] {
+            let (first, session) = try ticket(from: server, client, serverName: name)
+            XCTAssertTrue(types(first, .handshake).contains(HandshakeType.certificate))
+            let pipe = try HandshakePipe(server, client, serverName: name, resuming: session)
             XCTAssertEqual(pipe.run(cut: cut), .completed)
+            XCTAssertEqual(pipe.server.certificateIndex, name == "a.example" ? 0 : 1)
             XCTAssertTrue(pipe.server.isResumed)
             XCTAssertTrue(pipe.client.isResumed)
             XCTAssertEqual(types(pipe, .handshake), [HandshakeType.encryptedExtensions, HandshakeType.finished])
