@@ -73,6 +73,9 @@ final class QUICHandshakeSessionTests: XCTestCase {
     func testFullHandshakeOneByteAtATime() throws {
         let pipe = try HandshakePipe(server, client)
         assertCompleted(pipe, pipe.run(cut: .everyByte))
+        // The NewSessionTicket, a byte per receive, still makes a session.
+        XCTAssertNotNil(pipe.client.sessionTicket)
+        XCTAssertNil(pipe.server.sessionTicket)
     }
 
     /// Every flight cut in two at every byte boundary, one handshake per
