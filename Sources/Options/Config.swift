@@ -157,6 +157,17 @@ public struct Config: Sendable {
     public var workerThreads: Int {
         freeThreaded ? (workers == 0 ? Int(csys_cpu_count()) : workers) : 1
     }
+    /// Worker contexts (threads, each a worker of its own) in each worker
+    /// process: `workerThreads` under `freeThreaded`; otherwise 1, or the
+    /// internal, test-only `PEREGRINE_WORKER_CONTEXTS=N` (at most 64). The
+    /// supervisor needs it too: with `--http3` each context reads a UDP
+    /// socket of its own.
+    public func workerContexts(environment: (String) -> String? = getenvText) -> Int {
+        if freeThreaded { return workerThreads }
+        guard let text = environment("PEREGRINE_WORKER_CONTEXTS"), let n = Int(text), n >= 1 else { return 1 }
+        return min(n, 64)
+    }
+
     /// A worker silent (no heartbeat) this long is killed and replaced; 0
     /// disables the check.
     public var workerTimeoutMilliseconds = 30_000
