@@ -61,6 +61,8 @@ final class Worker {
     private var taskOutput = TaskOutput()
     /// `--http3`: this worker context's UDP socket (see DatagramEndpoint).
     let datagrams: DatagramEndpoint?
+    /// `--http3`: the `alt-svc` value TLS responses carry (nil: none).
+    let altSvc: AltSvcAdvert?
     /// The other worker threads of this process, if any, and this worker's
     /// number among them (0: the one the supervisor knows).
     let group: WorkerGroup?
@@ -112,6 +114,7 @@ final class Worker {
         timers = TimerWheel(capacity: 2 * config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: start)
         try poller.add(listener.fd, token: Worker.listenerToken, interest: .readable)
         datagrams = datagramSocket.map { DatagramEndpoint(socket: $0, handler: DroppingDatagramHandler()) }
+        altSvc = datagramSocket.map { AltSvcAdvert(port: $0.port) }
         if let datagramSocket { try poller.add(datagramSocket.fd, token: Worker.datagramToken, interest: .readable) }
         if signalFD >= 0 { try poller.add(signalFD, token: Worker.signalToken, interest: .readable) }
         if let group, context > 0 {
