@@ -25,6 +25,13 @@ import Options
 ///                  retried with backoff; the first generation failing ends
 ///                  the supervisor with its status
 ///
+/// With --http3 it also holds the UDP sockets (DatagramGroup): each worker
+/// gets a block of its own (`--worker-udp BASE:FD,...`),
+/// and the steering program is re-pointed at the ready workers' blocks
+/// whenever a worker becomes ready, starts draining or exits
+/// (`steerNewConnections`), so new QUIC connections go to live workers
+/// while draining ones keep their connections' datagrams.
+///
 /// Replacing (SIGHUP, --reload, --max-requests) starts the new worker
 /// first; only when it reports `R` is the old one told to drain (SIGUSR1):
 /// it stops accepting, answers what is in flight with `Connection: close`,
