@@ -161,6 +161,7 @@ extension H2Stream: WebSocketTransport {
         }
         for f in fields { session.core.addField(name: f.name, value: f.value) }
         if plan.addsDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
+        addAltSvc(plan)
         session.core.endHeaders(endStream: false)
         session.record(self)
         return true

@@ -123,6 +123,7 @@ final class H2Stream {
         session.core.beginHeaders(streamID: id, status: plan.status)
         for f in head.fields { session.core.addField(name: f.name, value: f.value) }
         if plan.addsDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
+        addAltSvc(plan)
         if let length = plan.contentLength {
             var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
             withUnsafeMutableBytes(of: &digits) { d in
@@ -204,6 +205,12 @@ final class H2Stream {
             progressed = true
         }
         return progressed
+    }
+
+    /// HTTP/3 advertised (AltSvcAdvert): over TLS only, not over h2c.
+    func addAltSvc(_ plan: HTTPExchange.ResponsePlan) {
+        guard !plan.hasAltSvc, session.connection.tls != nil, let altSvc = session.worker.altSvc else { return }
+        session.core.addField(name: AltSvcAdvert.fieldName, value: altSvc.bytes)
     }
 
     static var dateName: UnsafeRawBufferPointer { bytes("date") }
