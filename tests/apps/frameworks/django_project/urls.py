@@ -1,0 +1,21 @@
+"""URLs of the project."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("items/<int:item_id>", views.read_item, name="read_item"),
+    path("json", views.total),
+    path("form", views.form),
+    path("upload", views.upload),
+    path("stream", views.stream),
+    path("download", views.download),
+    path("teapot", views.teapot),
+    path("started", views.started),
+    path("whoami", views.whoami),
+    path("cookies/set", views.set_cookie),
+    path("cookies/get", views.get_cookie),
+]
