@@ -21,8 +21,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import ssl
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +36,7 @@ import websockets.sync.client
 from h2websocket import H2WebSocket, h2_client
 from websocket_support import BINARY, TEXT
 
+from conftest import APPS
 from installed import server_python
 
 if TYPE_CHECKING:
@@ -239,6 +242,35 @@ def serve(pool: ServerPool, case: Case, tls: TLSFiles) -> Server:
     if case.protocol.transport == "tls":
         options = (*tls.server_options(), *options)
     return pool.get(case.framework.target, *options)
+
+
+@contextlib.contextmanager
+def uvicorn(target: str, *options: str, tls: TLSFiles | None = None) -> Iterator[httpx.Client]:
+    """uvicorn serving `target` (with the server's interpreter, on a socket bound here), and an httpx client for it:
+    to show that what a framework does under peregrine it does under another ASGI server too."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        command = [str(server_python()), "-m", "uvicorn", "--app-dir", str(APPS), "--fd", str(listener.fileno())]
+        if tls is not None:
+            command += ["--ssl-certfile", str(tls.cert), "--ssl-keyfile", str(tls.key)]
+        command += ["--log-level", "warning", *options, target]
+        process = subprocess.Popen(command, pass_fds=[listener.fileno()], stderr=subprocess.PIPE, text=True)
+    scheme, verify = ("https", ssl.create_default_context(cafile=str(tls.ca))) if tls else ("http", True)
+    try:
+        with httpx.Client(base_url=f"{scheme}://127.0.0.1:{port}", verify=verify, timeout=20) as client:
+            deadline = time.monotonic() + 15
+            while True:
+                try:
+                    client.get("/")
+                    break
+                except httpx.TransportError:
+                    assert process.poll() is None, f"uvicorn exited: {process.communicate()[1]}"
+                    assert time.monotonic() < deadline, "uvicorn did not start"
+                    time.sleep(0.1)
+            yield client
+    finally:
+        process.terminate()
+        process.communicate(timeout=15)
 
 
 # --- the report ----------------------------------------------------------------------------------------------

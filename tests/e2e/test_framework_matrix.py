@@ -12,6 +12,7 @@ server. The checks (the routes are described in tests/apps/frameworks/__init__.p
 - stream: a streamed response whose first chunk reaches the client before the application
   produces the last (the application waits for a file the test creates only then);
 - download: 8 MiB in one response;
+- static_file: a file served by the framework's own static-files route;
 - error_handler: the application's own exception turned into 418 by its handler;
 - startup: the framework's own startup hook ran before the first request (not for Falcon's WSGI
   app, which has none);
@@ -28,10 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
-import ssl
-import subprocess
-import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -39,10 +36,9 @@ import httpx
 import pytest
 
 pytest.register_assert_rewrite("framework_matrix", "h2websocket", "websocket_support")
-from framework_matrix import Case, cases, serve  # noqa: E402
+from framework_matrix import FRAMEWORKS, Case, Framework, cases, serve, uvicorn  # noqa: E402
 
 from conftest import APPS  # noqa: E402
-from installed import server_python  # noqa: E402
 
 pytest_plugins = ("framework_matrix", "tls_support")
 
@@ -53,6 +49,7 @@ if TYPE_CHECKING:
 
     from conftest import Server, ServerPool
 
+STATIC = APPS / "frameworks" / "static" / "notes.txt"
 UPLOAD = 3 * 512 * 1024
 DOWNLOAD = 8 * 1024 * 1024
 
@@ -139,6 +136,14 @@ def test_download(client: httpx.Client) -> None:
 
 
 @every_case
+def test_static_file(client: httpx.Client) -> None:
+    response = client.get("/static/notes.txt")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    assert response.content == STATIC.read_bytes()
+
+
+@every_case
 def test_error_handler(client: httpx.Client) -> None:
     response = client.get("/teapot")
     assert response.status_code == 418
@@ -192,28 +197,47 @@ def test_websocket(case: Case, server: Server, tls_files: TLSFiles) -> None:
 def test_sanic_reports_http_over_tls_under_uvicorn_too(tls_files: TLSFiles) -> None:
     """Sanic's ASGI mode, not the server, loses the scheme: under uvicorn with TLS its request.url says http too
     (sanic.models.asgi.MockTransport answers get_extra_info("sslcontext"), ConnInfo asks for "ssl_object")."""
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        port = listener.getsockname()[1]
-        command = [
-            str(server_python()), "-m", "uvicorn", "--app-dir", str(APPS), "--fd", str(listener.fileno()),
-            "--ssl-certfile", str(tls_files.cert), "--ssl-keyfile", str(tls_files.key), "--log-level", "warning",
-            "frameworks.sanic_app:app",
-        ]  # fmt: skip
-        uvicorn = subprocess.Popen(command, pass_fds=[listener.fileno()], stderr=subprocess.PIPE, text=True)
-    try:
-        context = ssl.create_default_context(cafile=str(tls_files.ca))
-        with httpx.Client(base_url=f"https://127.0.0.1:{port}", verify=context, timeout=20) as http:
-            deadline = time.monotonic() + 15
-            while True:
-                try:
-                    info = http.get("/whoami", params={"x": "1"}).json()
-                    break
-                except httpx.TransportError:
-                    assert uvicorn.poll() is None, "uvicorn exited"
-                    assert time.monotonic() < deadline, "uvicorn did not start"
-                    time.sleep(0.1)
-        assert info["url"] == f"http://127.0.0.1:{port}/whoami?x=1"
+    with uvicorn("frameworks.sanic_app:app", tls=tls_files) as http:
+        info = http.get("/whoami", params={"x": "1"}).json()
+        assert info["url"] == f"http://127.0.0.1:{http.base_url.port}/whoami?x=1"
         assert info["secure"] is False
-    finally:
-        uvicorn.terminate()
-        uvicorn.communicate(timeout=15)
+
+
+#: How each framework takes `--root-path /mount`: whether it routes the full path (`/mount/items/3`, what a
+#: proxy that keeps the prefix forwards; the ASGI `path` then includes `root_path`), whether it routes the path
+#: without it (`/items/3`, from a proxy that strips the prefix), and the path of the URL it builds for item 7.
+ROOT_PATH = {
+    "fastapi": (True, True, "/mount/items/7"),
+    "starlette": (True, True, "/mount/items/7"),
+    "litestar": (True, True, "/mount/items/7"),
+    "quart": (True, False, "/mount/items/7"),
+    "falcon-asgi": (False, True, "/mount/items/7"),
+    "falcon-wsgi": (True, True, "/mount/items/7"),
+    "django-asgi": (True, True, "/mount/items/7"),
+    "django-wsgi": (True, True, "/mount/items/7"),
+    "flask": (True, True, "/mount/items/7"),
+    "sanic": (False, True, "/items/7"),
+}
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS, ids=[framework.name for framework in FRAMEWORKS])
+def test_root_path(framework: Framework, server_pool: ServerPool) -> None:
+    """What `--root-path` does to each framework's routing and URL building (CONFIG.md's recipes say it too).
+
+    Falcon's ASGI app and Sanic route on the ASGI `path` as it is, without taking `root_path` off it, so the
+    full path is not found; uvicorn gives them the same (test_falcon_asgi_root_path_under_uvicorn_too), and
+    Sanic leaves `root_path` out of the URLs it builds too."""
+    full, stripped, link = ROOT_PATH[framework.name]
+    server = server_pool.get(framework.target, "--root-path", "/mount", *framework.options)
+    with httpx.Client(base_url=server.base_url, timeout=20) as http:
+        assert (http.get("/mount/items/3").status_code == 200) is full
+        assert (http.get("/items/3").status_code == 200) is stripped
+        info = http.get("/mount/whoami" if full else "/whoami").json()
+    assert urlsplit(info["link"]).path == link, info
+
+
+def test_falcon_asgi_root_path_under_uvicorn_too() -> None:
+    """Under uvicorn --root-path /mount, Falcon's ASGI app does not find the full path either (uvicorn puts the
+    root path in front of the request's path, which then has it twice)."""
+    with uvicorn("frameworks.falcon_asgi_app:app", "--root-path", "/mount") as http:
+        assert http.get("/mount/items/3").status_code == 404

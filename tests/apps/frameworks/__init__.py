@@ -18,5 +18,7 @@ The contract (every path relative to the application's root):
   full URL, whether it counts the request as secure (https), the client's address, and the URL the
   framework builds for `/items/7` (which shows what `--root-path` does to its URL building);
 - `GET /cookies/set`: sets the cookie `flavour=oatmeal`; `GET /cookies/get`: JSON `{"flavour": value}`;
+- `GET /static/notes.txt`: the file tests/apps/frameworks/static/notes.txt, by the framework's own way of serving
+  static files;
 - websocket `/ws` (where the framework has WebSockets): echoes text as text and bytes as bytes.
 """

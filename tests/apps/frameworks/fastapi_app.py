@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Annotated
 
 from fastapi import FastAPI, Form, Request, UploadFile, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+STATIC = Path(__file__).parent / "static"
 GATES = Path(os.environ.get("PEREGRINE_TEST_STATE", "."))
 
 
@@ -29,6 +31,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, bool]]:
 
 
 app = FastAPI(lifespan=lifespan)
+app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
 
 @app.exception_handler(TeapotError)

@@ -1,8 +1,8 @@
 """Flask, with the application factory Flask's docs recommend:
 `peregrine --factory frameworks.flask_app:create_app` (the routes of tests/apps/frameworks/__init__.py).
 
-No WebSocket (Flask has none) and no startup hook besides the factory itself, which is where a Flask
-application does its setting up.
+Static files: Flask's own `/static` route, from `static/` beside this module. No WebSocket (Flask has
+none) and no startup hook besides the factory itself, which is where a Flask application sets itself up.
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ from litestar.enums import RequestEncodingType
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import Body
 from litestar.response import Stream
+from litestar.static_files import create_static_files_router
 
+STATIC = Path(__file__).parent / "static"
 GATES = Path(os.environ.get("PEREGRINE_TEST_STATE", "."))
 
 
@@ -154,6 +156,7 @@ app = Litestar(
         set_cookie,
         get_cookie,
         echo,
+        create_static_files_router("/static", [STATIC]),
     ],
     exception_handlers={TeapotError: teapot_handler},
     on_startup=[on_startup],

@@ -1,4 +1,7 @@
-"""Quart: `peregrine frameworks.quart_app:app` (the routes of tests/apps/frameworks/__init__.py)."""
+"""Quart: `peregrine frameworks.quart_app:app` (the routes of tests/apps/frameworks/__init__.py).
+
+Static files: Quart's own `/static` route, from `static/` beside this module.
+"""
 
 from __future__ import annotations
 

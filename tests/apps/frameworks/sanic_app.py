@@ -22,6 +22,7 @@ GATES = Path(os.environ.get("PEREGRINE_TEST_STATE", "."))
 
 app = Sanic("peregrine_matrix")
 app.config.STARTED = False
+app.static("/static", Path(__file__).parent / "static")
 
 
 class TeapotError(Exception):

@@ -13,7 +13,8 @@ from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.endpoints import WebSocketEndpoint
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.websockets import WebSocket
 
+STATIC = Path(__file__).parent / "static"
 GATES = Path(os.environ.get("PEREGRINE_TEST_STATE", "."))
 
 
@@ -138,6 +140,7 @@ app = Starlette(
         Route("/cookies/set", set_cookie),
         Route("/cookies/get", get_cookie),
         WebSocketRoute("/ws", Echo),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ],
     exception_handlers={TeapotError: teapot_handler},
     lifespan=lifespan,

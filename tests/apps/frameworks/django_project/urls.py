@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from django.urls import path
+from pathlib import Path
+
+from django.urls import path, re_path
+from django.views.static import serve
 
 from . import views
 
@@ -18,4 +21,7 @@ urlpatterns = [
     path("whoami", views.whoami),
     path("cookies/set", views.set_cookie),
     path("cookies/get", views.get_cookie),
+    # Django serves static files itself only through this development view; a deployment puts them behind
+    # the proxy (or WhiteNoise) after `collectstatic`.
+    re_path(r"^static/(?P<path>.*)$", serve, {"document_root": Path(__file__).parent.parent / "static"}),
 ]
