@@ -6,7 +6,10 @@ lists the ways a client reaches a server: HTTP/1.1 and HTTP/2, each in
 cleartext and over TLS. A protocol is one more entry there: its `transport`
 picks the shared server (one per framework and transport, from conftest's
 `server_pool`), its `client` makes an httpx client that speaks it and its
-`websocket` opens a WebSocket over it. HTTP/3 is not in the list yet.
+`websocket` opens a WebSocket over it. HTTP/3 is not in the list yet: its
+entry will give `client` an httpx client with an HTTP/3 transport
+(`httpx.Client(transport=...)`, so the checks stay as they are) and
+`websocket` an RFC 9220 extended CONNECT.
 
 As a pytest plugin (`pytest_plugins = ("framework_matrix",)`) it records the
 outcome of every matrix test (framework, protocol, check) and, when

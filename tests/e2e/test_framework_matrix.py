@@ -225,7 +225,8 @@ def test_root_path(framework: Framework, server_pool: ServerPool) -> None:
     """What `--root-path` does to each framework's routing and URL building (CONFIG.md's recipes say it too).
 
     Falcon's ASGI app and Sanic route on the ASGI `path` as it is, without taking `root_path` off it, so the
-    full path is not found; uvicorn gives them the same (test_falcon_asgi_root_path_under_uvicorn_too), and
+    full path is not found; uvicorn gives them the same
+    (test_full_path_under_root_path_is_not_found_under_uvicorn_either), and
     Sanic leaves `root_path` out of the URLs it builds too."""
     full, stripped, link = ROOT_PATH[framework.name]
     server = server_pool.get(framework.target, "--root-path", "/mount", *framework.options)
@@ -236,8 +237,9 @@ def test_root_path(framework: Framework, server_pool: ServerPool) -> None:
     assert urlsplit(info["link"]).path == link, info
 
 
-def test_falcon_asgi_root_path_under_uvicorn_too() -> None:
-    """Under uvicorn --root-path /mount, Falcon's ASGI app does not find the full path either (uvicorn puts the
-    root path in front of the request's path, which then has it twice)."""
-    with uvicorn("frameworks.falcon_asgi_app:app", "--root-path", "/mount") as http:
+@pytest.mark.parametrize("target", ["frameworks.falcon_asgi_app:app", "frameworks.sanic_app:app"])
+def test_full_path_under_root_path_is_not_found_under_uvicorn_either(target: str) -> None:
+    """Under uvicorn --root-path /mount, Falcon's ASGI app and Sanic do not find the full path either (uvicorn puts
+    the root path in front of the request's path, which then has it twice)."""
+    with uvicorn(target, "--root-path", "/mount") as http:
         assert http.get("/mount/items/3").status_code == 404
