@@ -67,6 +67,8 @@ class Framework:
     websocket: bool = True
     #: Whether the framework has a startup hook of its own (lifespan, on_startup, AppConfig.ready, a factory).
     startup: bool = True
+    #: Whether it has a shutdown hook of its own (the ASGI lifespan's shutdown; Django's ASGI handler has none).
+    shutdown: bool = False
     #: Whether the framework reports a request that came over TLS as https (from the ASGI scope's `scheme`
     #: or WSGI's `wsgi.url_scheme`); Sanic's ASGI mode does not, under any server.
     sees_tls: bool = True
@@ -75,11 +77,11 @@ class Framework:
 
 
 FRAMEWORKS = (
-    Framework("fastapi", "FastAPI", ("fastapi",), "frameworks.fastapi_app:app"),
-    Framework("starlette", "Starlette", ("starlette",), "frameworks.starlette_app:app"),
-    Framework("litestar", "Litestar", ("litestar",), "frameworks.litestar_app:app"),
-    Framework("quart", "Quart", ("quart",), "frameworks.quart_app:app"),
-    Framework("falcon-asgi", "Falcon (ASGI)", ("falcon",), "frameworks.falcon_asgi_app:app"),
+    Framework("fastapi", "FastAPI", ("fastapi",), "frameworks.fastapi_app:app", shutdown=True),
+    Framework("starlette", "Starlette", ("starlette",), "frameworks.starlette_app:app", shutdown=True),
+    Framework("litestar", "Litestar", ("litestar",), "frameworks.litestar_app:app", shutdown=True),
+    Framework("quart", "Quart", ("quart",), "frameworks.quart_app:app", shutdown=True),
+    Framework("falcon-asgi", "Falcon (ASGI)", ("falcon",), "frameworks.falcon_asgi_app:app", shutdown=True),
     Framework(
         "falcon-wsgi",
         "Falcon (WSGI)",
@@ -106,6 +108,7 @@ FRAMEWORKS = (
         "Sanic (ASGI mode)",
         ("sanic",),
         "frameworks.sanic_app:app",
+        shutdown=True,
         sees_tls=False,
         note="Sanic's ASGI mode reports every request as http, TLS or not (uvicorn too): its request.scheme asks the "
         "ASGI transport for `ssl_object`, which that transport does not answer",

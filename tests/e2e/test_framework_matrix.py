@@ -43,7 +43,7 @@ from conftest import APPS  # noqa: E402
 pytest_plugins = ("framework_matrix", "tls_support")
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from tls_support import TLSFiles
 
@@ -155,6 +155,17 @@ def test_startup(client: httpx.Client) -> None:
     response = client.get("/started")
     assert response.status_code == 200, response.text
     assert response.json() == {"started": True}
+
+
+@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f.shutdown], ids=lambda framework: framework.name)
+def test_shutdown_hook_runs_when_the_server_stops(framework: Framework, start_server: Callable[..., Server]) -> None:
+    """The framework's own shutdown hook runs on SIGTERM (its own server: the shared ones stop at the session's end)."""
+    server = start_server(framework.target, *framework.options)
+    with httpx.Client(base_url=server.base_url, timeout=20) as http:
+        assert http.get("/started").json() == {"started": True}
+    assert "shutdown" not in server.events()
+    server.stop()
+    assert server.events().count("shutdown") == server.worker_threads
 
 
 @every_case

@@ -14,6 +14,7 @@ The contract (every path relative to the application's root):
 - `GET /teapot`: raises the application's own `TeapotError` exception, which the framework's error handler
   turns into 418 with JSON `{"error": "teapot"}`;
 - `GET /started`: JSON `{"started": true}` once the framework's own startup hook ran (where it has one);
+  its shutdown hook (where it has one) appends `shutdown` to `$PEREGRINE_TEST_STATE/events.log`;
 - `GET /whoami`: JSON `{"url", "secure", "client", "link"}` as the framework reports them: the request's
   full URL, whether it counts the request as secure (https), the client's address, and the URL the
   framework builds for `/items/7` (which shows what `--root-path` does to its URL building);

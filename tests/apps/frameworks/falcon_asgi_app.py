@@ -30,13 +30,17 @@ async def teapot_handler(
 
 
 class Startup:
-    """Falcon's lifespan hook: middleware with process_startup."""
+    """Falcon's lifespan hooks: middleware with process_startup and process_shutdown."""
 
     def __init__(self) -> None:
         self.started = False
 
     async def process_startup(self, scope: dict[str, Any], event: dict[str, Any]) -> None:
         self.started = True
+
+    async def process_shutdown(self, scope: dict[str, Any], event: dict[str, Any]) -> None:
+        with (GATES / "events.log").open("a") as events:
+            events.write("shutdown\n")
 
 
 STARTUP = Startup()

@@ -28,6 +28,8 @@ class TeapotError(Exception):
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, bool]]:
     yield {"started": True}
+    with (GATES / "events.log").open("a") as events:
+        events.write("shutdown\n")
 
 
 app = FastAPI(lifespan=lifespan)

@@ -34,6 +34,11 @@ def on_startup(app: Litestar) -> None:
     app.state.started = True
 
 
+def on_shutdown(app: Litestar) -> None:
+    with (GATES / "events.log").open("a") as events:
+        events.write("shutdown\n")
+
+
 @get("/items/{item_id:int}", name="read_item")
 async def read_item(item_id: int, q: str | None = None) -> dict[str, Any]:
     return {"item_id": item_id, "q": q}
@@ -160,4 +165,5 @@ app = Litestar(
     ],
     exception_handlers={TeapotError: teapot_handler},
     on_startup=[on_startup],
+    on_shutdown=[on_shutdown],
 )

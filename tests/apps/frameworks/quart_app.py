@@ -35,6 +35,12 @@ async def startup() -> None:
     app.config["STARTED"] = True
 
 
+@app.after_serving
+async def shutdown() -> None:
+    with (GATES / "events.log").open("a") as events:
+        events.write("shutdown\n")
+
+
 @app.get("/items/<int:item_id>")
 async def read_item(item_id: int) -> dict[str, Any]:
     return {"item_id": item_id, "q": request.args.get("q")}

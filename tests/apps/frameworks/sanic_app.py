@@ -39,6 +39,12 @@ async def startup(app: Sanic) -> None:
     app.config.STARTED = True
 
 
+@app.after_server_stop
+async def shutdown(app: Sanic) -> None:
+    with (GATES / "events.log").open("a") as events:
+        events.write("shutdown\n")
+
+
 @app.get("/items/<item_id:int>", name="read_item")
 async def read_item(request: Request, item_id: int) -> HTTPResponse:
     return json({"item_id": item_id, "q": request.args.get("q")})

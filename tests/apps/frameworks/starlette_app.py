@@ -33,6 +33,8 @@ class TeapotError(Exception):
 @asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[dict[str, bool]]:
     yield {"started": True}
+    with (GATES / "events.log").open("a") as events:
+        events.write("shutdown\n")
 
 
 async def read_item(request: Request) -> JSONResponse:
