@@ -23,6 +23,10 @@ server. The checks (the routes are described in tests/apps/frameworks/__init__.p
 
 With $PEREGRINE_FRAMEWORK_MATRIX set the outcomes go to that JSON file (framework_matrix.py), from
 which scripts/framework_matrix.py makes the table in CONFIG.md.
+
+Outside the table, once per framework: its shutdown hook on SIGTERM, what `--root-path` does to
+its routing and URL building, and, where a framework rather than the server is at fault, the same
+result under uvicorn (Sanic's scheme over TLS; Falcon ASGI's and Sanic's full path under a root path).
 """
 
 from __future__ import annotations
