@@ -111,6 +111,11 @@ public struct QPACKDecoder: Sendable {
         IntegerCoding.append(Int(truncatingIfNeeded: stream), prefixBits: 6, firstByte: 0x40, to: &decoderStreamOut)
     }
 
+    /// Whether `takeDecoderStreamBytes` has anything to give.
+    public var hasPendingDecoderStreamBytes: Bool {
+        !decoderStreamOut.isEmpty || table.insertCount > knownReceivedCount
+    }
+
     /// Appends the pending decoder-stream instructions to `out`.
     public mutating func takeDecoderStreamBytes(into out: inout [UInt8]) {
         out.append(contentsOf: decoderStreamOut)

@@ -20,6 +20,9 @@ final class H3RequestRecord {
     /// Every byte up to the client's FIN has been consumed; the FIN is known
     /// even if the machine could not take it yet (a blocked field section).
     var finSeen = false
+    /// Its current field section is held by the QPACK decoder, waiting for
+    /// inserts (RFC 9204 §2.1.2).
+    var awaitingInserts = false
     /// The request side is over: read to its FIN, or abandoned by us
     /// (`stopReading`). Later bytes are dropped.
     var requestDone = false

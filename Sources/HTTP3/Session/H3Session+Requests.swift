@@ -31,7 +31,6 @@ extension H3Session {
     public func receive(streamID id: UInt64, _ bytes: UnsafeRawBufferPointer, fin: Bool) -> (event: H3Event?, consumed: Int) {
         precondition(id & 0x1 == 0, "stream \(id) is server-initiated: the session only reads client streams")
         guard failure == nil else { return (nil, bytes.count) }
-        defer { collectDecoderOutput() }
         if let event = nextUnblocked() { return (event, 0) }
         return id & 0x2 == 0 ? receiveRequest(id, bytes, fin: fin) : receiveUni(id, bytes, fin: fin)
     }
@@ -43,14 +42,12 @@ extension H3Session {
     public func peerOpened(streamID id: UInt64) -> H3Event? {
         precondition(id & 0x1 == 0, "stream \(id) is server-initiated")
         guard failure == nil, id & 0x2 == 0, requests[id] == nil, !closedRequests.contains(id) else { return nil }
-        defer { collectDecoderOutput() }
         return open(id)
     }
 
     /// The client reset its sending side of `streamID` (RESET_STREAM).
     public func peerReset(streamID id: UInt64, code: H3ErrorCode) -> H3Event? {
         guard failure == nil else { return nil }
-        defer { collectDecoderOutput() }
         if id & 0x3 == 0x2 {
             // §6.2: a stream reset before its type is tolerated; after, only
             // the critical ones matter (§6.2.1, RFC 9204 §4.2).
@@ -67,7 +64,6 @@ extension H3Session {
     /// The client asked us to stop sending on `streamID` (STOP_SENDING).
     public func peerStopSending(streamID id: UInt64, code: H3ErrorCode) -> H3Event? {
         guard failure == nil else { return nil }
-        defer { collectDecoderOutput() }
         if let local = H3LocalStream(streamID: id) {
             switch local {
             case .control: return fail(.stopSendingOnControlStream)
@@ -138,7 +134,10 @@ extension H3Session {
                 case .success(let d): done = d
                 case .failure(let error): return (sectionFailure(r, error, trailers: trailers), bytes.count)
                 }
-                guard done else { return (nil, i) }
+                guard done else {
+                    r.awaitingInserts = true
+                    return (nil, i)
+                }
                 return (acceptSection(r), i)
             case .body(let range):
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start + range.lowerBound ..< start + range.upperBound])
@@ -211,11 +210,18 @@ extension H3Session {
     }
 
     /// Drops a request stream both ways; a Stream Cancellation if its reading
-    /// was abandoned before the FIN (RFC 9204 §2.2.2.2).
+    /// was abandoned before the FIN or with a section still blocked (RFC 9204
+    /// §2.2.2.2). A stream read to its FIN whose sections were all decoded
+    /// (even if then found malformed) has nothing outstanding at the encoder.
     func forget(_ id: UInt64) {
         guard let r = requests[id] else { return }
-        if !r.requestDone { decoder.cancelStream(id) }
+        abandonReading(r)
         remove(id)
+    }
+
+    func abandonReading(_ r: H3RequestRecord) {
+        if !r.requestDone && (!r.finSeen || r.awaitingInserts) { decoder.cancelStream(r.id) }
+        r.requestDone = true
     }
 
     func remove(_ id: UInt64) {
@@ -235,6 +241,7 @@ extension H3Session {
             // A stream given up meanwhile was cancelled at the decoder too.
             guard let r = requests[id], !r.requestDone, r.isDecoding else { continue }
             headerList.removeAll()
+            r.awaitingInserts = false
             do { try decoder.decodeUnblocked(stream: id, into: &headerList) } catch {
                 return sectionFailure(r, error, trailers: r.machine.state == .decodingTrailers)
             }

@@ -109,10 +109,8 @@ extension H3Session {
     /// H3_NO_ERROR; later bytes for the stream are dropped.
     public func stopReading(streamID: UInt64) {
         guard failure == nil, let r = requests[streamID], !r.requestDone else { return }
-        decoder.cancelStream(streamID)
-        r.requestDone = true
+        abandonReading(r)
         if r.isComplete { remove(streamID) }
-        collectDecoderOutput()
     }
 
     /// Gives the stream up both ways (the application failed, or will not
@@ -123,7 +121,6 @@ extension H3Session {
         precondition(outgoing == nil, "resetStream inside a field section")
         guard failure == nil else { return }
         forget(streamID)
-        collectDecoderOutput()
     }
 
     /// Queues GOAWAY on our control stream (§5.2, §7.2.6). With

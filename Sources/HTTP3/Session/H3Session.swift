@@ -191,16 +191,25 @@ public final class H3Session {
     // MARK: output
 
     /// Whether any local stream has bytes to write.
-    public var hasPendingOutput: Bool { localOutput.contains { !$0.isEmpty } }
+    public var hasPendingOutput: Bool {
+        localOutput.contains { !$0.isEmpty } || decoder.hasPendingDecoderStreamBytes
+    }
 
     /// Appends the bytes waiting for our unidirectional stream `stream` to
     /// `out`. - Returns: how many.
+    ///
+    /// The QPACK decoder's instructions (RFC 9204 §4.4) are produced here,
+    /// when the glue writes: Section Acknowledgments and Stream
+    /// Cancellations in order, then one Insert Count Increment for the
+    /// inserts they do not already acknowledge — so a batch of input costs
+    /// one increment, not one per encoder-stream read.
     @discardableResult
     public func writeOutput(for stream: H3LocalStream, into out: inout [UInt8]) -> Int {
-        let n = localOutput[stream.rawValue].count
+        let start = out.count
         out.append(contentsOf: localOutput[stream.rawValue])
-        localOutput[stream.rawValue].removeAll(keepingCapacity: n <= 4096)
-        return n
+        localOutput[stream.rawValue].removeAll(keepingCapacity: out.count - start <= 4096)
+        if stream == .qpackDecoder { decoder.takeDecoderStreamBytes(into: &out) }
+        return out.count - start
     }
 
     /// Stream types first (§6.2), then SETTINGS as the control stream's first
@@ -220,13 +229,6 @@ public final class H3Session {
         localOutput[H3LocalStream.control.rawValue] = control
         H3FrameEncoder.appendStreamType(.qpackEncoder, to: &localOutput[H3LocalStream.qpackEncoder.rawValue])
         H3FrameEncoder.appendStreamType(.qpackDecoder, to: &localOutput[H3LocalStream.qpackDecoder.rawValue])
-    }
-
-    /// Moves the QPACK decoder's instructions (Section Acknowledgment, Stream
-    /// Cancellation, Insert Count Increment: RFC 9204 §4.4) to the decoder
-    /// stream's output. Called after every input that may have produced some.
-    func collectDecoderOutput() {
-        decoder.takeDecoderStreamBytes(into: &localOutput[H3LocalStream.qpackDecoder.rawValue])
     }
 
     // MARK: errors
