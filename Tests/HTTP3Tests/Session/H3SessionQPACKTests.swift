@@ -94,6 +94,26 @@ final class H3SessionQPACKTests: XCTestCase {
         XCTAssertFalse(t.session.isBlocked(streamID: 4))
     }
 
+    /// Regression (fuzz-h3-session): a blocked section is decoded as soon as
+    /// the instruction completing its inserts is applied, so an eviction
+    /// later in the same encoder-stream read (an encoder breaking RFC 9204
+    /// §2.1.1) cannot change the outcome with how the read was split.
+    func testReleasedSectionIsDecodedBeforeLaterEvictions() {
+        var enc = TestQPACKEncoder()
+        let capacity = enc.setCapacity(4096)
+        let insert = enc.insert("x-a", "1")
+        let section = Wire.headers(section: enc.section(Wire.post() + [("x-a", "1")]))
+        let expected: [Ev] = [.request(0, postHead + ["x-a: 1"], end: true)]
+        for size in [Int.max, 1] {
+            let g = Glue()
+            g.startClient(encoder: capacity)
+            g.deliver(0, section, fin: true)
+            g.deliver(6, insert + enc.setCapacity(0), pieceSize: size)
+            XCTAssertEqual(g.take(), expected, "pieces of \(size)")
+            XCTAssertEqual(g.session.decoder.table.size, 0, "evicted after the section was decoded")
+        }
+    }
+
     /// Several streams released by one encoder-stream read come out one per
     /// call, in the order they blocked.
     func testOneInsertReleasesSeveralStreams() {
