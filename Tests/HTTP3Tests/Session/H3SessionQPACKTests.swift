@@ -130,6 +130,55 @@ final class H3SessionQPACKTests: XCTestCase {
         XCTAssertEqual(g.take(), [.request(8, head, end: true), .request(0, head, end: true), .request(4, head, end: true)])
     }
 
+    /// A whole client connection — control stream, a dynamic-table encoder
+    /// stream, three requests (one blocked until a later insert) — delivered
+    /// at once per stream, then interleaved across streams a byte at a time:
+    /// every stream sees the same events.
+    func testWholeConnectionInterleavedByteByByte() {
+        var enc = TestQPACKEncoder()
+        var encoder: [UInt8] = [0x02] + enc.setCapacity(4096)
+        encoder += enc.insert(":authority", "a.example")
+        let early = enc.section(Wire.post() + [("content-length", "4")])
+        let late = enc.insert("x-late", "yes")
+        encoder += late
+        let blocked = enc.section(Wire.get + [("x-late", "yes")])
+        let streams: [(UInt64, [UInt8])] = [
+            (2, Wire.control(H3Settings(qpackMaxTableCapacity: 4096, qpackBlockedStreams: 10)) + Wire.frame(0x0d, [5])),
+            (0, Wire.headers(section: early) + Wire.data("ab") + Wire.data("cd") + Wire.headers([("x-sum", "1")])),
+            (4, Wire.headers(section: blocked)),
+            (6, encoder),
+            (8, Wire.headers(Wire.get) + Wire.frame(0x21, [9])),
+        ]
+        func perStream(_ events: [Ev]) -> [String: [Ev]] {
+            var out: [String: [Ev]] = [:]
+            for e in events {
+                let key: String
+                switch e {
+                case .request(let id, _, _), .data(let id, _, _), .trailers(let id, _): key = "\(id)"
+                default: key = "connection"
+                }
+                out[key, default: []].append(e)
+            }
+            return out.mapValues(normalized)
+        }
+        let whole = Glue()
+        for (id, bytes) in streams { whole.deliver(id, bytes, fin: id & 2 == 0) }
+        let expected = perStream(whole.take())
+        XCTAssertEqual(expected["0"], [.request(0, postHead + ["content-length: 4"], end: false), .data(0, "abcd", end: false),
+                                       .trailers(0, ["x-sum: 1"])])
+        XCTAssertEqual(expected["4"], [.request(4, [":method: GET", ":scheme: https", ":authority: a.example", ":path: /", "x-late: yes"],
+                                                end: true)])
+        XCTAssertEqual(expected["8"]?.count, 2)
+        let g = Glue()
+        let longest = streams.map(\.1.count).max()!
+        for at in 0 ..< longest {
+            for (id, bytes) in streams where at < bytes.count {
+                g.deliver(id, [bytes[at]], fin: id & 2 == 0 && at == bytes.count - 1)
+            }
+        }
+        XCTAssertEqual(perStream(g.take()), expected)
+    }
+
     // §2.1.2: "If a decoder encounters more blocked streams than it promised
     // to support, it MUST treat this as a connection error of type
     // QPACK_DECOMPRESSION_FAILED."
