@@ -90,7 +90,8 @@ public struct QPACKDecoder: Sendable {
         return true
     }
 
-    /// Streams whose blocked section can now be decoded, in order of arrival.
+    /// Streams whose blocked section has been released (decoded, see
+    /// `decodeUnblocked`), in the order they were released.
     public mutating func takeUnblockedStreams() -> [UInt64] {
         defer { unblocked.removeAll(keepingCapacity: true) }
         return unblocked
