@@ -98,6 +98,9 @@ let package = Package(
         .executableTarget(name: "fuzz-hpack", dependencies: ["FuzzSupport", "HTTP2", "Core"], path: "fuzz/Sources/fuzz-hpack", swiftSettings: strict),
         // libFuzzer entry point for QPACK field sections and the encoder stream.
         .executableTarget(name: "fuzz-qpack", dependencies: ["FuzzSupport", "HTTP3", "HTTPFields", "Core"], path: "fuzz/Sources/fuzz-qpack", swiftSettings: strict),
+        // libFuzzer entry point for the HTTP/3 server session over abstract streams.
+        .executableTarget(name: "fuzz-h3-session", dependencies: ["FuzzSupport", "HTTP3", "HTTPFields", "Core"], path: "fuzz/Sources/fuzz-h3-session",
+                          swiftSettings: strict),
         // libFuzzer entry point for the Forwarded/X-Forwarded-* resolver.
         .executableTarget(name: "fuzz-forwarded", dependencies: ["FuzzSupport", "Proxy", "Core"], path: "fuzz/Sources/fuzz-forwarded", swiftSettings: strict),
         // libFuzzer entry point for the PROXY protocol v1/v2 decoder.
