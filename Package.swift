@@ -84,7 +84,8 @@ let package = Package(
         .target(name: "Options", dependencies: ["Proxy", "Core", "CSys"], swiftSettings: strict),
         // The supervisor process (no Python, no OpenSSL, no protocol code).
         .target(name: "Supervision", dependencies: ["Options", "Core", "CSys"], swiftSettings: strict),
-        .target(name: "Server", dependencies: ["Options", "Exchanges", "Gateway", "Proxy", "PyBridge", "HTTP1", "HTTP2", "WebSocket", "Core", "CSys", "TLS"],
+        .target(name: "Server", dependencies: ["Options", "Exchanges", "Gateway", "Proxy", "PyBridge", "HTTP1", "HTTP2", "HTTP3", "HTTPFields",
+                                              "QUIC", "WebSocket", "Core", "CSys", "TLS"],
                 swiftSettings: strict),
         .executableTarget(name: "peregrine", dependencies: ["Supervision"], swiftSettings: strict,
                           linkerSettings: supervisorLink),

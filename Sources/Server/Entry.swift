@@ -43,7 +43,7 @@ public enum Main {
             programName = venv + "/bin/python"
         }
         // Before Python starts: the ticket secret leaves the environment.
-        let tlsContext = try TLSSetup.workerContext(config)
+        let (tlsContext, quicTLSContext) = try TLSSetup.workerContexts(config)
         // --scheme forces what every request reports; else TLS decides.
         let scheme: StaticString = switch config.scheme {
         case .https?: "https"
@@ -118,7 +118,10 @@ public enum Main {
         }
         let worker = workers[0]
         let others = Array(workers.dropFirst())
-        for w in workers { w.tlsContext = tlsContext }
+        for w in workers {
+            w.tlsContext = tlsContext
+            if let quicTLSContext { w.enableHTTP3(tls: quicTLSContext) }
+        }
         // --lifespan-scope process: the one lifespan runs on worker 0's
         // loop, and the other threads start only once its startup is
         // complete, with its state. Otherwise each thread runs its own

@@ -43,11 +43,21 @@ enum TLSSetup {
         _ = try makeContext(config, ticketSecret: nil)
     }
 
-    /// Worker: the context its connections use (nil without TLS).
-    static func workerContext(_ config: Config) throws(StartupFailure) -> TLSContext? {
+    /// Worker: the contexts its connections use (nil without TLS; the QUIC
+    /// one only with --http3): the same certificates and the same ticket
+    /// secret, so a ticket resumes on any worker (over the protocol that
+    /// issued it).
+    static func workerContexts(_ config: Config) throws(StartupFailure) -> (tcp: TLSContext?, quic: QUICTLSContext?) {
         let secret = TicketSecret.take(environmentName: TicketSecretHandoff.environmentName)
-        guard config.tlsEnabled else { return nil }
+        guard config.tlsEnabled else { return (nil, nil) }
         if secret == nil { Log.warning("no TLS ticket secret from the supervisor: tickets resume on this worker only") }
-        return try makeContext(config, ticketSecret: secret)
+        let tcp = try makeContext(config, ticketSecret: secret)
+        guard config.http3 else { return (tcp, nil) }
+        let pairs = zip(config.tlsCertificates, config.tlsKeys).map { TLSCertificatePair(certificate: $0, key: $1) }
+        do {
+            return (tcp, try QUICTLSContext(pairs: pairs, ticketSecret: secret, ticketPeriodSeconds: ticketPeriodSeconds))
+        } catch {
+            throw StartupFailure(error.message)
+        }
     }
 }

@@ -4,6 +4,7 @@ import Gateway
 import HTTP1
 import Options
 import PyBridge
+import HTTP3
 import TLS
 
 /// One worker: one thread, one epoll, its own connections, buffers, timers
@@ -61,6 +62,10 @@ final class Worker {
     private var taskOutput = TaskOutput()
     /// `--http3`: this worker context's UDP socket (see DatagramEndpoint).
     let datagrams: DatagramEndpoint?
+    /// `--http3`: QUIC and HTTP/3 behind that socket (see QUICService).
+    private(set) var quic: QUICService?
+    /// An ASGI stream queued HTTP/3 output: datagrams go after the tasks.
+    private var quicFlushWanted = false
     /// `--http3`: the `alt-svc` value TLS responses carry (nil: none).
     let altSvc: AltSvcAdvert?
     /// The other worker threads of this process, if any, and this worker's
@@ -83,6 +88,8 @@ final class Worker {
     private static let groupStopToken: UInt64 = 1 << 63 | 2
     private static let poolDoorbellToken: UInt64 = 1 << 63 | 3
     private static let datagramToken: UInt64 = 1 << 63 | 4
+    /// What the WSGI pool's wait list knows HTTP/3 requests by.
+    static let quicPoolToken: UInt64 = 1 << 63 | 5
 
     /// `context` numbers the worker contexts of one process (0 for the
     /// first; see `nextRequestToken`).
@@ -136,6 +143,19 @@ final class Worker {
     var blockSize: Int { pools.blockSize }
     var limits: H1Limits { pools.limits }
 
+    /// Serves HTTP/3 on this worker's UDP socket (set up by Main.serve, with
+    /// the QUIC TLS context).
+    func enableHTTP3(tls: QUICTLSContext) {
+        guard let datagrams, quic == nil else { return }
+        var limits = H3Limits()
+        limits.maxConcurrentStreams = config.http3MaxStreams
+        limits.maxFieldSectionSize = max(config.maxHeaderSize, 4096)
+        let service = QUICService(worker: self, socket: datagrams.socket, tls: tls,
+                                  configuration: QUICService.configuration(config), limits: limits)
+        datagrams.handler = service
+        quic = service
+    }
+
     /// The TLS configuration (nil: plain connections); set by Main.serve.
     var tlsContext: TLSContext? {
         get { acceptor.tlsContext }
@@ -170,8 +190,32 @@ final class Worker {
         loopDriver.requestDeferred()
     }
 
+    /// HTTP/3 streams queued output from ASGI tasks: the datagrams are
+    /// built once, after this loop iteration's tasks.
+    func flushQUICAfterTasks() {
+        quicFlushWanted = true
+        loopDriver.requestDeferred()
+    }
+
     private func flushDeferredSessions() {
         for s in taskOutput.takeSessions() { s.deferredFlush() }
+        if quicFlushWanted {
+            quicFlushWanted = false
+            quic?.deferredFlush()
+        }
+    }
+
+    /// The earliest HTTP/3 deadline may have moved earlier (ASGI: the loop's
+    /// timer follows; WSGI: the loop reads it each round).
+    func quicDeadlineChanged() {
+        if asgi != nil { scheduleTimer() }
+    }
+
+    /// Milliseconds until the QUIC deadline, rounded up, or nil.
+    private func quicWait(now: Instant) -> Int? {
+        guard let deadline = quic?.nextDeadline else { return nil }
+        guard deadline > now else { return 0 }
+        return Int((deadline.nanoseconds - now.nanoseconds + 999_999) / 1_000_000)
     }
 
     /// A small complete HTTP/1.1 ASGI response, held for the rest of this
@@ -204,6 +248,7 @@ final class Worker {
         guard startPool() else { return }
         while !finished {
             var timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
+            if let q = quicWait(now: now) { timeout = timeout < 0 ? Int32(min(q, 60_000)) : min(timeout, Int32(min(q, 60_000))) }
             if beats { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
             let wait = stop.stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout
             let n = GIL.released { poller.wait(timeoutMilliseconds: connections.hasDeferredReads ? 0 : wait) }
@@ -250,7 +295,9 @@ final class Worker {
         try loopDriver.run(app: app, fd: poller.fd, lifespan: lifespan, uvloop: uvloop)
     }
 
-    private var finished: Bool { stop.stopping && acceptor.isIdle && !othersStillDraining() }
+    private var finished: Bool {
+        stop.stopping && acceptor.isIdle && (quic?.isIdle ?? true) && !othersStillDraining()
+    }
 
     /// See `outlivesOthers`. Past the deadline the wait is given up (one
     /// warning; the process exits without waiting again, see Main.serve).
@@ -279,6 +326,7 @@ final class Worker {
 
     private func scheduleTimer(now: Instant) {
         var ms = timers.millisecondsUntilNextTick(now: now)
+        if let q = quicWait(now: now) { ms = min(ms ?? q, q) }
         if beats { ms = min(ms ?? 1000, 1000) }  // heartbeats
         if stop.stopping { ms = min(ms ?? 100, 100) }
         if connections.hasDeferredReads { ms = 0 }
@@ -310,6 +358,7 @@ final class Worker {
         for index in connections.expire(&timers, now: now) {
             connections[index]?.onTimeout()
         }
+        quic?.expireIfDue(now: now)
         enforceGracefulDeadline()
         reportToSupervisor()
         pools.trimIfDue(now: now)
@@ -413,6 +462,10 @@ final class Worker {
 
     /// A pool thread is free for the connection that waited for one.
     func poolThreadFree(for token: UInt64) {
+        if token == Worker.quicPoolToken {
+            quic?.poolThreadFree()
+            return
+        }
         connections.connection(for: token)?.poolThreadFree()
     }
 
@@ -434,6 +487,7 @@ final class Worker {
         _ = csys_close(acceptor.listener.fd)
 
         for c in connections.openConnections { c.beginStopping(closeIdle: closeIdle) }
+        quic?.beginStopping()
         if asgi != nil { scheduleTimer() }
         if context == 0 { group?.stopOthers(closeIdle: closeIdle) }
         if outlivesOthers { othersDeadline = now.adding(milliseconds: config.gracefulTimeoutMilliseconds + 1000) }
@@ -445,6 +499,7 @@ final class Worker {
         let open = connections.openConnections
         if !open.isEmpty { Log.warning("graceful timeout: aborting \(open.count) connection(s)") }
         for c in open { c.cut() }
+        quic?.cut()
     }
 
     /// Heartbeat and --max-requests report to the supervisor. In a group,

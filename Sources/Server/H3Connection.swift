@@ -1,0 +1,408 @@
+import CSys
+import Core
+import Gateway
+import HTTP3
+import HTTPFields
+import QUIC
+import TLS
+
+/// HTTP/3 on one QUIC connection (RFC 9114). The sans-I/O `H3Session`
+/// does the protocol; this class moves bytes between it and the QUIC
+/// connection's streams, and between its request streams and the gateway.
+/// The QUIC connection itself (packets, loss, flow control) belongs to the
+/// worker's `QUICService` and its endpoint.
+///
+/// Input: for each stream with new in-order bytes, the bytes are offered to
+/// the session as they sit in QUIC's receive buffer, and what it consumed
+/// is released (and its flow-control credit returned). Request body is
+/// copied into the request's `H3Stream`; a stream whose body the
+/// application is slow to read stops being offered (see `H3Stream`).
+///
+/// Output: the session frames heads and DATA headers; the bytes go into
+/// the QUIC streams, and the service sends datagrams.
+///
+/// ASGI: every request is a task of its own. WSGI: requests queue in the
+/// service, which runs them one at a time for the whole worker.
+final class H3Connection {
+    unowned(unsafe) let service: QUICService
+    let quic: QUICConnection
+    let core: H3Session
+    let peer: PeerInfo
+    var streams: [UInt64: H3Stream] = [:]
+    private(set) var closed = false
+    /// The client sent GOAWAY, or we are stopping: finish, then close.
+    private var goingAway = false
+    /// Streams with response bytes QUIC has not taken yet.
+    private var sendQueue: [H3Stream] = []
+    /// Streams whose sender waits for output to drain (ASGI backpressure).
+    private var drainWaiters: [H3Stream] = []
+    /// Bytes of our control and QPACK streams QUIC has not taken yet.
+    private var localPending: [[UInt8]] = [[], [], []]
+    /// Streams whose held bytes must be offered again (QPACK unblocked them,
+    /// or their body buffer drained).
+    private var refeed: [UInt64] = []
+    private var scratch: [UInt8] = []
+    /// The stream `feed` is offering (events for others were released by QPACK).
+    private var feeding: UInt64?
+
+    /// Response bytes pending in one stream before its ASGI sender waits.
+    static let highWater = 256 * 1024
+    static let lowWater = 64 * 1024
+
+    var worker: Worker { service.worker }
+
+    init(service: QUICService, quic: QUICConnection) {
+        self.service = service
+        self.quic = quic
+        core = H3Session(limits: service.limits, greaseSeed: UInt64.random(in: 0...UInt64.max))
+        peer = H3Connection.peerInfo(quic)
+    }
+
+    /// Our control stream and QPACK streams (RFC 9114 §6.2: first, in this
+    /// order, so their IDs are the ones `H3LocalStream` names).
+    func start() {
+        for s in H3LocalStream.allCases {
+            guard let id = quic.openUnidirectionalStream(), id == s.streamID else {
+                // RFC 9114 §6.2: a client must allow at least three.
+                fail(.streamCreationError, "the client allows fewer than three unidirectional streams")
+                return
+            }
+        }
+        writeLocalOutput()
+    }
+
+    // MARK: - Input from QUIC
+
+    func peerOpened(_ id: UInt64) {
+        guard !closed else { return }
+        if let e = core.peerOpened(streamID: id) { handle(e) }
+        afterInput()
+    }
+
+    func readable(_ id: UInt64) {
+        guard !closed else { return }
+        feed(id)
+        afterInput()
+    }
+
+    /// Offers `id`'s readable bytes to the session until it takes no more.
+    private func feed(_ id: UInt64) {
+        if let s = streams[id], s.readPaused { return }
+        let outer = feeding
+        feeding = id
+        defer { feeding = outer }
+        var progressed = true
+        while progressed && !closed {
+            progressed = false
+            _ = quic.withReadableBytes(stream: id) { bytes, fin -> (consumed: Int, result: Void) in
+                var offset = 0
+                while !closed {
+                    let (event, n) = core.receive(streamID: id, UnsafeRawBufferPointer(rebasing: bytes[offset...]), fin: fin)
+                    offset += n
+                    guard let event else { break }
+                    handle(event)
+                    if let s = streams[id], s.readPaused { break }
+                }
+                progressed = offset > 0 && offset < bytes.count
+                return (offset, ())
+            }
+        }
+    }
+
+    func peerReset(_ id: UInt64, code: UInt64) {
+        guard !closed else { return }
+        if let e = core.peerReset(streamID: id, code: H3ErrorCode(rawValue: code)) { handle(e) }
+        afterInput()
+    }
+
+    func peerStopSending(_ id: UInt64, code: UInt64) {
+        guard !closed else { return }
+        if let e = core.peerStopSending(streamID: id, code: H3ErrorCode(rawValue: code)) { handle(e) }
+        afterInput()
+    }
+
+    /// The QUIC stream's send buffer has room again.
+    func writable(_ id: UInt64) {
+        guard !closed else { return }
+        if let local = H3LocalStream(streamID: id) {
+            flushLocal(local)
+            return
+        }
+        guard let s = streams[id] else { return }
+        s.pushPending()
+        if !s.hasPendingOutput { sendQueue.removeAll { $0 === s } }
+        checkDone(s)
+        notifyDrained()
+    }
+
+    private func handle(_ event: H3Event) {
+        switch event {
+        case .request(let id, let head, let endStream):
+            open(id, head, endStream: endStream)
+            // Released by QPACK while another stream was fed: its held
+            // bytes (the body after the head) are offered again.
+            if id != feeding { refeed.append(id) }
+        case .data(let id, let bytes, let end):
+            guard let s = streams[id] else { return }
+            s.receive(bytes, end: end)
+            if s.body.readableCount >= H3Stream.bodyHighWater { s.readPaused = true }
+            service.wakeReader(s)
+        case .trailers(let id, _):
+            if id != feeding { refeed.append(id) }
+            guard let s = streams[id] else { return }
+            s.bodyEnded = true
+            service.wakeReader(s)
+        case .streamReset(let id, _):
+            quic.resetStream(id, errorCode: H3ErrorCode.requestCancelled.rawValue)
+            quic.stopSending(id, errorCode: H3ErrorCode.requestCancelled.rawValue)
+            if let s = streams[id] { dropStream(s, disconnected: true) }
+        case .streamError(let id, let code, _):
+            quic.resetStream(id, errorCode: code.rawValue)
+            quic.stopSending(id, errorCode: code.rawValue)
+            if let s = streams[id] { dropStream(s, disconnected: true) }
+        case .headTooLarge(let id, let response):
+            _ = quic.write(stream: id, response, fin: true)
+            quic.stopSending(id, errorCode: H3ErrorCode.noError.rawValue)
+        case .unknownStreamIgnored(let id, let code):
+            quic.stopSending(id, errorCode: code.rawValue)
+        case .settings:
+            break
+        case .goAway:
+            goingAway = true
+        case .connectionError(let code, let reason):
+            fail(code, "\(reason)")
+        }
+    }
+
+    /// A new request.
+    private func open(_ id: UInt64, _ head: RequestHead, endStream: Bool) {
+        let s = H3Stream(connection: self, id: id, head: head)
+        s.bodyEnded = endStream
+        streams[id] = s
+        guard s.prepareRequest(head, peer: peer) else {
+            // CONNECT: nothing here serves it (RFC 9114 §4.4).
+            respondDirectly(s, status: 501)
+            return
+        }
+        if let resolver = worker.forwardedResolver { s.request.resolveForwarded(resolver) }
+        if let status = s.exchange.refusal {
+            respondDirectly(s, status: status)
+            return
+        }
+        s.accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(s.request) : nil
+        worker.requestsServed += 1
+        if let asgi = worker.asgi {
+            asgi.start(s.request, exchange: s)
+        } else {
+            service.enqueue(s)
+        }
+    }
+
+    /// A response the server makes itself (the application never sees the
+    /// request): the status and its reason phrase as the body.
+    func respondDirectly(_ s: H3Stream, status: Int) {
+        let reason = ReasonPhrase.reason(status)
+        let body = UnsafeRawBufferPointer(start: reason.utf8Start, count: reason.utf8CodeUnitCount)
+        s.encodeHead(ResponseHead(status: status, reason: body, fields: UnsafeBufferPointer(start: nil, count: 0),
+                                  contentLength: Int64(body.count), close: false),
+                     endStream: false)
+        _ = s.frame(s.admitted(body), force: true)
+        s.endResponse()
+    }
+
+    /// After a batch of input: held streams are offered their bytes again,
+    /// our streams' output is written, and a finished session closes.
+    private func afterInput() {
+        while !refeed.isEmpty && !closed {
+            let ids = refeed
+            refeed.removeAll()
+            for id in ids { feed(id) }
+        }
+        guard !closed else { return }
+        writeLocalOutput()
+        if worker.stopping && !goingAway { beginShutdown() }
+        if core.isFinished { closeNormally() }
+    }
+
+    /// An application read body and the stream's buffer is low again.
+    func resumeReading(_ s: H3Stream) {
+        refeed.append(s.id)
+        if !service.handlingInput { afterInput() }
+    }
+
+    // MARK: - Our unidirectional streams
+
+    private func writeLocalOutput() {
+        guard core.hasPendingOutput || localPending.contains(where: { !$0.isEmpty }) else { return }
+        for s in H3LocalStream.allCases {
+            core.writeOutput(for: s, into: &localPending[s.rawValue])
+            flushLocal(s)
+        }
+    }
+
+    private func flushLocal(_ s: H3LocalStream) {
+        guard !localPending[s.rawValue].isEmpty else { return }
+        let n = localPending[s.rawValue].withUnsafeBytes { quic.write(stream: s.streamID, $0, fin: false) }
+        localPending[s.rawValue].removeFirst(n)
+    }
+
+    // MARK: - Output
+
+    func takeScratch() -> [UInt8] {
+        var s: [UInt8] = []
+        swap(&s, &scratch)
+        s.removeAll(keepingCapacity: true)
+        return s
+    }
+
+    func giveScratch(_ s: [UInt8]) {
+        if s.capacity <= 64 * 1024 { scratch = s }
+    }
+
+    func enqueueForSending(_ s: H3Stream) {
+        if !sendQueue.contains(where: { $0 === s }) { sendQueue.append(s) }
+    }
+
+    func waitForDrain(_ s: H3Stream) {
+        guard !s.drainWanted else { return }
+        s.drainWanted = true
+        drainWaiters.append(s)
+    }
+
+    private func notifyDrained() {
+        guard !drainWaiters.isEmpty else { return }
+        let waiters = drainWaiters
+        drainWaiters.removeAll(keepingCapacity: true)
+        for s in waiters {
+            guard s.drainWanted, !s.reset else { s.drainWanted = false; continue }
+            guard s.pendingOutputBytes < H3Connection.lowWater else { drainWaiters.append(s); continue }
+            s.drainWanted = false
+            s.delegate?.outputDrained()
+        }
+    }
+
+    func waitForBody(_ s: H3Stream) {
+        service.waitForBody(s)
+    }
+
+    // MARK: - Stream endings
+
+    /// Ends the stream once its response is in QUIC completely.
+    func checkDone(_ s: H3Stream) {
+        guard s.responseEnded, !s.hasPendingOutput, streams[s.id] === s else { return }
+        streams[s.id] = nil
+        sendQueue.removeAll { $0 === s }
+        if !s.bodyEnded {
+            // RFC 9114 §4.1: a complete response before the whole request;
+            // the client may stop sending (STOP_SENDING with H3_NO_ERROR).
+            core.stopReading(streamID: s.id)
+            quic.stopSending(s.id, errorCode: H3ErrorCode.noError.rawValue)
+        }
+        s.body.detach()?.deallocate()
+        record(s)
+        let d = s.delegate
+        s.delegate = nil
+        d?.exchangeEnded(disconnected: false)
+        if core.isFinished { closeNormally() }
+    }
+
+    /// A WSGI application returned: a response it did not complete is cut.
+    func applicationReturned(_ s: H3Stream) {
+        if !s.reset && !s.responseEnded { resetStream(s) }
+        checkDone(s)
+    }
+
+    /// Gives the stream up from our side (an application error, a stalled
+    /// client) and tells its application.
+    func resetStream(_ s: H3Stream) {
+        guard !s.reset else { return }
+        let code = s.exchange.headSent ? H3ErrorCode.requestCancelled : H3ErrorCode.internalError
+        core.resetStream(streamID: s.id)
+        quic.resetStream(s.id, errorCode: code.rawValue)
+        quic.stopSending(s.id, errorCode: code.rawValue)
+        dropStream(s, disconnected: true)
+    }
+
+    /// The stream is gone (reset either way, or the connection failed).
+    private func dropStream(_ s: H3Stream, disconnected: Bool) {
+        s.reset = true
+        if streams[s.id] === s { streams[s.id] = nil }
+        sendQueue.removeAll { $0 === s }
+        s.body.detach()?.deallocate()
+        if let file = s.pendingFile {
+            _ = csys_close(file.fd)
+            s.pendingFile = nil
+        }
+        if s.exchange.headSent || s.accessLine != nil { record(s) }
+        service.wakeReader(s)
+        let d = s.delegate
+        s.delegate = nil
+        d?.exchangeEnded(disconnected: disconnected)
+    }
+
+    func record(_ s: H3Stream) {
+        guard let line = s.accessLine else { return }
+        s.accessLine = nil
+        worker.accessLog.record(line, s.exchange, peer: peer, now: worker.now)
+    }
+
+    // MARK: - Connection
+
+    /// Stopping (SIGTERM) or draining (replaced): GOAWAY with the next
+    /// request stream; requests already opened finish (RFC 9114 §5.2).
+    func beginShutdown() {
+        guard !closed else { return }
+        goingAway = true
+        core.goAway()
+        writeLocalOutput()
+        if core.isFinished { closeNormally() }
+    }
+
+    private func closeNormally() {
+        guard !closed else { return }
+        quic.close(errorCode: H3ErrorCode.noError.rawValue, reason: [], application: true)
+        teardown()
+    }
+
+    private func fail(_ code: H3ErrorCode, _ reason: String) {
+        guard !closed else { return }
+        Log.debug("HTTP/3 connection error 0x\(String(code.rawValue, radix: 16)): \(reason)")
+        quic.close(errorCode: code.rawValue, reason: Array(reason.utf8.prefix(64)), application: true)
+        teardown()
+    }
+
+    /// Past --graceful-timeout: closed at once.
+    func cut() {
+        guard !closed else { return }
+        quic.close(errorCode: H3ErrorCode.requestCancelled.rawValue, reason: [], application: true)
+        teardown()
+    }
+
+    /// The QUIC connection ended (idle, the peer closed it, or we did).
+    func quicClosed(_ reason: QUICCloseReason) {
+        teardown()
+    }
+
+    /// Every stream's application learns it is disconnected.
+    private func teardown() {
+        guard !closed else { return }
+        closed = true
+        for s in Array(streams.values) { dropStream(s, disconnected: true) }
+        sendQueue.removeAll()
+        drainWaiters.removeAll()
+        service.connectionEnded(self)
+    }
+
+    // MARK: - Who the peer is
+
+    private static func peerInfo(_ quic: QUICConnection) -> PeerInfo {
+        let path = quic.path
+        let address: PeerAddress = path.peer.family == .ipv4
+            ? .ip(IPAddress(ipv4: path.peer.ipv4Value))
+            : .ip(IPAddress(ipv6High: path.peer.high, low: path.peer.low))
+        let info = PeerInfo(address: address, remoteAddress: path.peer.text, remotePort: Int(path.peer.port),
+                            serverName: path.local.text, serverPort: Int(path.local.port), isUnix: false, scheme: "https")
+        info.tls = TLSInfo.quic(quic)
+        return info
+    }
+}

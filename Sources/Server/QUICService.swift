@@ -1,0 +1,339 @@
+import CSys
+import Core
+import Gateway
+import HTTP3
+import QUIC
+import TLS
+
+/// HTTP/3 in one worker: the sans-I/O `QUICEndpoint` behind the worker's UDP
+/// socket, and an `H3Connection` for each QUIC connection that completed
+/// its handshake.
+///
+/// Input: the socket's readiness brings a batch of datagrams (`recvmmsg`,
+/// DatagramEndpoint); each goes to the endpoint, which finds its connection
+/// by connection ID and decrypts it in place. The endpoint's events are then
+/// handed to the connections, queued WSGI requests run, and what the
+/// connections have to send leaves in batches (`sendmmsg`).
+///
+/// Output: an application's response bytes go into QUIC stream buffers (the
+/// one copy); the datagrams are built when this service flushes: after each
+/// batch of input or timer, after an ASGI loop iteration's tasks
+/// (`scheduleFlush`), and at once inside a blocking WSGI call. When the
+/// socket takes less than a batch, the rest waits for writability.
+///
+/// Timers: the endpoint keeps every connection's deadline (ACK delay, loss
+/// detection, idle, closing); the worker's loop wakes for the earliest
+/// (`nextDeadline`) and calls `expire`.
+///
+/// WSGI runs inline, one request at a time for the whole worker, as for
+/// HTTP/2 within a connection: requests that arrive while an application
+/// runs (the socket is still read while a call waits for body or for flow
+/// control) queue in arrival order and run after it, never nested. The
+/// queue is bounded by the streams each connection may open.
+final class QUICService: DatagramHandler {
+    unowned(unsafe) let worker: Worker
+    let endpoint: QUICEndpoint
+    let socket: UDPSocket
+    private var out: DatagramBatch
+    /// Entries of `out` the socket did not take (it was full).
+    private var unsent: Range<Int> = 0..<0
+    private var flushScheduled = false
+    /// Events are being handed out: a flush follows, so none is scheduled.
+    var handlingInput = false
+
+    // WSGI.
+    private var waiting: [H3Stream] = []
+    private var waitingHead = 0
+    private(set) var inApplication = false
+
+    /// Open HTTP/3 connections (handshake complete, not yet closed).
+    private(set) var connections: [ObjectIdentifier: H3Connection] = [:]
+    let limits: H3Limits
+
+    init(worker: Worker, socket: UDPSocket, tls: QUICTLSContext, configuration: QUICConfiguration, limits: H3Limits) {
+        self.worker = worker
+        self.socket = socket
+        self.limits = limits
+        out = DatagramBatch(capacity: 32, slotSize: 1500)!
+        endpoint = QUICEndpoint(configuration: configuration, connectionIDs: ServerConnectionIDs(socketIndex: socket.index),
+                                makeHandshake: { parameters in tls.makeSession(transportParameters: parameters) })
+    }
+
+    /// The QUIC settings the options ask for.
+    static func configuration(_ config: Config) -> QUICConfiguration {
+        var c = QUICConfiguration()
+        c.maxIdleTimeout = Int64(config.quicIdleTimeoutMilliseconds) * 1_000_000
+        c.initialMaxStreamsBidi = UInt64(config.http3MaxStreams)
+        c.initialMaxStreamDataBidiRemote = UInt64(config.quicStreamWindow)
+        c.initialMaxData = UInt64(config.quicConnectionWindow)
+        return c
+    }
+
+    // MARK: - Input
+
+    func datagramsReceived(_ batch: borrowing DatagramBatch, count: Int, on socket: UDPSocket, now: Instant) {
+        for i in 0..<count where !batch.isTruncated(i) {
+            endpoint.receive(UnsafeMutableRawBufferPointer(mutating: batch.bytes(i)), path: batch.path(i), now: now)
+        }
+        afterInput()
+    }
+
+    /// The earliest QUIC or body-wait deadline, for the worker's loop.
+    var nextDeadline: Instant? {
+        guard let body = bodyDeadline else { return endpoint.nextDeadline }
+        guard let quic = endpoint.nextDeadline else { return body }
+        return min(body, quic)
+    }
+
+    /// The loop woke at or after `nextDeadline`.
+    func expireIfDue(now: Instant) {
+        if let body = bodyDeadline, body <= now { expireBodyWaits(now: now) }
+        guard let deadline = endpoint.nextDeadline, deadline <= now else { return }
+        endpoint.expire(now: now)
+        afterInput()
+    }
+
+    /// Hands out the endpoint's events, runs queued WSGI requests, and
+    /// sends what is ready.
+    private func afterInput() {
+        handlingInput = true
+        dispatchEvents()
+        handlingInput = false
+        serveWaiting()
+        flush()
+    }
+
+    private func dispatchEvents() {
+        while let (quic, event) = endpoint.nextEvent() {
+            if case .closed(let reason) = event {
+                if let h3 = quic.applicationContext.map({ unsafeDowncast($0, to: H3Connection.self) }) {
+                    h3.quicClosed(reason)
+                }
+                quic.applicationContext = nil
+                continue
+            }
+            guard let h3 = connection(for: quic) else { continue }
+            switch event {
+            case .handshakeCompleted: break
+            case .streamOpened(let id): h3.peerOpened(id)
+            case .streamReadable(let id): h3.readable(id)
+            case .streamWritable(let id): h3.writable(id)
+            case .streamReset(let id, let code): h3.peerReset(id, code: code)
+            case .stopSending(let id, let code): h3.peerStopSending(id, code: code)
+            case .closed: break
+            }
+        }
+    }
+
+    /// The connection's HTTP/3 side, made when its handshake completes.
+    private func connection(for quic: QUICConnection) -> H3Connection? {
+        if let context = quic.applicationContext { return unsafeDowncast(context, to: H3Connection.self) }
+        guard quic.isHandshakeComplete else { return nil }
+        let h3 = H3Connection(service: self, quic: quic)
+        quic.applicationContext = h3
+        connections[ObjectIdentifier(h3)] = h3
+        h3.start()
+        return h3
+    }
+
+    /// An HTTP/3 connection ended (it is gone from the endpoint, or about
+    /// to be).
+    func connectionEnded(_ h3: H3Connection) {
+        connections[ObjectIdentifier(h3)] = nil
+    }
+
+    // MARK: - ASGI body waits
+
+    /// ASGI streams whose application waits for body, oldest first: a client
+    /// that stalls mid-body past --request-timeout gets 408 (as over
+    /// HTTP/1.1 and HTTP/2) and the application sees the request end.
+    private var bodyWaiters: [H3Stream] = []
+
+    func waitForBody(_ s: H3Stream) {
+        s.bodyWaitSince = worker.now
+        bodyWaiters.append(s)
+        worker.quicDeadlineChanged()
+    }
+
+    /// Body (or the end, or a failure) arrived for `s`: its application is
+    /// told, once.
+    func wakeReader(_ s: H3Stream) {
+        guard s.bodyWaitSince != nil else { return }
+        s.bodyWaitSince = nil
+        if let i = bodyWaiters.firstIndex(where: { $0 === s }) { bodyWaiters.remove(at: i) }
+        s.delegate?.bodyReady()
+    }
+
+    private var bodyDeadline: Instant? {
+        bodyWaiters.first?.bodyWaitSince?.adding(milliseconds: worker.config.requestTimeoutMilliseconds)
+    }
+
+    private func expireBodyWaits(now: Instant) {
+        let limit = worker.config.requestTimeoutMilliseconds
+        while let s = bodyWaiters.first, let since = s.bodyWaitSince, now.milliseconds(since: since) >= limit {
+            s.exchange.failBody(status: 408)
+            wakeReader(s)
+        }
+        bodyWaiters.removeAll { $0.bodyWaitSince == nil }
+    }
+
+    // MARK: - WSGI
+
+    /// A WSGI request is ready for the application: it runs after the ones
+    /// before it.
+    func enqueue(_ s: H3Stream) {
+        waiting.append(s)
+    }
+
+    /// Runs queued WSGI requests one after another (never nested).
+    func serveWaiting() {
+        guard !inApplication, waitingHead < waiting.count else { return }
+        if let pool = worker.wsgiPool {
+            servePooled(pool)
+            return
+        }
+        guard let wsgi = worker.wsgi else { return }
+        while waitingHead < waiting.count {
+            let s = waiting[waitingHead]
+            waitingHead += 1
+            if s.reset { continue }
+            inApplication = true
+            worker.publishBusy()
+            wsgi.serve(s.request, exchange: s, token: worker.nextRequestToken())
+            worker.publishLoad()
+            inApplication = false
+            s.connection.applicationReturned(s)
+            flush()
+        }
+        waiting.removeAll(keepingCapacity: true)
+        waitingHead = 0
+    }
+
+    /// With --wsgi-threads: each waiting stream to a free pool thread; the
+    /// rest wait until one is free (`poolThreadFree`).
+    private func servePooled(_ pool: WSGIPool) {
+        while waitingHead < waiting.count {
+            let s = waiting[waitingHead]
+            if s.reset { waitingHead += 1; continue }
+            guard let thread = pool.takeThread() else {
+                if !waitsForThread {
+                    waitsForThread = true
+                    pool.wait(Worker.quicPoolToken)
+                }
+                if waitingHead >= 64 {
+                    waiting.removeFirst(waitingHead)
+                    waitingHead = 0
+                }
+                return
+            }
+            waitingHead += 1
+            pool.serve(s.request, transport: s, thread: thread)
+        }
+        waiting.removeAll(keepingCapacity: true)
+        waitingHead = 0
+    }
+
+    private var waitsForThread = false
+
+    /// A pool thread is free for the oldest held request (`WSGIPool.wait`).
+    func poolThreadFree() {
+        waitsForThread = false
+        serveWaiting()
+        flush()
+    }
+
+    /// WSGI, inside a call: waits (GIL released) up to `milliseconds` for
+    /// datagrams or the next QUIC deadline, and handles them (which may
+    /// deliver body, open flow control, or queue other requests). False when
+    /// nothing happened in the time.
+    func waitForIO(milliseconds: Int) -> Bool {
+        flush()
+        let now = worker.now
+        var wait = milliseconds
+        if let deadline = endpoint.nextDeadline {
+            wait = min(wait, deadline > now ? max(deadline.milliseconds(since: now), 1) : 0)
+        }
+        let ready = wait > 0 ? worker.waitFor(socket.fd, readable: true, writable: !unsent.isEmpty, milliseconds: wait) : false
+        let t = worker.now
+        if ready { worker.datagrams?.onEvents([.readable, .writable], now: t) }
+        expireIfDue(now: t)
+        flush()
+        return ready
+    }
+
+    // MARK: - Output
+
+    /// Output a stream queued from an ASGI task: sent after the loop
+    /// iteration's tasks, so many streams' bytes share datagrams.
+    func scheduleFlush() {
+        guard !flushScheduled, !handlingInput else { return }
+        flushScheduled = true
+        worker.flushQUICAfterTasks()
+    }
+
+    func deferredFlush() {
+        flushScheduled = false
+        flush()
+    }
+
+    /// Builds and sends datagrams until the endpoint has none or the socket
+    /// is full.
+    func flush() {
+        guard unsent.isEmpty else { return }
+        let now = worker.now
+        while true {
+            var n = 0
+            while n < out.capacity, let (length, path) = endpoint.nextDatagram(into: out.slot(n), now: now) {
+                out.setOutgoing(n, length: length, path: path)
+                n += 1
+            }
+            if n == 0 { return }
+            guard send(0..<n), n == out.capacity else { return }
+        }
+    }
+
+    /// Sends `range` of the batch; false if the socket took less (the rest
+    /// waits for writability) or failed (the datagrams are lost, as a
+    /// network may lose them: QUIC's recovery resends what mattered).
+    private func send(_ range: Range<Int>) -> Bool {
+        guard let sent = socket.send(&out, range) else {
+            Log.error("UDP socket \(socket.index): \(SystemError(call: "sendmmsg", errno: csys_errno()))")
+            return false
+        }
+        if sent < range.count {
+            unsent = (range.lowerBound + sent)..<range.upperBound
+            worker.datagramsWantWritable(true)
+            return false
+        }
+        return true
+    }
+
+    func datagramSocketWritable(_ socket: UDPSocket, now: Instant) {
+        if !unsent.isEmpty {
+            let rest = unsent
+            unsent = 0..<0
+            guard send(rest) else { return }
+        }
+        worker.datagramsWantWritable(false)
+        flush()
+    }
+
+    // MARK: - Stopping
+
+    /// SIGTERM or a drain: no new connections; each connection sends
+    /// GOAWAY, finishes its requests and closes.
+    func beginStopping() {
+        endpoint.acceptsNewConnections = false
+        for c in Array(connections.values) { c.beginShutdown() }
+        flush()
+    }
+
+    /// Stopping, and every QUIC connection is gone.
+    var isIdle: Bool { endpoint.connectionCount == 0 }
+
+    /// Past --graceful-timeout: whatever is open is closed now.
+    func cut() {
+        for c in Array(connections.values) { c.cut() }
+        flush()
+    }
+}
