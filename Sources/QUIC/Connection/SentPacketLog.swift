@@ -74,9 +74,9 @@ struct SentPacketLog {
         }
     }
 
-    /// Resolves packet `pn` (acknowledged or lost) and calls `body` with each
-    /// of its frames; nothing when it is unknown or already resolved.
-    mutating func resolve(_ pn: UInt64, _ body: (SentFrame) -> Void) {
+    /// Resolves packet `pn` (acknowledged or lost) and appends its frames to
+    /// `frames`; nothing when it is unknown or already resolved.
+    mutating func resolve(_ pn: UInt64, into out: inout [SentFrame]) {
         var lo = head, hi = packets.count
         while lo < hi {
             let mid = (lo + hi) / 2
@@ -85,7 +85,7 @@ struct SentPacketLog {
         guard lo < packets.count, packets[lo].packetNumber == pn, !packets[lo].resolved else { return }
         packets[lo].resolved = true
         let p = packets[lo]
-        for i in p.firstFrame..<(p.firstFrame + p.frameCount) { body(frames[i - framesBase]) }
+        for i in p.firstFrame..<(p.firstFrame + p.frameCount) { out.append(frames[i - framesBase]) }
         compact()
     }
 

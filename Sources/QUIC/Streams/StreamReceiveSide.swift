@@ -87,22 +87,24 @@ struct StreamReceiveSide {
     }
 
     /// Applies a RESET_STREAM (§3.2, §4.5). Returns the growth of
-    /// `highestReceived`, and whether the application must be told (false
-    /// when the reset changes nothing).
-    mutating func receiveReset(finalSize size: UInt64) throws(QUICError) -> (growth: UInt64, notify: Bool) {
+    /// `highestReceived`, the credit released (bytes that will never be
+    /// read) and whether the application must be told (false when the reset
+    /// changes nothing).
+    mutating func receiveReset(finalSize size: UInt64) throws(QUICError) -> (growth: UInt64, credit: UInt64, notify: Bool) {
         if let finalSize, finalSize != size { throw .finalSizeChanged }
         guard size >= highestReceived else { throw .finalSizeBelowReceived }
         guard size <= maxData else { throw .streamFlowControl }
         let growth = size - highestReceived
+        let before = creditOffset
         highestReceived = size
         finalSize = size
         switch state {
         case .receiving, .sizeKnown:
             state = .resetReceived
             buffer.discard(upTo: size)
-            return (growth, !abandoned)
+            return (growth, creditOffset - before, !abandoned)
         default:
-            return (growth, false)
+            return (growth, creditOffset - before, false)
         }
     }
 
