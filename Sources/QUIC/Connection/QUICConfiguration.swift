@@ -1,0 +1,54 @@
+// What a QUIC server endpoint advertises and enforces (RFC 9000 §18.2
+// transport parameters, §10.1 idle timeout, §14 datagram sizes). Values in
+// nanoseconds are converted to the milliseconds of the wire when encoded.
+
+public struct QUICConfiguration: Sendable {
+    /// Idle timeout in ns (§10.1); 0 disables ours (the peer's still applies).
+    public var maxIdleTimeout: Int64 = 30_000_000_000
+    /// Connection receive window (initial_max_data); the limit moves up as
+    /// the application reads.
+    public var initialMaxData: UInt64 = 4 << 20
+    /// Receive window of each request stream the client opens
+    /// (initial_max_stream_data_bidi_remote).
+    public var initialMaxStreamDataBidiRemote: UInt64 = 1 << 20
+    /// Receive window of each unidirectional stream the client opens.
+    public var initialMaxStreamDataUni: UInt64 = 64 << 10
+    /// Concurrent client-initiated bidirectional streams.
+    public var initialMaxStreamsBidi: UInt64 = 100
+    /// Concurrent client-initiated unidirectional streams.
+    public var initialMaxStreamsUni: UInt64 = 8
+    /// How many bytes `write` accepts per stream beyond what is acknowledged.
+    public var maxSendBufferPerStream: Int = 256 << 10
+    /// How many of our connection IDs the peer may hold (≥ 2, §18.2).
+    public var activeConnectionIDLimit: UInt64 = 4
+    /// Our max_ack_delay in ns (§13.2.1), sent in milliseconds.
+    public var maxAckDelay: Int64 = 25_000_000
+    /// Our ack_delay_exponent (§18.2: ≤ 20).
+    public var ackDelayExponent: UInt8 = 3
+    /// The largest datagram we send: 1200 until path MTU discovery (issue 15).
+    public var maxUDPPayloadSize: Int = 1200
+    public var supportedVersions: [QUICVersion] = [.v1, .v2]
+
+    public init() {}
+
+    /// The transport parameters this configuration advertises, before the
+    /// per-connection ones (connection IDs, stateless reset token).
+    var transportParameters: TransportParameters {
+        var p = TransportParameters()
+        p.maxIdleTimeout = UInt64(maxIdleTimeout / 1_000_000)
+        p.maxUDPPayloadSize = UInt64(maxUDPPayloadSize)
+        p.initialMaxData = initialMaxData
+        // The server opens only unidirectional streams, so bidi_local stays 0.
+        p.initialMaxStreamDataBidiRemote = initialMaxStreamDataBidiRemote
+        p.initialMaxStreamDataUni = initialMaxStreamDataUni
+        p.initialMaxStreamsBidi = initialMaxStreamsBidi
+        p.initialMaxStreamsUni = initialMaxStreamsUni
+        p.ackDelayExponent = UInt64(ackDelayExponent)
+        p.maxAckDelay = UInt64(maxAckDelay / 1_000_000)
+        p.activeConnectionIDLimit = max(2, activeConnectionIDLimit)
+        // Migration is not supported yet (issue 15): packets from a new path
+        // are dropped, so say so (§18.2 disable_active_migration).
+        p.disableActiveMigration = true
+        return p
+    }
+}

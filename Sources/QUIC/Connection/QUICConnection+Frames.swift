@@ -1,0 +1,305 @@
+// What each received frame does (RFC 9000 §19). The frame decoder has
+// already checked the frame alone and whether its packet type may carry it
+// (§12.4); here it meets connection and stream state.
+
+import Core
+
+extension QUICConnection {
+    func receiveFrame(_ frame: Frame, space: PacketNumberSpace, packet: UnsafeRawBufferPointer,
+                      destination: ConnectionID, now: Instant) throws(QUICError) {
+        switch frame {
+        case .padding, .ping:
+            break
+        case .ack(let f):
+            try receiveAck(f, space: space, packet: packet, now: now)
+        case .crypto(let f):
+            try receiveCrypto(f, space: space, packet: packet, now: now)
+        case .stream(let f):
+            try receiveStream(f, packet: packet)
+        case .resetStream(let f):
+            try receiveResetStream(f)
+        case .stopSending(let f):
+            try receiveStopSending(f)
+        case .maxData(let limit):
+            if limit > sendLimit {
+                sendLimit = limit
+                for s in streams.all where s.send?.hasFrameToSend(connectionCredit: 1) ?? false { queueForSend(s) }
+            }
+        case .maxStreamData(let f):
+            guard let s = try stream(f.streamID, needsSend: true, frameType: FrameType.maxStreamData) else { return }
+            if s.send!.raiseLimit(f.maximum) { queueForSend(s) }
+        case .maxStreams(let f):
+            // We open unidirectional streams only; a bidi limit changes nothing.
+            if !f.bidirectional { streams.raiseLocalUniLimit(f.limit) }
+        case .dataBlocked, .streamsBlocked:
+            // The peer wants more credit; ours moves as the application
+            // reads (DESIGN principle 6), so nothing to do now.
+            break
+        case .streamDataBlocked(let f):
+            // §19.13: for a send-only stream (ours) it is a STREAM_STATE_ERROR.
+            _ = try stream(f.streamID, needsReceive: true, frameType: FrameType.streamDataBlocked)
+        case .newConnectionID(let f):
+            do {
+                try peerIDs.receive(f, limit: max(2, configuration.activeConnectionIDLimit))
+            } catch {
+                throw error.inFrame(FrameType.newConnectionID)
+            }
+        case .retireConnectionID(let sequence):
+            try receiveRetireConnectionID(sequence, destination: destination)
+        case .pathChallenge(let data):
+            // §8.2.2: answer on the same path (the only one we use).
+            if pathResponses.count < 4 { pathResponses.append(data) }
+        case .pathResponse:
+            // We send no PATH_CHALLENGE (no migration yet); §19.18 allows
+            // ignoring a response that matches none.
+            break
+        case .connectionClose(let f):
+            let reason = Array(packet.slice(f.reasonPhrase))
+            enterDraining(reason: .peer(errorCode: f.errorCode, application: f.isApplicationClose, reason: reason), now: now)
+        case .handshakeDone, .newToken, .datagram:
+            // The decoder refuses these from a client (§19.7, §19.20) or
+            // without max_datagram_frame_size (RFC 9221 §3).
+            break
+        }
+    }
+
+    // MARK: ACK (§19.3, §13.1)
+
+    private func receiveAck(_ f: AckFrame, space: PacketNumberSpace, packet: UnsafeRawBufferPointer, now: Instant) throws(QUICError) {
+        guard let largestSent = recovery.largestSent(space: space), f.largestAcknowledged <= largestSent else {
+            throw QUICError.ackOfUnsentPacket.inFrame(FrameType.ack)
+        }
+        // §19.3: ACK Delay × 2^ack_delay_exponent microseconds; ignored in
+        // Initial and Handshake (RFC 9002 §5.3). Clamp absurd values.
+        let micros = f.ackDelay < (1 << 40) >> peerAckDelayExponent ? f.ackDelay << peerAckDelayExponent : 1 << 40
+        let ackDelay = space == .application ? Int64(micros) * 1000 : 0
+        ackedScratch.removeAll(keepingCapacity: true)
+        lostScratch.removeAll(keepingCapacity: true)
+        recovery.onAckReceived(space: space, ranges: f.ranges(in: packet), ackDelay: ackDelay,
+                               handshakeConfirmed: handshakeConfirmed, now: now,
+                               acked: { ackedScratch.append($0) }, lost: { lostScratch.append((space, $0)) })
+        let s = space.rawValue
+        spaces[s].largestAcked = max(spaces[s].largestAcked ?? 0, f.largestAcknowledged)
+        frameScratch.removeAll(keepingCapacity: true)
+        for pn in ackedScratch {
+            if space == .application, let first = keyPhase?.firstSentInPhase, pn >= first { keyPhase!.phaseAcknowledged = true }
+            spaces[s].sent.resolve(pn, into: &frameScratch)
+        }
+        for frame in frameScratch { frameAcked(frame, space: space) }
+        frameScratch.removeAll(keepingCapacity: true)
+        handleLost()
+    }
+
+    /// Re-queues what the packets in `lostScratch` carried (§13.3).
+    func handleLost() {
+        for (space, pn) in lostScratch {
+            frameScratch.removeAll(keepingCapacity: true)
+            spaces[space.rawValue].sent.resolve(pn, into: &frameScratch)
+            for frame in frameScratch { frameLost(frame, space: space) }
+        }
+        frameScratch.removeAll(keepingCapacity: true)
+        lostScratch.removeAll(keepingCapacity: true)
+    }
+
+    private func frameAcked(_ frame: SentFrame, space: PacketNumberSpace) {
+        switch frame {
+        case .ack(let largest):
+            spaces[space.rawValue].received.ackOfAckReceived(largest)
+        case .crypto(let offset, let length):
+            spaces[space.rawValue].cryptoSend.markAcked(offset: offset, length: length)
+        case .stream(let id, let offset, let length, let fin):
+            guard let s = streams[id], s.send != nil else { return }
+            s.send!.acked(offset: offset, length: length, fin: fin)
+            if s.send!.wantsWritable && s.send!.space(limit: configuration.maxSendBufferPerStream) > 0 {
+                s.send!.wantsWritable = false
+                post(.streamWritable(id))
+            }
+            closeIfDone(s)
+        case .resetStream(let id):
+            guard let s = streams[id], s.send != nil else { return }
+            s.send!.resetStreamAcked()
+            closeIfDone(s)
+        default:
+            break
+        }
+    }
+
+    private func frameLost(_ frame: SentFrame, space: PacketNumberSpace) {
+        switch frame {
+        case .ack, .ping:
+            break
+        case .crypto(let offset, let length):
+            spaces[space.rawValue].cryptoSend.markLost(offset: offset, length: length)
+        case .stream(let id, let offset, let length, let fin):
+            guard let s = streams[id], s.send != nil else { return }
+            s.send!.lost(offset: offset, length: length, fin: fin)
+            queueForSend(s)
+        case .resetStream(let id):
+            guard let s = streams[id], s.send != nil else { return }
+            s.send!.resetStreamLost()
+            queueForSend(s)
+        case .stopSending(let id):
+            guard let s = streams[id], let recv = s.receive, !recv.isTerminal, let code = s.stopSendingCode else { return }
+            s.stopSendingPending = code
+            queueForSend(s)
+        // Limits: resend only if the lost value is still the one in force
+        // (a newer one was sent or is owed otherwise) — never a stale value.
+        case .maxData(let v):
+            if v == receiveLimit { maxDataPending = true }
+        case .maxStreamData(let id, let v):
+            guard let s = streams[id], let recv = s.receive, recv.maxData == v, recv.finalSize == nil else { return }
+            s.maxStreamDataPending = true
+            queueForSend(s)
+        case .maxStreams(let bidirectional, let v):
+            let type = bidirectional ? 0 : 1
+            if v == streams.peerLimit[type] { streams.maxStreamsPending[type] = true }
+        case .dataBlocked(let v):
+            if v == sendLimit && sentTotal >= sendLimit { dataBlockedPending = v }
+        case .streamDataBlocked(let id, let v):
+            guard let s = streams[id], s.send != nil, s.send!.peerMaxData == v else { return }
+            s.send!.blockedPending = v
+            queueForSend(s)
+        case .streamsBlocked(_, let v):
+            if v == streams.localUniLimit && streams.localUniOpened >= v { streams.streamsBlockedPending = v }
+        case .newConnectionID(let sequence):
+            if localIDs.issued(sequence: sequence) != nil { localIDs.pendingAnnouncements.append(sequence) }
+        case .retireConnectionID(let sequence):
+            peerIDs.pendingRetirements.append(sequence)
+        case .handshakeDone:
+            handshakeDonePending = true
+        }
+    }
+
+    // MARK: CRYPTO (§19.6, §7.5)
+
+    private func receiveCrypto(_ f: CryptoFrame, space: PacketNumberSpace, packet: UnsafeRawBufferPointer, now: Instant) throws(QUICError) {
+        let s = space.rawValue
+        let end = f.offset + UInt64(f.data.count)
+        guard end <= spaces[s].cryptoReceive.readOffset + PacketSpaceState.cryptoReceiveLimit else {
+            throw QUICError.cryptoBufferExceeded.inFrame(FrameType.crypto)
+        }
+        spaces[s].cryptoReceive.write(offset: f.offset, packet.slice(f.data))
+        guard spaces[s].cryptoReceive.contiguousCount > 0 else { return }
+        let failure: HandshakeFailure? = spaces[s].cryptoReceive.withContiguousBytes { (bytes) -> HandshakeFailure? in
+            do throws(HandshakeFailure) {
+                try handshake.receive(bytes, at: space.encryptionLevel)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        spaces[s].cryptoReceive.consume(spaces[s].cryptoReceive.contiguousCount)
+        if let failure {
+            // RFC 9001 §4.8: CRYPTO_ERROR 0x100 + alert.
+            throw QUICError(code: TransportErrorCode(rawValue: failure.transportErrorCode), frameType: FrameType.crypto,
+                            reason: "TLS handshake failed")
+        }
+        try driveHandshake(now: now)
+    }
+
+    // MARK: streams (§19.4, §19.5, §19.8)
+
+    /// The stream a frame is about (opening peer streams), checking that it
+    /// has the part the frame needs. nil: closed and forgotten.
+    func stream(_ id: UInt64, needsReceive: Bool = false, needsSend: Bool = false,
+                frameType: UInt64) throws(QUICError) -> QUICStream? {
+        let s: QUICStream?
+        do {
+            s = try streams.streamForFrame(id, make: makePeerStream, opened: { post(.streamOpened($0.id)) })
+        } catch {
+            throw error.inFrame(frameType)
+        }
+        // Direction is known from the ID even for a forgotten stream.
+        let ours = !StreamID.isClientInitiated(id)
+        let uni = !StreamID.isBidirectional(id)
+        if needsReceive && ours && uni { throw QUICError.streamWrongDirection.inFrame(frameType) }
+        if needsSend && !ours && uni { throw QUICError.streamWrongDirection.inFrame(frameType) }
+        return s
+    }
+
+    private func makePeerStream(_ id: UInt64) -> QUICStream {
+        let bidi = StreamID.isBidirectional(id)
+        let window = bidi ? configuration.initialMaxStreamDataBidiRemote : configuration.initialMaxStreamDataUni
+        // The client's own bidi streams are "local" to it (§18.2).
+        let send = bidi ? StreamSendSide(peerMaxData: peerParameters?.initialMaxStreamDataBidiLocal ?? 0) : nil
+        return QUICStream(id: id, receive: StreamReceiveSide(window: window), send: send)
+    }
+
+    private func receiveStream(_ f: StreamFrame, packet: UnsafeRawBufferPointer) throws(QUICError) {
+        let type = FrameType.stream
+        guard let s = try stream(f.streamID, needsReceive: true, frameType: type), s.receive != nil else { return }
+        let result: (growth: UInt64, readable: Bool)
+        do {
+            result = try s.receive!.receive(offset: f.offset, packet.slice(f.data), fin: f.fin)
+        } catch {
+            throw error.inFrame(type)
+        }
+        try countReceived(result.growth, frameType: type)
+        if s.receive!.abandoned { returnCredit(stream: s, bytes: result.growth) }
+        if result.readable { post(.streamReadable(s.id)) }
+        closeIfDone(s)
+    }
+
+    /// §4.1: the sum of the highest offsets of all streams against our limit.
+    private func countReceived(_ growth: UInt64, frameType: UInt64) throws(QUICError) {
+        receivedTotal += growth
+        guard receivedTotal <= receiveLimit else { throw QUICError.connectionFlowControl.inFrame(frameType) }
+    }
+
+    private func receiveResetStream(_ f: ResetStreamFrame) throws(QUICError) {
+        let type = FrameType.resetStream
+        guard let s = try stream(f.streamID, needsReceive: true, frameType: type), s.receive != nil else { return }
+        let result: (growth: UInt64, credit: UInt64, notify: Bool)
+        do {
+            result = try s.receive!.receiveReset(finalSize: f.finalSize)
+        } catch {
+            throw error.inFrame(type)
+        }
+        try countReceived(result.growth, frameType: type)
+        // The bytes up to the final size will never be read: credit back.
+        returnCredit(stream: s, bytes: result.credit)
+        if result.notify {
+            post(.streamReset(s.id, errorCode: f.errorCode))
+            s.receive!.resetRead()
+        }
+        closeIfDone(s)
+    }
+
+    private func receiveStopSending(_ f: StopSendingFrame) throws(QUICError) {
+        guard let s = try stream(f.streamID, needsSend: true, frameType: FrameType.stopSending), s.send != nil else { return }
+        // §3.5: "An endpoint that receives a STOP_SENDING frame MUST send a
+        // RESET_STREAM frame if the stream is in the Ready or Send state" —
+        // with the same error code (§3.5 SHOULD).
+        if s.send!.resetStream(errorCode: f.errorCode) {
+            queueForSend(s)
+            post(.stopSending(s.id, errorCode: f.errorCode))
+        }
+    }
+
+    // MARK: connection IDs (§19.16)
+
+    private func receiveRetireConnectionID(_ sequence: UInt64, destination: ConnectionID) throws(QUICError) {
+        let retired: ConnectionID?
+        do {
+            retired = try localIDs.retire(sequence: sequence, packetDestination: destination)
+        } catch {
+            throw error.inFrame(FrameType.retireConnectionID)
+        }
+        guard let retired else { return }
+        context.routes[retired] = nil
+        issueConnectionIDs()
+    }
+
+    /// Issues NEW_CONNECTION_IDs until the peer holds as many of ours as it
+    /// allows (§5.1.1), capped by our configuration.
+    func issueConnectionIDs() {
+        guard let peer = peerParameters else { return }
+        let target = Int(min(peer.activeConnectionIDLimit, max(2, configuration.activeConnectionIDLimit)))
+        while localIDs.active.count < target {
+            let id = context.connectionIDs.newConnectionID()
+            guard context.routes[id] == nil else { return }  // a collision: try again at the next retirement
+            localIDs.issue(id, token: context.connectionIDs.resetToken(for: id), announce: true)
+            context.routes[id] = self
+        }
+    }
+}

@@ -1,0 +1,93 @@
+// Driving the TLS handshake (RFC 9001 §4): its output becomes CRYPTO data
+// and keys per space, its completion confirms the handshake (a server's
+// handshake is confirmed when it completes, §4.1.2), and the client's
+// transport parameters are checked against what was seen on the wire
+// (RFC 9000 §7.3) as soon as the handshake has read them.
+
+import Core
+
+extension QUICConnection {
+    func driveHandshake(now: Instant) throws(QUICError) {
+        if peerParameters == nil, let raw = handshake.peerTransportParameters {
+            try applyPeerTransportParameters(raw, now: now)
+        }
+        while let event = handshake.nextEvent() {
+            switch event {
+            case .send(let level, let bytes):
+                guard let space = PacketNumberSpace(level), !spaces[space.rawValue].discarded else { continue }
+                bytes.withUnsafeBytes { spaces[space.rawValue].cryptoSend.append($0) }
+            case .secret(let level, let direction, let suite, let secret):
+                guard let space = PacketNumberSpace(level), space != .initial else { continue }  // 0-RTT: refused
+                let keys = PacketKeys(suite: suite, secret: secret, version: version)
+                switch direction {
+                case .read:
+                    spaces[space.rawValue].readKeys = keys
+                    if space == .application { keyPhase = KeyPhase(read: keys) }
+                case .write:
+                    spaces[space.rawValue].writeKeys = keys
+                }
+            case .complete:
+                try completeHandshake(now: now)
+            }
+        }
+    }
+
+    private func completeHandshake(now: Instant) throws(QUICError) {
+        guard !isHandshakeComplete else { return }
+        guard peerParameters != nil else { throw .missingTransportParameters }
+        isHandshakeComplete = true
+        // §19.20: the server sends HANDSHAKE_DONE once the handshake completes.
+        handshakeDonePending = true
+        // RFC 9001 §4.9.2: "An endpoint MUST discard its Handshake keys when
+        // the TLS handshake is confirmed."
+        discardSpace(.initial)
+        discardSpace(.handshake)
+        // §7.2 / §5.1: the client's original Destination Connection ID routes
+        // to us only until the handshake is confirmed.
+        if context.routes[originalDestinationID] === self && !localIDs.active.contains(where: { $0.id == originalDestinationID }) {
+            context.routes[originalDestinationID] = nil
+        }
+        issueConnectionIDs()
+        post(.handshakeCompleted)
+    }
+
+    /// The client's transport parameters (§7.4, §18.2): decoded and checked
+    /// (TRANSPORT_PARAMETER_ERROR), initial_source_connection_id against the
+    /// Source Connection ID of its Initial (§7.3), then applied.
+    private func applyPeerTransportParameters(_ raw: [UInt8], now: Instant) throws(QUICError) {
+        let decoded: Result<TransportParameters, QUICError> = raw.withUnsafeBytes { b in
+            do throws(QUICError) {
+                return .success(try TransportParameters.decode(b, sentBy: .client))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let p = try decoded.get()
+        guard p.initialSourceConnectionID == peerInitialSourceID else { throw .initialSourceConnectionIDMismatch }
+        peerParameters = p
+        peerAckDelayExponent = p.ackDelayExponent
+        peerMaxUDPPayloadSize = Int(min(p.maxUDPPayloadSize, 65527))
+        sendLimit = p.initialMaxData
+        streams.raiseLocalUniLimit(p.initialMaxStreamsUni)
+        // §10.1: the effective idle timeout is the smaller advertised one
+        // (0 = none on that side).
+        let peerIdle = Int64(min(p.maxIdleTimeout, UInt64(Int64.max / 1_000_000))) * 1_000_000
+        if peerIdle > 0 && (idleTimeout == 0 || peerIdle < idleTimeout) { idleTimeout = peerIdle }
+        // The peer's max_ack_delay is fixed in LossRecovery at creation; the
+        // server learns it from the ClientHello, before sending anything.
+        let peerMaxAckDelay = Int64(p.maxAckDelay) * 1_000_000
+        if peerMaxAckDelay != recovery.maxAckDelay && recovery.largestSent(space: .initial) == nil {
+            recovery = LossRecovery(controller: NewReno(maxDatagramSize: configuration.maxUDPPayloadSize),
+                                    maxAckDelay: peerMaxAckDelay, now: now)
+        }
+    }
+
+    /// Key discard (RFC 9001 §4.9): the space's keys, packets in flight and
+    /// CRYPTO data go.
+    func discardSpace(_ space: PacketNumberSpace) {
+        let s = space.rawValue
+        guard !spaces[s].discarded else { return }
+        spaces[s].discard()
+        recovery.discard(space: space)
+    }
+}

@@ -1,0 +1,263 @@
+// Sending: one datagram at a time, written in place into the caller's
+// buffer (RFC 9000 §12.2, §13, §14).
+//
+// A datagram holds up to one packet per space, Initial first, then
+// Handshake, then 1-RTT (the only order a receiver can use, §12.2). Packets
+// are built in two passes: first each header (with a two-byte Length, so
+// padding never moves anything) and its frames in plaintext, then, once the
+// datagram's contents are known, the last packet is padded when the
+// datagram carries an Initial (§14.1: at least 1200 bytes) and every packet
+// is sealed (RFC 9001 §5). Nothing is allocated per packet; a later
+// sendmmsg/GSO batch is several calls into consecutive buffers.
+//
+// What may be sent is bounded by the datagram size, the anti-amplification
+// limit before the client's address is validated (§8.1: three times what
+// was received), and the congestion window (RFC 9002 §7) — except PTO
+// probes, which ignore it (§6.2.4), and ACK-only packets, which are not in
+// flight. Frames go in this order: ACK, HANDSHAKE_DONE, PATH_RESPONSE,
+// CRYPTO, connection-level control frames, then stream frames round-robin
+// over the streams with something to send, and a PING when a probe found
+// nothing else to carry.
+
+import Core
+
+extension QUICConnection {
+    enum SendMode { case ackOnly, full }
+
+    struct PacketDraft {
+        var space: PacketNumberSpace
+        var start: Int
+        var headerLength: Int
+        var payloadLength: Int
+        var packetNumber: UInt64
+        var isLong: Bool
+        var ackEliciting: Bool
+        var lengthFieldOffset: Int
+        var packetNumberLength: Int
+    }
+
+    /// The smallest datagram carrying an Initial (§14.1).
+    static let minimumInitialDatagram = 1200
+    /// Below this much room a packet is not started.
+    static let minimumPacketRoom = 32
+
+    /// Writes the next datagram into `buffer`; nil when nothing may or needs
+    /// to be sent now.
+    func writeDatagram(into buffer: UnsafeMutableRawBufferPointer, now: Instant) -> Int? {
+        lastSeen = now
+        var limit = min(buffer.count, configuration.maxUDPPayloadSize, peerMaxUDPPayloadSize)
+        limit = min(limit, amplificationAllowance)
+        guard limit >= Self.minimumPacketRoom else { return nil }
+        let n: Int?
+        switch lifecycle {
+        case .open:
+            n = writeOpen(buffer, limit: limit, now: now)
+        case .closing:
+            n = closeFramePending ? writeClose(buffer, limit: limit, now: now) : nil
+        case .draining, .terminated:
+            n = nil
+        }
+        if let n { bytesSent += n }
+        return n
+    }
+
+    private func writeOpen(_ buffer: UnsafeMutableRawBufferPointer, limit: Int, now: Instant) -> Int? {
+        let probing = spaces.contains { $0.probesOwed > 0 && $0.writeKeys != nil }
+        var mode = SendMode.full
+        var limit = limit
+        if !probing {
+            let window = recovery.sendAllowance
+            if window < Self.minimumPacketRoom { mode = .ackOnly } else { limit = min(limit, window) }
+        }
+        var drafts: (PacketDraft?, PacketDraft?, PacketDraft?) = (nil, nil, nil)
+        var offset = 0
+        for space in PacketNumberSpace.allCases where wantsToSend(space, mode: mode, now: now) {
+            // An Initial needs a 1200-byte datagram; skip it when that does not fit.
+            if space == .initial && limit < Self.minimumInitialDatagram { continue }
+            guard let d = buildPacket(space, in: buffer, at: offset, end: limit, mode: mode, now: now) else { continue }
+            offset = d.start + d.headerLength + d.payloadLength + PacketProtection.tagLength
+            switch space {
+            case .initial: drafts.0 = d
+            case .handshake: drafts.1 = d
+            case .application: drafts.2 = d
+            }
+        }
+        guard offset > 0 else { return nil }
+        // §14.1: pad the datagram that carries an Initial to 1200 bytes,
+        // with PADDING frames at the end of its last packet.
+        if drafts.0 != nil && offset < Self.minimumInitialDatagram {
+            let extra = Self.minimumInitialDatagram - offset
+            if var last = drafts.2 ?? drafts.1 ?? drafts.0 {
+                pad(&last, by: extra, in: buffer)
+                if drafts.2 != nil { drafts.2 = last } else if drafts.1 != nil { drafts.1 = last } else { drafts.0 = last }
+                offset += extra
+            }
+        }
+        for d in [drafts.0, drafts.1, drafts.2] { if let d { seal(d, in: buffer, now: now) } }
+        return offset
+    }
+
+    private func pad(_ d: inout PacketDraft, by extra: Int, in buffer: UnsafeMutableRawBufferPointer) {
+        let at = d.start + d.headerLength + d.payloadLength
+        (buffer.baseAddress! + at).initializeMemory(as: UInt8.self, repeating: 0, count: extra)
+        d.payloadLength += extra
+    }
+
+    /// Whether `space` has something to send in `mode`.
+    func wantsToSend(_ space: PacketNumberSpace, mode: SendMode, now: Instant) -> Bool {
+        let st = spaces[space.rawValue]
+        guard st.writeKeys != nil else { return false }
+        if st.received.ackDue(now: now) { return true }
+        guard mode == .full else { return false }
+        if st.probesOwed > 0 || st.cryptoSend.hasLostData || st.cryptoSend.hasNewData { return true }
+        guard space == .application else { return false }
+        return handshakeDonePending || !pathResponses.isEmpty || maxDataPending || dataBlockedPending != nil
+            || streams.maxStreamsPending[0] || streams.maxStreamsPending[1] || streams.streamsBlockedPending != nil
+            || !localIDs.pendingAnnouncements.isEmpty || !peerIDs.pendingRetirements.isEmpty
+            || sendQueue.contains { $0.hasSomethingToSend(connectionCredit: sendLimit - sentTotal) }
+    }
+
+    // MARK: one packet
+
+    private func buildPacket(_ space: PacketNumberSpace, in buffer: UnsafeMutableRawBufferPointer, at start: Int, end: Int,
+                             mode: SendMode, now: Instant) -> PacketDraft? {
+        let s = space.rawValue
+        let pn = spaces[s].nextPacketNumber
+        let pnLength = PacketNumber.encodedLength(pn, largestAcknowledged: spaces[s].largestAcked)
+        let destination = peerIDs.current
+        let isLong = space != .application
+        let headerLength = isLong
+            ? 1 + 4 + 1 + destination.count + 1 + localID.count + (space == .initial ? 1 : 0) + 2 + pnLength
+            : 1 + destination.count + pnLength
+        let room = end - start - headerLength - PacketProtection.tagLength
+        guard room >= Self.minimumPacketRoom else { return nil }
+        let payload = UnsafeMutableRawBufferPointer(rebasing: buffer[(start + headerLength)..<(start + headerLength + room)])
+        spaces[s].sent.begin(pn)
+        var (length, ackEliciting) = writeFrames(space, into: payload, mode: mode, now: now)
+        guard length > 0 else {
+            spaces[s].sent.commit(keep: false)
+            return nil
+        }
+        // RFC 9001 §5.4.2: enough bytes after the packet number to sample.
+        let minimum = PacketProtection.minimumPayloadLength(packetNumberLength: pnLength)
+        if length < minimum {
+            (payload.baseAddress! + length).initializeMemory(as: UInt8.self, repeating: 0, count: minimum - length)
+            length = minimum
+        }
+        var draft = PacketDraft(space: space, start: start, headerLength: headerLength, payloadLength: length, packetNumber: pn,
+                                isLong: isLong, ackEliciting: ackEliciting, lengthFieldOffset: 0, packetNumberLength: pnLength)
+        writeHeader(&draft, destination: destination, in: buffer)
+        spaces[s].nextPacketNumber += 1
+        spaces[s].sent.commit()
+        if ackEliciting && spaces[s].probesOwed > 0 { spaces[s].probesOwed -= 1 }
+        if space == .application && keyPhase != nil && keyPhase!.firstSentInPhase == nil { keyPhase!.firstSentInPhase = pn }
+        if ackEliciting && !ackElicitingSentSinceReceive {
+            // §10.1: also restarted "when sending an ack-eliciting packet if
+            // no other ack-eliciting packets have been sent since last
+            // receiving and processing a packet".
+            ackElicitingSentSinceReceive = true
+            restartIdleTimer(now: now)
+        }
+        return draft
+    }
+
+    private func seal(_ d: PacketDraft, in buffer: UnsafeMutableRawBufferPointer, now: Instant) {
+        if d.isLong {
+            let length = UInt64(d.packetNumberLength + d.payloadLength + PacketProtection.tagLength)
+            VarInt.encode(length, to: buffer.baseAddress! + d.lengthFieldOffset, length: 2)
+        }
+        let total = d.headerLength + d.payloadLength + PacketProtection.tagLength
+        let packet = UnsafeMutableRawBufferPointer(rebasing: buffer[d.start..<(d.start + total)])
+        PacketProtection.seal(packet, headerLength: d.headerLength, payloadLength: d.payloadLength,
+                              packetNumber: d.packetNumber, keys: spaces[d.space.rawValue].writeKeys!)
+        // RFC 9002 §2: in flight = ack-eliciting or padded; ACK-only packets are not.
+        recovery.onPacketSent(space: d.space, packetNumber: d.packetNumber, bytes: total, ackEliciting: d.ackEliciting,
+                              inFlight: d.ackEliciting, now: now)
+    }
+
+    // MARK: closing (§10.2.1, §10.2.3)
+
+    /// CONNECTION_CLOSE in every space the client can read: before the
+    /// handshake completes that is Initial and Handshake, where an
+    /// application close becomes APPLICATION_ERROR without its reason
+    /// (§10.2.3); after, 1-RTT only.
+    private func writeClose(_ buffer: UnsafeMutableRawBufferPointer, limit: Int, now: Instant) -> Int? {
+        guard let frame = closeFrame else { return nil }
+        closeFramePending = false
+        var offset = 0
+        var carriesInitial = false
+        let candidates: [PacketNumberSpace] = isHandshakeComplete ? [.application] : [.initial, .handshake]
+        for space in candidates where spaces[space.rawValue].writeKeys != nil {
+            let s = space.rawValue
+            let pn = spaces[s].nextPacketNumber
+            let pnLength = PacketNumber.encodedLength(pn, largestAcknowledged: spaces[s].largestAcked)
+            let destination = peerIDs.current
+            let isLong = space != .application
+            let headerLength = isLong
+                ? 1 + 4 + 1 + destination.count + 1 + localID.count + (space == .initial ? 1 : 0) + 2 + pnLength
+                : 1 + destination.count + pnLength
+            let inHandshakeSpace = space != .application
+            let code = frame.application && inHandshakeSpace ? TransportErrorCode.applicationError.rawValue : frame.errorCode
+            let frameType: UInt64? = frame.application && !inHandshakeSpace ? nil : (frame.application ? 0 : frame.frameType)
+            let reasonLength = inHandshakeSpace && frame.application ? 0 : min(frame.reason.count, 256)
+            var size = FrameEncoder.connectionCloseSize(errorCode: code, frameType: frameType, reasonLength: reasonLength)
+            size = max(size, PacketProtection.minimumPayloadLength(packetNumberLength: pnLength))
+            guard offset + headerLength + size + PacketProtection.tagLength <= limit else { break }
+            let payloadStart = offset + headerLength
+            let payload = UnsafeMutableRawBufferPointer(rebasing: buffer[payloadStart..<(payloadStart + size)])
+            payload.initializeMemory(as: UInt8.self, repeating: 0)
+            frame.reason.withUnsafeBytes { reason in
+                _ = FrameEncoder.encodeConnectionClose(errorCode: code, frameType: frameType,
+                                                       reason: UnsafeRawBufferPointer(rebasing: reason[0..<reasonLength]),
+                                                       into: payload)
+            }
+            var d = PacketDraft(space: space, start: offset, headerLength: headerLength, payloadLength: size, packetNumber: pn,
+                                isLong: isLong, ackEliciting: false, lengthFieldOffset: 0, packetNumberLength: pnLength)
+            writeHeader(&d, destination: destination, in: buffer)
+            spaces[s].nextPacketNumber += 1
+            let isLast = space == candidates.last || spaces[candidates.last!.rawValue].writeKeys == nil
+            if space == .initial { carriesInitial = true }
+            if carriesInitial && isLast {
+                let end = d.start + d.headerLength + d.payloadLength + PacketProtection.tagLength
+                let extra = min(Self.minimumInitialDatagram, limit) - end
+                if extra > 0 { pad(&d, by: extra, in: buffer) }
+            }
+            sealWithoutRecovery(d, in: buffer)
+            offset = d.start + d.headerLength + d.payloadLength + PacketProtection.tagLength
+        }
+        return offset > 0 ? offset : nil
+    }
+
+    private func writeHeader(_ d: inout PacketDraft, destination: ConnectionID, in buffer: UnsafeMutableRawBufferPointer) {
+        let header = UnsafeMutableRawBufferPointer(rebasing: buffer[d.start..<(d.start + d.headerLength)])
+        if d.isLong {
+            var w = WireWriter(header, size: d.headerLength)
+            let type: LongPacketType = d.space == .initial ? .initial : .handshake
+            w.uint8(0xc0 | version.typeBits(type) << 4 | UInt8(d.packetNumberLength - 1))
+            w.uint32(version.rawValue)
+            w.connectionID(destination)
+            w.connectionID(localID)
+            if d.space == .initial { w.varint(0) }
+            d.lengthFieldOffset = d.start + w.at
+            w.varint(0, length: 2)
+            w.packetNumber(d.packetNumber, length: d.packetNumberLength)
+            _ = w.finish()
+        } else {
+            PacketHeaderEncoder.encodeShort(destinationID: destination, keyPhase: keyPhase?.phase ?? false,
+                                            packetNumber: d.packetNumber, packetNumberLength: d.packetNumberLength, into: header)
+        }
+    }
+
+    /// Closing packets are not tracked by loss recovery (§10.2.1: the
+    /// CONNECTION_CLOSE is resent on demand, never retransmitted).
+    private func sealWithoutRecovery(_ d: PacketDraft, in buffer: UnsafeMutableRawBufferPointer) {
+        if d.isLong {
+            let length = UInt64(d.packetNumberLength + d.payloadLength + PacketProtection.tagLength)
+            VarInt.encode(length, to: buffer.baseAddress! + d.lengthFieldOffset, length: 2)
+        }
+        let total = d.headerLength + d.payloadLength + PacketProtection.tagLength
+        PacketProtection.seal(UnsafeMutableRawBufferPointer(rebasing: buffer[d.start..<(d.start + total)]),
+                              headerLength: d.headerLength, payloadLength: d.payloadLength,
+                              packetNumber: d.packetNumber, keys: spaces[d.space.rawValue].writeKeys!)
+    }
+}

@@ -1,0 +1,306 @@
+// A QUIC connection, server side (RFC 9000, 9001), sans-I/O.
+//
+// Theory of operation. The endpoint hands the connection each datagram
+// routed to it (`receive`, QUICConnection+Receive.swift), asks it for
+// datagrams to send (`writeDatagram`, +Send.swift) and fires its timers
+// (`expire`, +Timers.swift). Everything the connection learns that the
+// application must know becomes a `QUICEvent` in the endpoint's queue; the
+// application acts through the stream calls below. Nothing here reads a
+// clock or touches a socket.
+//
+// Lifecycle (§10):
+//
+//   open ──(error / close())──> closing ──(3×PTO)──> terminated
+//     │                            (resends CONNECTION_CLOSE when packets arrive, §10.2.1)
+//     ├──(peer CONNECTION_CLOSE / stateless reset)──> draining ──(3×PTO)──> terminated
+//     └──(idle timeout, §10.1)──> terminated
+//
+// `.closed` is posted once, when the connection leaves `open`; after it the
+// application's calls do nothing. A terminated connection is unrouted and
+// leaves the endpoint.
+//
+// Packet number spaces, keys and CRYPTO streams are per space
+// (PacketSpaceState); 1-RTT key updates are in KeyPhase. Loss detection and
+// congestion control are Sources/QUIC/Recovery (RFC 9002); what each packet
+// carried is in the spaces' SentPacketLog so losses re-queue frames, never
+// packets (§13.3).
+//
+// Path migration (issue 15) is not supported: datagrams from another
+// 4-tuple than the one that opened the connection are dropped, and our
+// transport parameters say disable_active_migration.
+
+import Core
+
+public final class QUICConnection {
+    enum Lifecycle {
+        case open
+        /// We sent CONNECTION_CLOSE; it is resent (rate-limited) until `until`.
+        case closing(until: Instant)
+        /// The peer closed (or reset): send nothing until `until`.
+        case draining(until: Instant)
+        case terminated
+    }
+
+    /// The CONNECTION_CLOSE we send while closing.
+    struct CloseFrame {
+        var errorCode: UInt64
+        var frameType: UInt64
+        var application: Bool
+        var reason: [UInt8]
+    }
+
+    let context: EndpointContext
+    let configuration: QUICConfiguration
+    let version: QUICVersion
+    public private(set) var path: DatagramPath
+    /// The Destination Connection ID of the client's first Initial (§7.3).
+    let originalDestinationID: ConnectionID
+    /// The Source Connection ID of the client's first Initial (§7.3).
+    let peerInitialSourceID: ConnectionID
+    let handshake: any CryptoHandshake
+    public var applicationContext: AnyObject?
+
+    var lifecycle = Lifecycle.open
+    var closeFrame: CloseFrame?
+    var closeFramePending = false
+    var datagramsWhileClosing = 0
+
+    var spaces = [PacketSpaceState](repeating: PacketSpaceState(), count: 3)
+    var keyPhase: KeyPhase?
+    var recovery: LossRecovery<NewReno>
+    /// Scratch lists of acknowledged / lost packet numbers (reused, so an ACK
+    /// allocates nothing).
+    var ackedScratch: [UInt64] = []
+    var lostScratch: [(PacketNumberSpace, UInt64)] = []
+    var frameScratch: [SentFrame] = []
+
+    public internal(set) var isHandshakeComplete = false
+    var handshakeDonePending = false
+    var peerParameters: TransportParameters?
+    var peerAckDelayExponent: UInt64 = 3
+    var peerMaxUDPPayloadSize = 65527
+
+    /// §8.1: until the client's address is validated, we send at most three
+    /// times what we received.
+    var addressValidated = false
+    var bytesReceived = 0
+    var bytesSent = 0
+
+    var streams: StreamMap
+    var sendQueue: [QUICStream] = []
+
+    // Connection flow control (§4.1). Receive: the limit we advertised, the
+    // sum of the highest offsets received on every stream, and what the
+    // application consumed. Send: the peer's limit and the new bytes sent.
+    var receiveLimit: UInt64
+    var receivedTotal: UInt64 = 0
+    var consumedTotal: UInt64 = 0
+    var maxDataPending = false
+    var sendLimit: UInt64 = 0
+    var sentTotal: UInt64 = 0
+    var dataBlockedPending: UInt64?
+    var dataBlockedSentAt: UInt64?
+
+    var localIDs = LocalConnectionIDs()
+    var peerIDs: PeerConnectionIDs
+    var pathResponses: [UInt64] = []
+
+    /// §10.1: the idle timeout in force (the smaller of both, 0 = none).
+    var idleTimeout: Int64
+    var idleDeadline: Instant?
+    var ackElicitingSentSinceReceive = false
+
+    /// The latest time the endpoint gave us (for `close()`, which takes none).
+    var lastSeen: Instant
+
+    // Endpoint bookkeeping.
+    var queuedForOutput = false
+    var timerGeneration: UInt64 = 0
+    var armedDeadline: Instant?
+
+    /// Makes the connection for a client's first Initial, or nil when the
+    /// handshake cannot be made.
+    init?(context: EndpointContext, version: QUICVersion, originalDestinationID: ConnectionID,
+          peerSourceID: ConnectionID, path: DatagramPath, now: Instant,
+          makeHandshake: ([UInt8]) -> (any CryptoHandshake)?) {
+        let configuration = context.configuration
+        let localID = context.connectionIDs.newConnectionID()
+        let token = context.connectionIDs.resetToken(for: localID)
+        var parameters = configuration.transportParameters
+        parameters.originalDestinationConnectionID = originalDestinationID
+        parameters.initialSourceConnectionID = localID
+        parameters.statelessResetToken = token
+        // RFC 9369 §4 / RFC 9368 §3: the version in use and those we speak.
+        parameters.versionInformation = VersionInformation(chosenVersion: version, availableVersions: configuration.supportedVersions)
+        var encoded = [UInt8](repeating: 0, count: parameters.encodedSize())
+        encoded.withUnsafeMutableBytes { _ = parameters.encode(into: $0) }
+        guard let handshake = makeHandshake(encoded) else { return nil }
+
+        self.context = context
+        self.configuration = configuration
+        self.version = version
+        self.path = path
+        self.originalDestinationID = originalDestinationID
+        self.peerInitialSourceID = peerSourceID
+        self.handshake = handshake
+        recovery = LossRecovery(controller: NewReno(maxDatagramSize: configuration.maxUDPPayloadSize),
+                                maxAckDelay: 25_000_000, now: now)
+        streams = StreamMap(maxBidi: configuration.initialMaxStreamsBidi, maxUni: configuration.initialMaxStreamsUni)
+        receiveLimit = configuration.initialMaxData
+        peerIDs = PeerConnectionIDs(initial: peerSourceID)
+        idleTimeout = configuration.maxIdleTimeout
+        lastSeen = now
+        localIDs.issue(localID, token: token, announce: false)
+
+        let keys = InitialKeys.derive(destinationID: originalDestinationID, version: version)
+        spaces[0].readKeys = keys.client
+        spaces[0].writeKeys = keys.server
+        context.routes[localID] = self
+        context.routes[originalDestinationID] = self
+        restartIdleTimer(now: now)
+    }
+
+    /// Our current Source Connection ID (sequence 0).
+    var localID: ConnectionID { localIDs.active.first?.id ?? .empty }
+
+    var isOpen: Bool { if case .open = lifecycle { true } else { false } }
+    var handshakeConfirmed: Bool { isHandshakeComplete }  // server: confirmed at completion (RFC 9001 §4.1.2)
+
+    public var negotiatedProtocol: [UInt8]? { handshake.negotiatedProtocol }
+
+    /// Asks the endpoint to serve this connection and re-arms its deadline;
+    /// called after everything that may create output or move a timer.
+    func scheduleUpdate() {
+        if case .terminated = lifecycle { return }
+        context.wantsToSend(self)
+        context.deadlines.arm(self, at: nextDeadline)
+    }
+
+    func post(_ event: QUICEvent) { context.post(event, from: self) }
+}
+
+// MARK: - streams (the application's side)
+
+extension QUICConnection {
+    /// Calls `body` with the stream's readable bytes (in order) and whether
+    /// the FIN follows them; `body` says how many it consumed. nil when the
+    /// stream has no receive side (unknown, closed, reset, or ours).
+    /// Consuming returns flow-control credit (§4.2).
+    public func withReadableBytes<R>(stream id: UInt64,
+                                     _ body: (UnsafeRawBufferPointer, _ finAfter: Bool) -> (consumed: Int, result: R)) -> R? {
+        guard isOpen, let s = streams[id], var recv = s.receive else { return nil }
+        switch recv.state {
+        case .receiving, .sizeKnown, .dataReceived: break
+        default: return nil
+        }
+        let fin = recv.finAfterReadable
+        let (consumed, result) = recv.withReadableBytes { body($0, fin) }
+        let credit = recv.consume(consumed)
+        if fin && recv.buffer.contiguousCount == 0 { recv.finRead() }
+        s.receive = recv
+        returnCredit(stream: s, bytes: credit)
+        closeIfDone(s)
+        scheduleUpdate()
+        return result
+    }
+
+    /// Queues up to `bytes.count` bytes (and the FIN if all were taken and
+    /// `fin`); returns how many were accepted. Taking fewer arms a
+    /// `.streamWritable` event for when space frees.
+    public func write(stream id: UInt64, _ bytes: UnsafeRawBufferPointer, fin: Bool) -> Int {
+        guard isOpen, let s = streams[id], var send = s.send else { return 0 }
+        let n = send.write(bytes, limit: configuration.maxSendBufferPerStream)
+        if fin && n == bytes.count { send.finish() }
+        s.send = send
+        queueForSend(s)
+        scheduleUpdate()
+        return n
+    }
+
+    /// Ends the stream with no more bytes.
+    public func finish(stream id: UInt64) {
+        guard isOpen, let s = streams[id], s.send != nil else { return }
+        s.send!.finish()
+        queueForSend(s)
+        scheduleUpdate()
+    }
+
+    public func sendBufferSpace(stream id: UInt64) -> Int {
+        guard isOpen, let s = streams[id], let send = s.send else { return 0 }
+        return send.space(limit: configuration.maxSendBufferPerStream)
+    }
+
+    /// Opens a server-initiated unidirectional stream, or nil at the peer's
+    /// limit (a STREAMS_BLOCKED is then sent, §4.6).
+    public func openUnidirectionalStream() -> UInt64? {
+        guard isOpen else { return nil }
+        let peerLimit = peerParameters?.initialMaxStreamDataUni ?? 0
+        let s = streams.openLocalUni { QUICStream(id: $0, receive: nil, send: StreamSendSide(peerMaxData: peerLimit)) }
+        if s == nil { scheduleUpdate() }
+        return s?.id
+    }
+
+    /// Abandons the send side with RESET_STREAM (§3.1, §19.4).
+    public func resetStream(_ id: UInt64, errorCode: UInt64) {
+        guard isOpen, let s = streams[id], s.send != nil else { return }
+        if s.send!.resetStream(errorCode: errorCode) {
+            queueForSend(s)
+            scheduleUpdate()
+        }
+    }
+
+    /// Asks the peer to stop sending (§3.5, §19.5); the receive side is
+    /// abandoned: late data is discarded and its credit still returned.
+    public func stopSending(_ id: UInt64, errorCode: UInt64) {
+        guard isOpen, let s = streams[id], s.receive != nil else { return }
+        let wasTerminal = s.receive!.isTerminal
+        let credit = s.receive!.abandon()
+        if !wasTerminal && s.receive!.state != .dataRead && s.receive!.state != .resetRead {
+            s.requestStopSending(errorCode)
+        }
+        returnCredit(stream: s, bytes: credit)
+        queueForSend(s)
+        closeIfDone(s)
+        scheduleUpdate()
+    }
+
+    /// Closes the connection: CONNECTION_CLOSE of type 0x1d (application) or
+    /// 0x1c (transport), then the closing state (§10.2.1).
+    public func close(errorCode: UInt64, reason: [UInt8], application: Bool) {
+        guard isOpen else { return }
+        enterClosing(CloseFrame(errorCode: errorCode, frameType: 0, application: application, reason: reason),
+                     reason: .local(errorCode: errorCode, application: application), now: nil)
+        scheduleUpdate()
+    }
+
+    /// Application-read bytes become credit (§4.2): the stream's and the
+    /// connection's limits move up once half a window was consumed.
+    func returnCredit(stream s: QUICStream, bytes: UInt64) {
+        guard bytes > 0 else { return }
+        consumedTotal += bytes
+        if s.receive?.limitUpdate != nil && !s.maxStreamDataPending {
+            s.maxStreamDataPending = true
+            queueForSend(s)
+        }
+        if connectionLimitUpdate != nil { maxDataPending = true }
+    }
+
+    /// The MAX_DATA limit to send, when half the window was consumed.
+    var connectionLimitUpdate: UInt64? {
+        let proposed = consumedTotal + configuration.initialMaxData
+        return proposed > receiveLimit && proposed - receiveLimit >= configuration.initialMaxData / 2 ? proposed : nil
+    }
+
+    func queueForSend(_ s: QUICStream) {
+        guard !s.queuedForSend else { return }
+        s.queuedForSend = true
+        sendQueue.append(s)
+    }
+
+    /// Forgets a stream whose two sides are done (§3.3); a peer stream frees
+    /// a slot for MAX_STREAMS.
+    func closeIfDone(_ s: QUICStream) {
+        guard s.isClosed else { return }
+        streams.remove(s.id)
+    }
+}

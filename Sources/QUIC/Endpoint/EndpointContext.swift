@@ -1,0 +1,157 @@
+// What the endpoint and its connections share: the routing table, the queue
+// of events for the application, the queue of connections that may have
+// something to send (served round-robin) and the deadline heap.
+//
+// A connection reaches the endpoint only through this object, so it can
+// route a new connection ID, queue an event or ask to be served without
+// knowing the endpoint's type. Queues hold strong references; a connection
+// leaves all of them when it terminates.
+
+import Core
+
+final class EndpointContext {
+    let configuration: QUICConfiguration
+    let connectionIDs: ConnectionIDSource
+
+    var routes: [ConnectionID: QUICConnection] = [:]
+    /// Every connection not yet terminated (closing and draining included).
+    var connections: [ObjectIdentifier: QUICConnection] = [:]
+
+    private var events: [(QUICConnection, QUICEvent)] = []
+    private var eventHead = 0
+
+    /// Connections that may have output, in service order.
+    private var ready: [QUICConnection] = []
+    private var readyHead = 0
+
+    var deadlines = DeadlineHeap()
+
+    init(configuration: QUICConfiguration, connectionIDs: ConnectionIDSource) {
+        self.configuration = configuration
+        self.connectionIDs = connectionIDs
+    }
+
+    func connectionTerminated(_ connection: QUICConnection) {
+        connections[ObjectIdentifier(connection)] = nil
+    }
+
+    func post(_ event: QUICEvent, from connection: QUICConnection) {
+        events.append((connection, event))
+    }
+
+    func nextEvent() -> (QUICConnection, QUICEvent)? {
+        guard eventHead < events.count else { return nil }
+        let e = events[eventHead]
+        eventHead += 1
+        if eventHead == events.count {
+            events.removeAll(keepingCapacity: true)
+            eventHead = 0
+        }
+        return e
+    }
+
+    /// Queues `connection` to be asked for datagrams.
+    func wantsToSend(_ connection: QUICConnection) {
+        guard !connection.queuedForOutput else { return }
+        connection.queuedForOutput = true
+        ready.append(connection)
+    }
+
+    /// The next connection to serve, removed from the queue (the caller puts
+    /// it back with `wantsToSend` after it produced a datagram).
+    func nextReady() -> QUICConnection? {
+        guard readyHead < ready.count else { return nil }
+        let c = ready[readyHead]
+        readyHead += 1
+        if readyHead == ready.count {
+            ready.removeAll(keepingCapacity: true)
+            readyHead = 0
+        } else if readyHead >= 64 && readyHead >= ready.count / 2 {
+            ready.removeSubrange(0..<readyHead)
+            readyHead = 0
+        }
+        c.queuedForOutput = false
+        return c
+    }
+}
+
+/// The earliest deadline of each connection, in a min-heap with lazy
+/// deletion: re-arming pushes a new entry with the connection's new
+/// generation and leaves the old one to be skipped when it surfaces. The
+/// heap is rebuilt when stale entries outnumber live ones.
+struct DeadlineHeap {
+    private struct Entry {
+        var deadline: Instant
+        var generation: UInt64
+        var connection: QUICConnection
+    }
+
+    private var heap: [Entry] = []
+    private var live = 0
+
+    /// Sets (or clears, with nil) `connection`'s deadline.
+    mutating func arm(_ connection: QUICConnection, at deadline: Instant?) {
+        guard connection.armedDeadline != deadline else { return }
+        if connection.armedDeadline != nil { live -= 1 }
+        connection.timerGeneration &+= 1
+        connection.armedDeadline = deadline
+        guard let deadline else { return }
+        live += 1
+        push(Entry(deadline: deadline, generation: connection.timerGeneration, connection: connection))
+        if heap.count > 64 && heap.count > 4 * live { rebuild() }
+    }
+
+    private static func isStale(_ e: Entry) -> Bool {
+        e.generation != e.connection.timerGeneration || e.connection.armedDeadline == nil
+    }
+
+    /// The earliest live deadline.
+    mutating func peek() -> Instant? {
+        while let top = heap.first, Self.isStale(top) { popTop() }
+        return heap.first?.deadline
+    }
+
+    /// Removes and returns every connection whose deadline is ≤ `now`.
+    mutating func popExpired(now: Instant, _ body: (QUICConnection) -> Void) {
+        while let top = heap.first {
+            if Self.isStale(top) { popTop(); continue }
+            guard top.deadline <= now else { return }
+            popTop()
+            top.connection.armedDeadline = nil
+            live -= 1
+            body(top.connection)
+        }
+    }
+
+    private mutating func rebuild() {
+        heap = heap.filter { !Self.isStale($0) }
+        heap.sort { $0.deadline < $1.deadline }  // a sorted array is a valid heap
+    }
+
+    private mutating func push(_ e: Entry) {
+        heap.append(e)
+        var i = heap.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard heap[i].deadline < heap[parent].deadline else { break }
+            heap.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    private mutating func popTop() {
+        let last = heap.removeLast()
+        guard !heap.isEmpty else { return }
+        heap[0] = last
+        var i = 0
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var m = i
+            if l < heap.count && heap[l].deadline < heap[m].deadline { m = l }
+            if r < heap.count && heap[r].deadline < heap[m].deadline { m = r }
+            if m == i { break }
+            heap.swapAt(i, m)
+            i = m
+        }
+    }
+}

@@ -1,0 +1,39 @@
+// One stream: its receiving part, its sending part, or both (RFC 9000 §2,
+// §3). A peer's unidirectional stream has only a receiving part; one of ours
+// only a sending part. A class, so the connection mutates it in place in the
+// stream map without copy-on-write.
+
+final class QUICStream {
+    let id: UInt64
+    var receive: StreamReceiveSide?
+    var send: StreamSendSide?
+    /// Queued in the connection's list of streams with frames to send.
+    var queuedForSend = false
+    /// A MAX_STREAM_DATA for this stream is owed (the value is computed when sent).
+    var maxStreamDataPending = false
+    /// A STOP_SENDING with this code is owed (§3.5).
+    var stopSendingPending: UInt64?
+    private(set) var stopSendingCode: UInt64?
+
+    init(id: UInt64, receive: StreamReceiveSide?, send: StreamSendSide?) {
+        self.id = id
+        self.receive = receive
+        self.send = send
+    }
+
+    /// Both parts are done: the stream can be forgotten (§3.3).
+    var isClosed: Bool { (receive?.isTerminal ?? true) && (send?.isTerminal ?? true) }
+
+    /// Whether the stream has a control frame or data to send.
+    func hasSomethingToSend(connectionCredit: UInt64) -> Bool {
+        if maxStreamDataPending || stopSendingPending != nil { return true }
+        guard let send else { return false }
+        return send.resetPending || send.blockedPending != nil || send.hasFrameToSend(connectionCredit: connectionCredit)
+    }
+
+    func requestStopSending(_ code: UInt64) {
+        guard stopSendingCode == nil else { return }
+        stopSendingCode = code
+        stopSendingPending = code
+    }
+}

@@ -1,0 +1,93 @@
+// Out-of-order reassembly of a byte stream (RFC 9000 §2.2): STREAM and
+// CRYPTO frames may arrive in any order, overlap and repeat; the reader gets
+// the bytes in order.
+//
+// Bytes are stored from the read offset on, each at its stream offset minus
+// the read offset, in one contiguous array, with the ranges received kept in
+// a RangeSet; the readable part is the range that starts at the read offset.
+// Memory is bounded by the caller: stream data by the flow-control limit it
+// advertised (§4.1: a peer sending past it is a FLOW_CONTROL_ERROR before
+// anything is stored), CRYPTO data by `CryptoReceiveBuffer.limit`. Consumed
+// bytes are dropped from the front in chunks, so the array's capacity is
+// reused and a steady stream does not allocate.
+
+struct ReassemblyBuffer {
+    private var storage: [UInt8] = []
+    /// Index in `storage` of the byte at `readOffset`.
+    private var head = 0
+    /// Stream offset of the next byte to read.
+    private(set) var readOffset: UInt64 = 0
+    /// Received ranges at or above `readOffset`.
+    private var received = RangeSet()
+
+    /// Compaction threshold: consumed bytes are dropped from the front
+    /// once at least this many have accumulated and they make up half of
+    /// the array (amortised O(1) per byte).
+    static let compactionThreshold = 4096
+
+    /// The end of the highest byte received (or `readOffset`).
+    var receivedEnd: UInt64 { max(readOffset, received.last?.upperBound ?? 0) }
+
+    /// Bytes readable now, in order.
+    var contiguousCount: Int {
+        guard let f = received.first, f.lowerBound == readOffset else { return 0 }
+        return Int(f.upperBound - f.lowerBound)
+    }
+
+    /// Bytes held (received, not yet read), for tests of the memory bound.
+    var bufferedByteCount: Int { storage.count - head }
+
+    /// Stores `bytes` found at stream offset `offset`; bytes below the read
+    /// offset or already received are ignored (§2.2: retransmitted data
+    /// "MUST NOT" differ; we keep the first copy).
+    mutating func write(offset: UInt64, _ bytes: UnsafeRawBufferPointer) {
+        let end = offset + UInt64(bytes.count)
+        guard end > readOffset else { return }
+        let start = max(offset, readOffset)
+        let needed = head + Int(end - readOffset)
+        if storage.count < needed { storage.append(contentsOf: repeatElement(0, count: needed - storage.count)) }
+        let skip = Int(start - offset)
+        storage.withUnsafeMutableBytes { dst in
+            let at = head + Int(start - readOffset)
+            (dst.baseAddress! + at).copyMemory(from: bytes.baseAddress! + skip, byteCount: bytes.count - skip)
+        }
+        received.insert(start..<end)
+    }
+
+    /// Calls `body` with the readable bytes.
+    func withContiguousBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        let n = contiguousCount
+        return storage.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[head..<(head + n)])) }
+    }
+
+    /// Marks `n` readable bytes read.
+    mutating func consume(_ n: Int) {
+        precondition(n <= contiguousCount, "consumed more than was readable")
+        guard n > 0 else { return }
+        readOffset += UInt64(n)
+        head += n
+        received.remove(below: readOffset)
+        if head == storage.count {
+            storage.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= Self.compactionThreshold && head >= storage.count / 2 {
+            storage.removeSubrange(0..<head)
+            head = 0
+        }
+    }
+
+    /// Skips everything up to `offset` (data the application will never
+    /// read: a reset or abandoned stream), freeing the memory.
+    mutating func discard(upTo offset: UInt64) {
+        guard offset > readOffset else { return }
+        storage.removeAll(keepingCapacity: false)
+        head = 0
+        readOffset = offset
+        received.remove(below: offset)
+        if !received.isEmpty {
+            // Keep nothing: what is above `offset` is discarded too by the
+            // callers (they drop all later data as it arrives).
+            received.removeAll()
+        }
+    }
+}

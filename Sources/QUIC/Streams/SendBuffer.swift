@@ -1,0 +1,105 @@
+// The bytes of one outgoing stream (or CRYPTO stream) from the lowest
+// unacknowledged offset on (RFC 9000 §2.2, §13.3).
+//
+// The application appends; the packet builder takes chunks — first ranges
+// declared lost (§13.3: "Application data sent in STREAM frames is
+// retransmitted in new STREAM frames"), then new bytes; acknowledgments
+// mark ranges done and the front is dropped once everything below an
+// offset is acknowledged. Retransmitted bytes are the same bytes at the same
+// offsets, re-framed to fit the packet at hand. Memory is bounded by the
+// caller (`maxSendBufferPerStream` for streams), and the array's capacity is
+// reused in steady state.
+
+struct SendBuffer {
+    private var storage: [UInt8] = []
+    private var head = 0
+    /// Everything below `base` is acknowledged and dropped.
+    private(set) var base: UInt64 = 0
+    /// The offset after the last byte written.
+    private(set) var end: UInt64 = 0
+    /// The next offset never sent.
+    private(set) var nextNew: UInt64 = 0
+    /// Ranges to send again, lowest first.
+    private var lost = RangeSet()
+    /// Acknowledged ranges above `base`.
+    private var acked = RangeSet()
+
+    /// Bytes held (written, not yet acknowledged).
+    var bufferedCount: Int { Int(end - base) }
+    var hasLostData: Bool { !lost.isEmpty }
+    var hasNewData: Bool { nextNew < end }
+    var allAcknowledged: Bool { base == end }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        storage.append(contentsOf: bytes)
+        end += UInt64(bytes.count)
+    }
+
+    /// The next range to send, at most `maxLength` bytes: lost data first
+    /// (`isNew` false); else new data up to `newLimit` (flow control).
+    func nextChunk(maxLength: Int, newLimit: UInt64) -> (offset: UInt64, length: Int, isNew: Bool)? {
+        guard maxLength > 0 else { return nil }
+        if let r = lost.first {
+            return (r.lowerBound, min(maxLength, Int(r.upperBound - r.lowerBound)), false)
+        }
+        let limit = min(end, newLimit)
+        guard nextNew < limit else { return nil }
+        return (nextNew, min(maxLength, Int(limit - nextNew)), true)
+    }
+
+    /// Records that `offset..<offset+length` went out in a packet.
+    mutating func markSent(offset: UInt64, length: Int) {
+        let r = offset..<(offset + UInt64(length))
+        lost.remove(r)
+        if r.upperBound > nextNew { nextNew = r.upperBound }
+    }
+
+    /// The bytes of a range not yet acknowledged (contiguous in storage).
+    func withBytes<R>(offset: UInt64, length: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        precondition(offset >= base && offset + UInt64(length) <= end)
+        let at = head + Int(offset - base)
+        return storage.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[at..<(at + length)])) }
+    }
+
+    /// A packet carrying the range was acknowledged.
+    mutating func markAcked(offset: UInt64, length: Int) {
+        let r = max(offset, base)..<(offset + UInt64(length))
+        guard !r.isEmpty else { return }
+        acked.insert(r)
+        lost.remove(r)
+        if let f = acked.first, f.lowerBound == base {
+            let n = Int(f.upperBound - base)
+            acked.remove(below: f.upperBound)
+            base = f.upperBound
+            head += n
+            if head == storage.count {
+                storage.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= ReassemblyBuffer.compactionThreshold && head >= storage.count / 2 {
+                storage.removeSubrange(0..<head)
+                head = 0
+            }
+        }
+    }
+
+    /// A packet carrying the range was declared lost: send the part not
+    /// acknowledged since (by another copy) again.
+    mutating func markLost(offset: UInt64, length: Int) {
+        var r = max(offset, base)..<(offset + UInt64(length))
+        while let gap = acked.firstMissing(in: r) {
+            lost.insert(gap)
+            r = gap.upperBound..<r.upperBound
+        }
+    }
+
+    /// Forgets everything (the stream was reset): nothing is sent again.
+    mutating func abandon() {
+        storage.removeAll(keepingCapacity: false)
+        head = 0
+        base = end
+        nextNew = end
+        lost.removeAll()
+        acked.removeAll()
+    }
+}

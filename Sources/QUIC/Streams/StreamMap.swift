@@ -1,0 +1,114 @@
+// The streams of a connection and the limits on opening them (RFC 9000
+// §2.1, §3.2, §4.6).
+//
+// Peer streams open implicitly: the first frame for a stream opens it and
+// every lower-numbered stream of its type (§3.2: "Before a stream is
+// created, all streams of the same type with lower-numbered stream IDs MUST
+// be created"). A frame for a peer stream above the limit we advertised is a
+// STREAM_LIMIT_ERROR; for a stream of ours not yet opened, a
+// STREAM_STATE_ERROR. A closed stream is forgotten; since stream IDs are
+// never reused, a later frame for it (a retransmission) finds nothing and is
+// ignored. Each peer stream that closes lets the peer open one more: the
+// limit we advertise is the initial one plus the streams closed so far,
+// and MAX_STREAMS is sent when it has grown by a tenth of the initial limit
+// (or by one for small limits).
+
+struct StreamMap {
+    private(set) var streams: [UInt64: QUICStream] = [:]
+
+    /// Peer streams opened so far, per type (index 0 bidi, 1 uni).
+    private(set) var peerOpened: [UInt64] = [0, 0]
+    /// Peer streams closed so far, per type.
+    private(set) var peerClosed: [UInt64] = [0, 0]
+    /// The peer-stream limits we advertised (initial_max_streams, MAX_STREAMS).
+    private(set) var peerLimit: [UInt64]
+    let initialPeerLimit: [UInt64]
+    /// MAX_STREAMS owed per type.
+    var maxStreamsPending = [false, false]
+
+    /// Our unidirectional streams opened so far and the peer's limit on them.
+    private(set) var localUniOpened: UInt64 = 0
+    private(set) var localUniLimit: UInt64 = 0
+    /// STREAMS_BLOCKED (uni) owed at this limit.
+    var streamsBlockedPending: UInt64?
+    private var streamsBlockedSentAt: UInt64?
+
+    init(maxBidi: UInt64, maxUni: UInt64) {
+        peerLimit = [maxBidi, maxUni]
+        initialPeerLimit = [maxBidi, maxUni]
+    }
+
+    subscript(id: UInt64) -> QUICStream? { streams[id] }
+
+    var count: Int { streams.count }
+
+    /// The stream a received frame is about, opening peer streams as needed.
+    /// `opened` is called for each stream this opens. nil: a stream that is
+    /// closed and forgotten (ignore the frame).
+    mutating func streamForFrame(_ id: UInt64, make: (UInt64) -> QUICStream,
+                                 opened: (QUICStream) -> Void) throws(QUICError) -> QUICStream? {
+        let index = StreamID.index(id)
+        guard StreamID.isClientInitiated(id) else {
+            // Ours: the server opens unidirectional streams only.
+            if StreamID.isBidirectional(id) || index >= localUniOpened { throw .streamNotCreated }
+            return streams[id]
+        }
+        let type = StreamID.isBidirectional(id) ? 0 : 1
+        guard index < peerLimit[type] else { throw .streamLimitExceeded }
+        if index < peerOpened[type] { return streams[id] }
+        var opening = peerOpened[type]
+        while opening <= index {
+            let s = make(StreamID.make(index: opening, clientInitiated: true, bidirectional: type == 0))
+            streams[s.id] = s
+            opened(s)
+            opening += 1
+        }
+        peerOpened[type] = opening
+        return streams[id]
+    }
+
+    /// Opens one of our unidirectional streams, or nil at the peer's limit
+    /// (a STREAMS_BLOCKED is then owed, §4.6).
+    mutating func openLocalUni(make: (UInt64) -> QUICStream) -> QUICStream? {
+        guard localUniOpened < localUniLimit else {
+            if streamsBlockedSentAt != localUniLimit {
+                streamsBlockedSentAt = localUniLimit
+                streamsBlockedPending = localUniLimit
+            }
+            return nil
+        }
+        let s = make(StreamID.make(index: localUniOpened, clientInitiated: false, bidirectional: false))
+        localUniOpened += 1
+        streams[s.id] = s
+        return s
+    }
+
+    /// The peer's initial_max_streams_uni or a MAX_STREAMS (uni) frame:
+    /// limits only grow (§19.11).
+    mutating func raiseLocalUniLimit(_ limit: UInt64) {
+        localUniLimit = max(localUniLimit, limit)
+    }
+
+    /// Forgets a closed stream; a peer's stream frees a slot (MAX_STREAMS).
+    mutating func remove(_ id: UInt64) {
+        guard streams.removeValue(forKey: id) != nil else { return }
+        guard StreamID.isClientInitiated(id) else { return }
+        let type = StreamID.isBidirectional(id) ? 0 : 1
+        peerClosed[type] += 1
+        let target = initialPeerLimit[type] + peerClosed[type]
+        let step = max(1, initialPeerLimit[type] / 10)
+        if target >= peerLimit[type] + step { maxStreamsPending[type] = true }
+    }
+
+    /// The limit to put in a MAX_STREAMS frame now (never a stale one).
+    func currentPeerLimitTarget(_ type: Int) -> UInt64 {
+        min(initialPeerLimit[type] + peerClosed[type], Frame.maxStreamCount)
+    }
+
+    mutating func advertisePeerLimit(_ type: Int, _ limit: UInt64) {
+        peerLimit[type] = max(peerLimit[type], limit)
+    }
+
+    /// Every stream, for connection-wide operations (close).
+    var all: Dictionary<UInt64, QUICStream>.Values { streams.values }
+}

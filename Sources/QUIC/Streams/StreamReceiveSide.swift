@@ -1,0 +1,160 @@
+// The receiving part of a stream (RFC 9000 §3.2), with its flow control
+// (§4.1, §4.5).
+//
+//        o
+//        | STREAM / STREAM_DATA_BLOCKED / RESET_STREAM
+//        v
+//    +-------+  STREAM + FIN   +------------+  all data  +------------+  app read  +-----------+
+//    | Recv  |---------------->| Size Known |----------->| Data Recvd |----------->| Data Read |
+//    +-------+                 +------------+            +------------+            +-----------+
+//        | RESET_STREAM            | RESET_STREAM
+//        v                         v
+//    +--------------+  app notified  +------------+
+//    | Reset Recvd  |--------------->| Reset Read |
+//    +--------------+                +------------+
+//
+// Our differences from the diagram: a RESET_STREAM that arrives in Data
+// Recvd is ignored (§3.2 allows either), and "Reset Read" is entered as soon
+// as the application is told (the event is the reading). Data is delivered
+// only in order; the advertised limit (`maxData`) moves up as the
+// application reads, never as bytes arrive (DESIGN principle 6), by a window
+// at a time once half of it is used. An application that gives up on the
+// receive side (`abandon`) has further data discarded, its flow-control
+// credit still returned.
+
+struct StreamReceiveSide {
+    enum State: Equatable {
+        case receiving, sizeKnown, dataReceived, dataRead, resetReceived, resetRead
+    }
+
+    private(set) var state = State.receiving
+    private(set) var buffer = ReassemblyBuffer()
+    private(set) var finalSize: UInt64?
+    /// The highest offset received (counts toward connection flow control).
+    private(set) var highestReceived: UInt64 = 0
+    /// The limit we advertised.
+    private(set) var maxData: UInt64
+    let window: UInt64
+    /// The application gave up reading: data is dropped on arrival.
+    private(set) var abandoned = false
+
+    init(window: UInt64) {
+        self.window = window
+        maxData = window
+    }
+
+    var isTerminal: Bool { state == .dataRead || state == .resetRead }
+
+    /// Where the application has read up to, for credit: everything received
+    /// counts as read once the side is abandoned or reset.
+    private var creditOffset: UInt64 {
+        abandoned || state == .resetReceived || state == .resetRead ? highestReceived : buffer.readOffset
+    }
+
+    /// Applies a STREAM frame. Returns how much `highestReceived` grew (the
+    /// connection's flow-control accounting) and whether there is something
+    /// new for the application to read.
+    mutating func receive(offset: UInt64, _ bytes: UnsafeRawBufferPointer, fin: Bool) throws(QUICError) -> (growth: UInt64, readable: Bool) {
+        let end = offset + UInt64(bytes.count)  // ≤ 2^62-1, checked by the frame decoder
+        if let finalSize {
+            guard end <= finalSize else { throw .dataBeyondFinalSize }
+            if fin && end != finalSize { throw .finalSizeChanged }
+        } else if fin && end < highestReceived {
+            throw .finalSizeBelowReceived
+        }
+        guard end <= maxData else { throw .streamFlowControl }
+        let growth = end > highestReceived ? end - highestReceived : 0
+        highestReceived = max(highestReceived, end)
+        switch state {
+        case .receiving, .sizeKnown:
+            break
+        default:
+            return (growth, false)  // all data already here, or reset: nothing to do
+        }
+        if fin && finalSize == nil {
+            finalSize = end
+            state = .sizeKnown
+        }
+        if abandoned {
+            buffer.discard(upTo: highestReceived)
+            if let finalSize, highestReceived == finalSize { state = .dataRead }
+            return (growth, false)
+        }
+        let before = buffer.contiguousCount
+        buffer.write(offset: offset, bytes)
+        if let finalSize, buffer.readOffset + UInt64(buffer.contiguousCount) == finalSize { state = .dataReceived }
+        return (growth, buffer.contiguousCount > before || (state == .dataReceived && fin))
+    }
+
+    /// Applies a RESET_STREAM (§3.2, §4.5). Returns the growth of
+    /// `highestReceived`, the credit released (bytes that will never be
+    /// read) and whether the application must be told (false when the reset
+    /// changes nothing).
+    mutating func receiveReset(finalSize size: UInt64) throws(QUICError) -> (growth: UInt64, credit: UInt64, notify: Bool) {
+        if let finalSize, finalSize != size { throw .finalSizeChanged }
+        guard size >= highestReceived else { throw .finalSizeBelowReceived }
+        guard size <= maxData else { throw .streamFlowControl }
+        let growth = size - highestReceived
+        let before = creditOffset
+        highestReceived = size
+        finalSize = size
+        switch state {
+        case .receiving, .sizeKnown:
+            state = .resetReceived
+            buffer.discard(upTo: size)
+            return (growth, creditOffset - before, !abandoned)
+        default:
+            return (growth, creditOffset - before, false)
+        }
+    }
+
+    /// The application was told of the reset.
+    mutating func resetRead() {
+        if state == .resetReceived { state = .resetRead }
+    }
+
+    /// Whether the FIN comes right after the readable bytes.
+    var finAfterReadable: Bool {
+        guard let finalSize else { return false }
+        return buffer.readOffset + UInt64(buffer.contiguousCount) == finalSize
+    }
+
+    func withReadableBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R { buffer.withContiguousBytes(body) }
+
+    /// The application read `n` bytes. Returns the bytes of credit released.
+    mutating func consume(_ n: Int) -> UInt64 {
+        let before = creditOffset
+        buffer.consume(n)
+        if state == .dataReceived && buffer.readOffset == finalSize { state = .dataRead }
+        return creditOffset - before
+    }
+
+    /// A FIN with no bytes before it was read (the empty end of a stream).
+    mutating func finRead() {
+        if state == .dataReceived && buffer.readOffset == finalSize { state = .dataRead }
+    }
+
+    /// The application will not read any more (§3.5 STOP_SENDING): data is
+    /// dropped; returns the credit released by the bytes dropped.
+    mutating func abandon() -> UInt64 {
+        guard !abandoned else { return 0 }
+        let before = creditOffset
+        abandoned = true
+        buffer.discard(upTo: highestReceived)
+        if state == .dataReceived || (state == .sizeKnown && highestReceived == finalSize) { state = .dataRead }
+        if state == .resetReceived { state = .resetRead }
+        return creditOffset - before
+    }
+
+    /// The new limit to advertise, if the application has read enough of
+    /// the window (half) to make a MAX_STREAM_DATA worth sending (§4.2).
+    var limitUpdate: UInt64? {
+        guard finalSize == nil, !abandoned else { return nil }  // no more data will need credit
+        let proposed = creditOffset + window
+        return proposed > maxData && proposed - maxData >= window / 2 ? proposed : nil
+    }
+
+    mutating func advertise(_ limit: UInt64) {
+        maxData = max(maxData, limit)
+    }
+}
