@@ -188,7 +188,7 @@ extension QUICConnection {
     /// Consuming returns flow-control credit (§4.2).
     public func withReadableBytes<R>(stream id: UInt64,
                                      _ body: (UnsafeRawBufferPointer, _ finAfter: Bool) -> (consumed: Int, result: R)) -> R? {
-        guard isOpen, let s = streams[id], var recv = s.receive else { return nil }
+        guard isOpen, let s = streams[id], var recv = s.receive, !recv.abandoned else { return nil }
         switch recv.state {
         case .receiving, .sizeKnown, .dataReceived: break
         default: return nil
