@@ -93,7 +93,9 @@ extension QUICConnection {
                 offset += extra
             }
         }
-        for d in [drafts.0, drafts.1, drafts.2] { if let d { seal(d, in: buffer, now: now) } }
+        if let d = drafts.0 { seal(d, in: buffer, now: now) }
+        if let d = drafts.1 { seal(d, in: buffer, now: now) }
+        if let d = drafts.2 { seal(d, in: buffer, now: now) }
         return offset
     }
 
