@@ -35,7 +35,17 @@ public enum SupervisorMain {
             }
             var listener = try Listener.bind(config)
             listener.secure = config.tlsEnabled
-            let supervisor = try Supervisor(config: config, listener: listener, arguments: args, workerExecutable: worker)
+            var datagrams: DatagramGroup?
+            if config.http3 {
+                // Bound beside the TCP listener, on its address; steered to
+                // the first worker's sockets until a worker is ready.
+                let group = try DatagramGroup(listener: listener, port: config.quicPort ?? listener.port,
+                                              slots: config.workerProcesses, contexts: config.workerContexts())
+                try group.steerNewConnections(to: [])
+                datagrams = group
+            }
+            let supervisor = try Supervisor(config: config, listener: listener, datagrams: datagrams, arguments: args,
+                                            workerExecutable: worker)
             csys_exit(supervisor.run())
         } catch {
             ProcessStart.fail(error.message)

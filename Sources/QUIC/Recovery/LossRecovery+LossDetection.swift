@@ -75,6 +75,7 @@ extension LossRecovery {
         }
         if result.persistentCongestion {
             controller.onPersistentCongestion()
+            persistentCongestionCount += 1
             rtt.resetMinRTTAfterPersistentCongestion()
         }
     }

@@ -50,9 +50,10 @@ extension LossRecovery {
     /// §A.8 GetLossTimeAndSpace: the earliest loss time of the three spaces.
     func earliestLossTime() -> (time: Instant, space: PacketNumberSpace)? {
         var earliest: (time: Instant, space: PacketNumberSpace)?
-        for space in PacketNumberSpace.allCases {
-            guard let time = ledgers[space.rawValue].lossTime else { continue }
-            if earliest.map({ time < $0.time }) ?? true { earliest = (time, space) }
+        // Raw values, not `allCases`: that builds an array on every query.
+        for raw in 0..<3 {
+            guard let time = ledgers[raw].lossTime else { continue }
+            if earliest.map({ time < $0.time }) ?? true { earliest = (time, PacketNumberSpace(rawValue: raw)!) }
         }
         return earliest
     }
@@ -61,9 +62,11 @@ extension LossRecovery {
     /// detect" case as nil.
     func probeTimeoutAndSpace(handshakeConfirmed: Bool) -> (time: Instant, space: PacketNumberSpace)? {
         // §6.2.1: "the PTO period being set to twice its current value" per
-        // expiry. The shift is capped: past 2^30 the idle timeout has long won.
+        // expiry. The shift is capped (past 2^30 the idle timeout has long won)
+        // and the products saturate, so a peer inflating the RTT cannot make
+        // the arithmetic trap.
         let backoff = Int64(1) << Int64(min(ptoCount, 30))
-        var duration = rtt.probeTimeout(maxAckDelay: 0) * backoff
+        var duration = saturatingProduct(rtt.probeTimeout(maxAckDelay: 0), backoff)
         if !ledgers.contains(where: { $0.ackElicitingInFlight > 0 }) {
             // §6.2.2.1: "the client MUST set the PTO timer if the client has not
             // received an acknowledgment for any of its Handshake packets and the
@@ -71,11 +74,13 @@ extension LossRecovery {
             if peerCompletedAddressValidation(handshakeConfirmed: handshakeConfirmed) { return nil }
             let hasHandshakeKeys = discardedSpaces[PacketNumberSpace.initial.rawValue]
                 || ledgers[PacketNumberSpace.handshake.rawValue].largestSent != nil
-            return (Instant(nanoseconds: timerSetTime.nanoseconds + duration), hasHandshakeKeys ? .handshake : .initial)
+            return (Instant(nanoseconds: saturatingSum(timerSetTime.nanoseconds, duration)),
+                    hasHandshakeKeys ? .handshake : .initial)
         }
         var earliest: (time: Instant, space: PacketNumberSpace)?
-        for space in PacketNumberSpace.allCases {
-            let ledger = ledgers[space.rawValue]
+        for raw in 0..<3 {
+            let space = PacketNumberSpace(rawValue: raw)!
+            let ledger = ledgers[raw]
             guard ledger.ackElicitingInFlight > 0, let last = ledger.timeOfLastAckEliciting else { continue }
             if space == .application {
                 // §6.2.1: "An endpoint MUST NOT set its PTO timer for the
@@ -83,11 +88,21 @@ extension LossRecovery {
                 guard handshakeConfirmed else { break }
                 // §6.2.1: max_ack_delay counts only for Application Data (0 for
                 // Initial and Handshake, which the peer does not delay).
-                duration += maxAckDelay * backoff
+                duration = saturatingSum(duration, saturatingProduct(maxAckDelay, backoff))
             }
-            let time = Instant(nanoseconds: last.nanoseconds + duration)
+            let time = Instant(nanoseconds: saturatingSum(last.nanoseconds, duration))
             if earliest.map({ time < $0.time }) ?? true { earliest = (time, space) }
         }
         return earliest
     }
+}
+
+private func saturatingProduct(_ a: Int64, _ b: Int64) -> Int64 {
+    let (value, overflow) = a.multipliedReportingOverflow(by: b)
+    return overflow ? .max : value
+}
+
+private func saturatingSum(_ a: Int64, _ b: Int64) -> Int64 {
+    let (value, overflow) = a.addingReportingOverflow(b)
+    return overflow ? .max : value
 }

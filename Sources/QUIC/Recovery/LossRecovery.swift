@@ -43,6 +43,8 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
     public let role: EndpointRole
     /// pto_count (§A.3): PTOs since the last acknowledgment that reset it.
     public internal(set) var ptoCount = 0
+    /// Times persistent congestion was established (§7.6), for statistics.
+    public internal(set) var persistentCongestionCount = 0
 
     /// Indexed by PacketNumberSpace.rawValue.
     var ledgers: [SentPacketLedger]
