@@ -137,3 +137,37 @@ final class QUICEndpointTests: XCTestCase {
         XCTAssertEqual(Set(dcids.prefix(2)), Set([h.client.sourceID.bytes, second.sourceID.bytes]))
     }
 }
+
+extension QUICEndpointTests {
+    /// 0-RTT is never accepted: a 0-RTT packet coalesced after the client's
+    /// Initial is dropped and the Initial still processed (§12.2); one sent
+    /// alone later changes nothing.
+    func testZeroRTTPacketsAreDiscarded() {
+        let h = ConnectionHarness()
+        let zeroRTT = makeZeroRTT(h.client, frames: Frames.stream(0, Array("early".utf8), fin: true))
+        h.deliver(h.client.initialDatagram(Frames.crypto(h.client.clientHello), then: [zeroRTT]))
+        XCTAssertEqual(h.endpoint.connectionCount, 1)
+        XCTAssertNotNil(h.handshake?.peerTransportParameters)
+        h.client.installHandshakeKeys()
+        let flight = h.exchange()
+        XCTAssertFalse(flight.isEmpty)
+        h.sendClientFinished(acking: flight)
+        XCTAssertEqual(h.takeEvents(), [.handshakeCompleted], "no stream from the 0-RTT data")
+        h.deliver(makeZeroRTT(h.client, frames: Frames.stream(0, Array("early".utf8), fin: true)))
+        XCTAssertTrue(h.takeEvents().isEmpty)
+    }
+
+    private func makeZeroRTT(_ client: TestClient, frames: [UInt8]) -> [UInt8] {
+        let keys = PacketKeys(suite: .aes128GCM, secret: [UInt8](repeating: 0x77, count: 32), version: .v1)
+        let headerLength = PacketHeaderEncoder.longHeaderSize(destinationID: client.destinationID, sourceID: client.sourceID,
+                                                              tokenLength: nil, packetNumberLength: 2, payloadLength: frames.count)
+        var out = [UInt8](repeating: 0, count: headerLength + frames.count + 16)
+        out.withUnsafeMutableBytes { o in
+            PacketHeaderEncoder.encodeLong(type: .zeroRTT, version: .v1, destinationID: client.destinationID, sourceID: client.sourceID,
+                                           packetNumber: 0, packetNumberLength: 2, payloadLength: frames.count, into: o)
+            (o.baseAddress! + headerLength).copyMemory(from: frames, byteCount: frames.count)
+            PacketProtection.seal(o, headerLength: headerLength, payloadLength: frames.count, packetNumber: 0, keys: keys)
+        }
+        return out
+    }
+}
