@@ -58,6 +58,8 @@ public final class QUICConnection {
     /// The Source Connection ID of the client's first Initial (§7.3).
     let peerInitialSourceID: ConnectionID
     let handshake: any CryptoHandshake
+    /// The TLS handshake, for what the worker reports of it (suite, resumption).
+    public var cryptoHandshake: any CryptoHandshake { handshake }
     public var applicationContext: AnyObject?
 
     var lifecycle = Lifecycle.open
