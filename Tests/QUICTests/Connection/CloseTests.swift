@@ -137,3 +137,22 @@ final class CloseTests: XCTestCase {
         XCTAssertFalse(close.first!.isApplicationClose)
     }
 }
+
+extension CloseTests {
+    /// Firing a deadline and sending what is due always moves the next
+    /// deadline forward (or clears it): the worker's loop never spins.
+    func testDeadlinesAlwaysMoveForward() {
+        let h = ConnectionHarness()
+        h.sendClientHello()  // the client then goes silent: PTOs, then the idle timeout
+        var last = h.now
+        for _ in 0..<60 {
+            guard let d = h.endpoint.nextDeadline else { break }
+            XCTAssertGreaterThan(d, last)
+            last = d
+            h.advance(toDeadline: ())
+            _ = h.drain()
+        }
+        XCTAssertNil(h.endpoint.nextDeadline, "the connection eventually idles out")
+        XCTAssertEqual(h.endpoint.connectionCount, 0)
+    }
+}
