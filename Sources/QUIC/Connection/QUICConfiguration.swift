@@ -27,6 +27,10 @@ public struct QUICConfiguration: Sendable {
     public var ackDelayExponent: UInt8 = 3
     /// The largest datagram we send: 1200 until path MTU discovery (issue 15).
     public var maxUDPPayloadSize: Int = 1200
+    /// The largest datagram we accept, advertised as max_udp_payload_size
+    /// (§18.2: a limit on what the peer sends). 1472 fits a 1500-byte
+    /// Ethernet MTU over IPv4 and the worker's 2048-byte receive slots.
+    public var maxReceiveUDPPayloadSize: Int = 1472
     public var supportedVersions: [QUICVersion] = [.v1, .v2]
 
     public init() {}
@@ -36,7 +40,7 @@ public struct QUICConfiguration: Sendable {
     var transportParameters: TransportParameters {
         var p = TransportParameters()
         p.maxIdleTimeout = UInt64(maxIdleTimeout / 1_000_000)
-        p.maxUDPPayloadSize = UInt64(maxUDPPayloadSize)
+        p.maxUDPPayloadSize = UInt64(max(1200, maxReceiveUDPPayloadSize))
         p.initialMaxData = initialMaxData
         // The server opens only unidirectional streams, so bidi_local stays 0.
         p.initialMaxStreamDataBidiRemote = initialMaxStreamDataBidiRemote

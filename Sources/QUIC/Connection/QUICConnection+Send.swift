@@ -38,6 +38,9 @@ extension QUICConnection {
 
     /// The smallest datagram carrying an Initial (§14.1).
     static let minimumInitialDatagram = 1200
+    /// §12.2: the order packets of a datagram go in (a constant, so sending
+    /// does not build an array).
+    static let sendOrder: [PacketNumberSpace] = [.initial, .handshake, .application]
     /// Below this much room a packet is not started.
     static let minimumPacketRoom = 32
 
@@ -71,7 +74,7 @@ extension QUICConnection {
         }
         var drafts: (PacketDraft?, PacketDraft?, PacketDraft?) = (nil, nil, nil)
         var offset = 0
-        for space in PacketNumberSpace.allCases where wantsToSend(space, mode: mode, now: now) {
+        for space in Self.sendOrder where wantsToSend(space, mode: mode, now: now) {
             // An Initial needs a 1200-byte datagram; skip it when that does not fit.
             if space == .initial && limit < Self.minimumInitialDatagram { continue }
             guard let d = buildPacket(space, in: buffer, at: offset, end: limit, mode: mode, now: now) else { continue }
@@ -93,7 +96,9 @@ extension QUICConnection {
                 offset += extra
             }
         }
-        for d in [drafts.0, drafts.1, drafts.2] { if let d { seal(d, in: buffer, now: now) } }
+        if let d = drafts.0 { seal(d, in: buffer, now: now) }
+        if let d = drafts.1 { seal(d, in: buffer, now: now) }
+        if let d = drafts.2 { seal(d, in: buffer, now: now) }
         return offset
     }
 

@@ -146,9 +146,11 @@ extension QUICConnection {
     // MARK: streams (§19.4, §19.5, §19.8, §19.10, §19.13)
 
     private func writeStreams(_ c: inout FrameCursor) {
+        // One pass over the streams queued now; a stream put back at the
+        // end waits for the next packet.
+        let queued = sendQueue.count
         var served = 0
-        var requeue = 0
-        while served < sendQueue.count && c.room >= Self.minimumPacketRoom {
+        while served < queued && c.room >= Self.minimumPacketRoom {
             let s = sendQueue[served]
             served += 1
             guard streams[s.id] === s else {
@@ -167,8 +169,6 @@ extension QUICConnection {
             if s.hasSomethingToSend(connectionCredit: sendLimit - sentTotal) {
                 s.queuedForSend = true
                 sendQueue.append(s)
-                requeue += 1
-                if requeue > sendQueue.count { break }
             }
         }
         if served > 0 { sendQueue.removeFirst(served) }

@@ -23,7 +23,12 @@ extension QUICConnection {
             }
             consider(recovery.lossDetectionDeadline(handshakeConfirmed: handshakeConfirmed,
                                                     amplificationBlocked: amplificationAllowance <= 0))
-            for space in spaces where space.readKeys != nil { consider(space.received.ackDeadline) }
+            // A delayed ACK that cannot be sent (amplification limit) must
+            // not keep a past deadline armed: it goes out with the next
+            // datagram that arrives.
+            if amplificationAllowance >= Self.minimumPacketRoom {
+                for space in spaces where space.readKeys != nil { consider(space.received.ackDeadline) }
+            }
             consider(keyPhase?.discardPreviousAt)
             return d
         }

@@ -58,6 +58,8 @@ public final class QUICConnection {
     /// The Source Connection ID of the client's first Initial (§7.3).
     let peerInitialSourceID: ConnectionID
     let handshake: any CryptoHandshake
+    /// The TLS handshake, for what the worker reports of it (suite, resumption).
+    public var cryptoHandshake: any CryptoHandshake { handshake }
     public var applicationContext: AnyObject?
 
     var lifecycle = Lifecycle.open
@@ -188,7 +190,7 @@ extension QUICConnection {
     /// Consuming returns flow-control credit (§4.2).
     public func withReadableBytes<R>(stream id: UInt64,
                                      _ body: (UnsafeRawBufferPointer, _ finAfter: Bool) -> (consumed: Int, result: R)) -> R? {
-        guard isOpen, let s = streams[id], var recv = s.receive else { return nil }
+        guard isOpen, let s = streams[id], var recv = s.receive, !recv.abandoned else { return nil }
         switch recv.state {
         case .receiving, .sizeKnown, .dataReceived: break
         default: return nil

@@ -67,7 +67,7 @@ struct StreamSendSide {
     /// bytes allowed by the connection limit.
     func hasFrameToSend(connectionCredit: UInt64) -> Bool {
         guard state == .sending || state == .dataSent else { return false }
-        if buffer.hasLostData || finPending { return true }
+        if buffer.hasLostData || bareFinOffset != nil { return true }
         return buffer.hasNewData && buffer.nextNew < peerMaxData && connectionCredit > 0
     }
 

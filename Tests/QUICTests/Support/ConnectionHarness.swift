@@ -27,6 +27,7 @@ final class ConnectionHarness {
         endpoint = QUICEndpoint(configuration: configuration, connectionIDs: ids) { tp in
             let h = FakeCryptoHandshake(serverTransportParameters: tp)
             h.certificateSize = sizeBox.certificateSize
+            h.suite = sizeBox.suite
             sizeBox.made.append(h)
             return h
         }
@@ -34,6 +35,7 @@ final class ConnectionHarness {
 
     private final class Box {
         var certificateSize = 900
+        var suite = CipherSuite.aes128GCM
         var made: [FakeCryptoHandshake] = []
     }
     private let sizeBox: Box
@@ -41,6 +43,7 @@ final class ConnectionHarness {
     var handshake: FakeCryptoHandshake? { sizeBox.made.last }
 
     func setCertificateSize(_ n: Int) { sizeBox.certificateSize = n }
+    func setSuite(_ suite: CipherSuite) { sizeBox.suite = suite }
 
     /// Feeds one datagram to the endpoint and collects the events.
     func deliver(_ datagram: [UInt8], path: DatagramPath? = nil) {
