@@ -227,7 +227,12 @@ final class H3Connection {
     /// An application read body and the stream's buffer is low again.
     func resumeReading(_ s: H3Stream) {
         refeed.append(s.id)
-        if !service.handlingInput { afterInput() }
+        // During the service's input handling, `afterInput` follows anyway;
+        // from an application (an ASGI task, a WSGI read) the bytes are read
+        // now and the flow-control credit they return leaves at once.
+        guard !service.handlingInput, !closed else { return }
+        afterInput()
+        service.flush()
     }
 
     // MARK: - Our unidirectional streams
@@ -261,6 +266,36 @@ final class H3Connection {
 
     func enqueueForSending(_ s: H3Stream) {
         if !sendQueue.contains(where: { $0 === s }) { sendQueue.append(s) }
+        if !offerQueued {
+            offerQueued = true
+            service.offerLater(self)
+        }
+    }
+
+    /// Queued with the service for `offerPending` after input.
+    var offerQueued = false
+
+    /// Gives each stream with pending response bytes the QUIC send room that
+    /// acknowledgements freed (QUIC reports no event for that unless a write
+    /// was cut short). True while some stream still has bytes waiting.
+    func offerPending() -> Bool {
+        var i = 0
+        while i < sendQueue.count {
+            let s = sendQueue[i]
+            if s.reset {
+                sendQueue.remove(at: i)
+                continue
+            }
+            s.pushPending()
+            if !s.hasPendingOutput && (s.responseEnded || !s.endAfterPending) {
+                sendQueue.remove(at: i)
+                checkDone(s)
+                continue
+            }
+            i += 1
+        }
+        notifyDrained()
+        return !sendQueue.isEmpty && !closed
     }
 
     func waitForDrain(_ s: H3Stream) {

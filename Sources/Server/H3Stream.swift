@@ -125,7 +125,10 @@ final class H3Stream {
         if !core.endHeaders(into: &out) {
             // RFC 9114 §4.2.2: the client would refuse a section this big.
             core.beginHeaders(streamID: id, status: 500)
-            addPlannedFields(HTTPExchange.ResponsePlan(status: 500, addsDate: plan.addsDate, contentLength: nil))
+            var bare = plan
+            bare.status = 500
+            bare.contentLength = nil
+            addPlannedFields(bare)
             _ = core.endHeaders(into: &out)
         }
         emit(out)
@@ -185,7 +188,13 @@ final class H3Stream {
     /// A DATA frame header (RFC 9114 §7.2.1): type 0x00, then the length.
     static func dataHeader(length: Int, into h: UnsafeMutableRawBufferPointer) -> Int {
         h[0] = 0x00
-        return 1 + QUICVarInt.encode(UInt64(length), into: UnsafeMutableRawBufferPointer(rebasing: h[1...]))
+        let v = UInt64(length)
+        let n = QUICVarInt.encodedLength(v)
+        // RFC 9000 §16: the two high bits of the first byte give the length.
+        let prefix: UInt8 = n == 1 ? 0x00 : n == 2 ? 0x40 : n == 4 ? 0x80 : 0xC0
+        for i in 0..<n { h[1 + i] = UInt8(truncatingIfNeeded: v >> UInt64(8 * (n - 1 - i))) }
+        h[1] |= prefix
+        return 1 + n
     }
 
     /// The response is complete: FIN once everything framed is in QUIC.
@@ -216,6 +225,7 @@ final class H3Stream {
             pendingOut.readerIndex += n
             if pendingOut.isEmpty { pendingOut.detach()?.deallocate() }
         }
+        Log.debug("h3 pushPending \(id): out \(pendingOut.readableCount) file \(pendingFile?.remaining ?? -1) space \(connection.quic.sendBufferSpace(stream: id))")
         if pendingOut.readableCount == 0, var file = pendingFile {
             let scratch = connection.worker.fileScratch
             while file.remaining > 0 {

@@ -2,6 +2,7 @@ import CSys
 import Core
 import Gateway
 import HTTP3
+import Options
 import QUIC
 import TLS
 
@@ -93,14 +94,37 @@ final class QUICService: DatagramHandler {
         afterInput()
     }
 
-    /// Hands out the endpoint's events, runs queued WSGI requests, and
-    /// sends what is ready.
+    /// Hands out the endpoint's events and sends what is ready. Queued WSGI
+    /// requests run later, from the worker's loop (`serveWaiting`): never
+    /// inside the receive, whose batch a call's own waits receive into.
     private func afterInput() {
         handlingInput = true
         dispatchEvents()
+        offerPending()
         handlingInput = false
-        serveWaiting()
         flush()
+    }
+
+    /// Connections with response bytes waiting for QUIC send room.
+    private var offering: [H3Connection] = []
+
+    func offerLater(_ h3: H3Connection) {
+        offering.append(h3)
+    }
+
+    /// Acknowledgements may have freed send room: each waiting connection's
+    /// streams take what they can.
+    private func offerPending() {
+        guard !offering.isEmpty else { return }
+        let list = offering
+        offering.removeAll(keepingCapacity: true)
+        for h3 in list {
+            if h3.offerPending() {
+                offering.append(h3)
+            } else {
+                h3.offerQueued = false
+            }
+        }
     }
 
     private func dispatchEvents() {
@@ -185,7 +209,8 @@ final class QUICService: DatagramHandler {
         waiting.append(s)
     }
 
-    /// Runs queued WSGI requests one after another (never nested).
+    /// Runs queued WSGI requests one after another (never nested), from the
+    /// worker's loop after each round.
     func serveWaiting() {
         guard !inApplication, waitingHead < waiting.count else { return }
         if let pool = worker.wsgiPool {
@@ -253,7 +278,9 @@ final class QUICService: DatagramHandler {
         if let deadline = endpoint.nextDeadline {
             wait = min(wait, deadline > now ? max(deadline.milliseconds(since: now), 1) : 0)
         }
-        let ready = wait > 0 ? worker.waitFor(socket.fd, readable: true, writable: !unsent.isEmpty, milliseconds: wait) : false
+        // A deadline already due still polls (without waiting): the ACKs
+        // that free send room come in datagrams.
+        let ready = worker.waitFor(socket.fd, readable: true, writable: !unsent.isEmpty, milliseconds: max(wait, 0))
         let t = worker.now
         if ready { worker.datagrams?.onEvents([.readable, .writable], now: t) }
         expireIfDue(now: t)

@@ -359,6 +359,7 @@ final class Worker {
             connections[index]?.onTimeout()
         }
         quic?.expireIfDue(now: now)
+        if wsgi != nil { quic?.serveWaiting() }
         enforceGracefulDeadline()
         reportToSupervisor()
         pools.trimIfDue(now: now)

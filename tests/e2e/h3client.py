@@ -53,6 +53,9 @@ class _Protocol(QuicConnectionProtocol):
         self.http = H3Connection(self._quic)
         self._responses: dict[int, H3Response] = {}
         self._done: dict[int, asyncio.Future[H3Response]] = {}
+        # Bodies grow in place (bytes concatenation would copy the whole
+        # body per DATA frame).
+        self._bodies: dict[int, bytearray] = {}
 
     def quic_event_received(self, event: QuicEvent) -> None:
         if isinstance(event, StreamReset) and event.stream_id in self._done:
@@ -75,11 +78,12 @@ class _Protocol(QuicConnectionProtocol):
             else:
                 response.trailers = list(event.headers)
         else:
-            response.body += event.data
+            self._bodies.setdefault(event.stream_id, bytearray()).extend(event.data)
         if event.stream_ended:
             self._finish(event.stream_id)
 
     def _finish(self, stream_id: int) -> None:
+        self._responses[stream_id].body = bytes(self._bodies.pop(stream_id, b""))
         waiter = self._done.pop(stream_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(self._responses[stream_id])
@@ -89,12 +93,11 @@ class _Protocol(QuicConnectionProtocol):
         self._responses[stream_id] = H3Response()
         waiter: asyncio.Future[H3Response] = asyncio.get_running_loop().create_future()
         self._done[stream_id] = waiter
-        self.http.send_headers(
-            stream_id,
-            [(b":method", method.encode()), (b":scheme", b"https"), (b":authority", authority.encode()),
-             (b":path", path.encode()), *headers],
-            end_stream=not body,
-        )
+        fields = [(b":method", method.encode()), (b":scheme", b"https"), (b":authority", authority.encode()),
+                  (b":path", path.encode()), *headers]
+        if body and not any(k == b"content-length" for k, _ in headers):
+            fields.append((b"content-length", str(len(body)).encode()))
+        self.http.send_headers(stream_id, fields, end_stream=not body)
         if body:
             self.http.send_data(stream_id, body, end_stream=True)
         self.transmit()
