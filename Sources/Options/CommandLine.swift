@@ -95,6 +95,13 @@ options:
   --scheme S               http or https: the scheme every request reports
                            (ws/wss for WebSocket), whatever the socket or a
                            proxy says
+  --proxy-protocol         every connection from a --proxy-allow-ips peer starts
+                           with a PROXY protocol v1 or v2 header (HAProxy
+                           send-proxy / send-proxy-v2; before TLS): its source
+                           is the client; a missing or bad header closes the
+                           connection
+  --proxy-allow-ips LIST   peers that send the PROXY header (same syntax as
+                           --forwarded-allow-ips; default 127.0.0.1,::1,unix)
   --no-lifespan            ASGI: skip the lifespan protocol
   --lifespan-scope S       ASGI with worker threads: worker (default: a lifespan
                            per thread, on its own loop) or process (one, on the
@@ -117,6 +124,7 @@ public enum CommandLineParser {
         var positional: [String] = []
         var tlsClientCertGiven = false
         var forwardedAllowIPs: String?
+        var proxyAllowIPs: String?
         var i = 0
         while i < arguments.count {
             let arg = arguments[i]
@@ -246,6 +254,8 @@ public enum CommandLineParser {
                     throw UsageError(message: "--scheme must be http or https, got '\(v)'")
                 }
                 config.scheme = scheme
+            case "--proxy-protocol": try flag(); config.proxyProtocol = true
+            case "--proxy-allow-ips": proxyAllowIPs = try value()
             case "--no-lifespan": try flag(); config.lifespan = false
             case "--lifespan-scope":
                 let v = try value()
@@ -282,6 +292,11 @@ public enum CommandLineParser {
             config.forwardedAllowIPs = try trustedPeers("--forwarded-allow-ips", list)
         } else if let list = environment("FORWARDED_ALLOW_IPS") {
             config.forwardedAllowIPs = try trustedPeers("FORWARDED_ALLOW_IPS", list)
+        }
+        if let list = proxyAllowIPs {
+            guard config.proxyProtocol else { throw UsageError(message: "--proxy-allow-ips needs --proxy-protocol") }
+            config.proxyAllowIPs = try trustedPeers("--proxy-allow-ips", list)
+            if config.proxyAllowIPs.isEmpty { throw UsageError(message: "--proxy-allow-ips must name at least one peer") }
         }
         return .run(config)
     }

@@ -111,6 +111,14 @@ public struct Config: Sendable {
     /// `--scheme`: the scheme every request reports (nil: `https` on TLS,
     /// else `http`, or what a trusted proxy says).
     public var scheme: ReportedScheme?
+    /// `--proxy-protocol`: every connection from a peer in `proxyAllowIPs`
+    /// begins with a PROXY protocol v1 or v2 header (before TLS and any
+    /// HTTP), whose source becomes the client; a missing or bad header
+    /// closes the connection without calling the application.
+    public var proxyProtocol = false
+    /// `--proxy-allow-ips`: the peers that send the header.
+    public var proxyAllowIPs = Config.defaultProxyAllowIPs
+    public static let defaultProxyAllowIPs = try! TrustedPeers(parsing: "127.0.0.1,::1,unix")
 
     /// Worker processes (0 on the command line: one per CPU); with
     /// `freeThreaded`, worker threads of one process.

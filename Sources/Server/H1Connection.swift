@@ -51,7 +51,7 @@ import TLS
 /// other protocol's is a type of its own held here (`ConnectionTLS`,
 /// `H2HandOff`, `H1WebSocket`, `LingeringClose`).
 final class H1Connection: WorkerConnection {
-    enum Phase { case head, queued, request, websocket, http2, discarding, lingering, closed }
+    enum Phase { case proxyHeader, head, queued, request, websocket, http2, discarding, lingering, closed }
 
     // The worker owns every connection and outlives it.
     unowned(unsafe) let worker: Worker
@@ -115,8 +115,22 @@ final class H1Connection: WorkerConnection {
         aborted = false
         writeFailed = false
         h2HandOff = .prefaceMayCome
-        if tls != nil { beginHandshake(); return }  // HTTP starts after it (+TLS)
+        if let allowed = worker.proxyPeers, allowed.contains(peer.address) {
+            beginProxyHeader()  // TLS or HTTP start after it (+ProxyHeader)
+            return
+        }
+        startConnection()
+    }
+
+    /// The byte stream begins: TLS, or HTTP at once.
+    func startConnection() {
+        phase = .head
+        if tls != nil {
+            beginHandshake()  // HTTP starts after it (+TLS)
+            return
+        }
         worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
+        updateInterest()
     }
 
     // MARK: - Events
@@ -129,6 +143,7 @@ final class H1Connection: WorkerConnection {
     }
 
     func dispatch(_ events: IOEvents) {
+        if phase == .proxyHeader { readProxyHeader(); return }
         if tls?.handshaking == true { continueHandshake(); return }
         if phase == .http2, let h2 {
             if events.contains(.writable) { h2.onWritable() }
@@ -148,6 +163,8 @@ final class H1Connection: WorkerConnection {
         switch phase {
         case .closed:
             return
+        case .proxyHeader:
+            readProxyHeader()
         case .lingering:
             drainForLinger()
         case .queued:
@@ -214,6 +231,7 @@ final class H1Connection: WorkerConnection {
         case .http2: h2?.beginShutdown()
         case .lingering: close()
         case .head where closeIdle: close()
+        case .proxyHeader where closeIdle: close()
         default: break
         }
     }
@@ -250,6 +268,7 @@ final class H1Connection: WorkerConnection {
                 }
                 return
             case .failed(let error):
+                if refusesUnlistedProxyHeader() { return }
                 Log.debug("bad request from \(peer.remoteAddress): \(error.status) \(error.reason)")
                 sendErrorAndLinger(Int(error.status))
                 return
@@ -442,7 +461,7 @@ final class H1Connection: WorkerConnection {
         case .http2:
             want = .readable
             if h2?.wantsWrite == true { want.insert(.writable) }
-        case .head, .discarding, .lingering:
+        case .proxyHeader, .head, .discarding, .lingering:
             // peerClosed too, so that starting a request changes nothing.
             want = [.readable, .peerClosed]
             asyncRequest.readPaused = false

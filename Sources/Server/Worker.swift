@@ -46,6 +46,10 @@ final class Worker {
     /// `--forwarded-allow-ips`: nil when no peer is trusted, so a request
     /// costs one branch.
     let forwardedResolver: ForwardedResolver?
+    /// `--proxy-protocol`: the peers whose connections begin with a PROXY
+    /// header (nil: off), and its decoder.
+    let proxyPeers: TrustedPeers?
+    let proxyHeaderDecoder = ProxyHeaderDecoder()
     var out = OutputBuffer()
     var date = DateCache()
     var requestsServed = 0
@@ -98,6 +102,7 @@ final class Worker {
         fieldSpans = .allocate(capacity: l.maxHeaderCount)
         accessLog = AccessLog(enabled: config.accessLog, format: config.accessLogFormat)
         forwardedResolver = config.forwardedAllowIPs.isEmpty ? nil : ForwardedResolver(trusted: config.forwardedAllowIPs)
+        proxyPeers = config.proxyProtocol ? config.proxyAllowIPs : nil
         acceptor = TCPAcceptor(listener: listener, maxConnections: config.maxConnections)
         stop = WorkerStop(config: config, signalFD: signalFD, fromSignalThread: wsgi != nil)
         supervisor = SupervisorLink(config: config)
