@@ -27,6 +27,13 @@ options:
   --host HOST              interface to bind (default 127.0.0.1)
   --port PORT              TCP port to bind (default 8000; 0 picks a free one)
   --unix PATH              listen on a unix socket instead of TCP
+  --unix-mode OCTAL        permission bits of the --unix socket file, e.g. 660
+                           (default: what the umask leaves; its group is the
+                           process's)
+  --fd N                   serve the already-listening socket inherited as
+                           descriptor N (TCP or unix; repeatable) instead of
+                           binding; systemd socket activation (LISTEN_FDS,
+                           LISTEN_PID) is honoured without it
   --backlog N              listen backlog (default 2048)
   --protocol P             wsgi, asgi or auto (default auto: a coroutine function
                            or a callable taking 3 positional arguments is ASGI,
@@ -125,6 +132,7 @@ public enum CommandLineParser {
         var tlsClientCertGiven = false
         var forwardedAllowIPs: String?
         var proxyAllowIPs: String?
+        var addressGiven = (host: false, port: false, unix: false, fd: false)
         var i = 0
         while i < arguments.count {
             let arg = arguments[i]
@@ -159,13 +167,29 @@ public enum CommandLineParser {
             case "--help": try flag(); return .printAndExit(usageText, status: 0)
             case "--version": try flag(); return .printAndExit("peregrine \(peregrineVersion)\n", status: 0)
             case "--host":
+                addressGiven.host = true
                 config.host = try value()
                 if config.host.isEmpty { throw UsageError(message: "--host must not be empty") }
-            case "--port": config.port = try integer(name, try value(), 0...65535)
+            case "--port": addressGiven.port = true; config.port = try integer(name, try value(), 0...65535)
             case "--unix":
                 let path = try value()
                 if path.isEmpty { throw UsageError(message: "--unix needs a path") }
+                addressGiven.unix = true
                 config.unixPath = path
+            case "--unix-mode":
+                let v = try value()
+                guard !v.isEmpty, v.count <= 4, let mode = Int(v, radix: 8), (0...0o777).contains(mode) else {
+                    throw UsageError(message: "--unix-mode must be octal permission bits (0-777), got '\(v)'")
+                }
+                config.unixMode = mode
+            case "--fd":
+                let v = try value()
+                guard let fd = Int32(v), fd >= 0 else {
+                    throw UsageError(message: "--fd must be a descriptor number (0 or more), got '\(v)'")
+                }
+                if config.inheritedFDs.contains(fd) { throw UsageError(message: "--fd \(fd) is given twice") }
+                config.inheritedFDs.append(fd)
+                addressGiven.fd = true
             case "--backlog": config.backlog = try integer(name, try value(), 1...65535)
             case "--protocol":
                 let v = try value()
@@ -210,11 +234,16 @@ public enum CommandLineParser {
                     config.checkOnly = true
                     break
                 }
-                let parts = v.split(separator: ":").compactMap { Int32($0) }
-                guard parts.count == 2 || parts.count == 5 else {
-                    throw UsageError(message: "--worker is internal (LISTEN:STATUS[:BOARD:SLOT:SLOTS] or check)")
+                // LISTEN is one descriptor or several, comma-separated.
+                let fields = v.split(separator: ":", omittingEmptySubsequences: false)
+                let listeners = fields.first.map { $0.split(separator: ",").compactMap { Int32($0) } } ?? []
+                let parts = [listeners.first ?? -1] + fields.dropFirst().compactMap { Int32($0) }
+                guard parts.count == 2 || parts.count == 5, parts[0] >= 0,
+                      listeners.count == fields[0].split(separator: ",", omittingEmptySubsequences: false).count else {
+                    throw UsageError(message: "--worker is internal (LISTEN[,LISTEN...]:STATUS[:BOARD:SLOT:SLOTS] or check)")
                 }
                 config.inheritedListener = parts[0]
+                config.moreListeners = Array(listeners.dropFirst())
                 config.statusFD = parts[1]
                 if parts.count == 5 {
                     config.boardFD = parts[2]
@@ -292,6 +321,13 @@ public enum CommandLineParser {
             config.forwardedAllowIPs = try trustedPeers("--forwarded-allow-ips", list)
         } else if let list = environment("FORWARDED_ALLOW_IPS") {
             config.forwardedAllowIPs = try trustedPeers("FORWARDED_ALLOW_IPS", list)
+        }
+        if addressGiven.fd && (addressGiven.host || addressGiven.port || addressGiven.unix) {
+            throw UsageError(message: "--fd serves an inherited socket: it cannot be combined with --host, --port or --unix")
+        }
+        config.listenAddressGiven = addressGiven.host || addressGiven.port || addressGiven.unix
+        if config.unixMode != nil && config.unixPath == nil {
+            throw UsageError(message: "--unix-mode needs --unix")
         }
         if let list = proxyAllowIPs {
             guard config.proxyProtocol else { throw UsageError(message: "--proxy-allow-ips needs --proxy-protocol") }

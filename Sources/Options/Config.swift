@@ -37,6 +37,14 @@ public struct Config: Sendable {
     public var host = "127.0.0.1"
     public var port = 8000
     public var unixPath: String?
+    /// `--unix-mode`: the unix socket file's permission bits (nil: what
+    /// the umask leaves). Its group is the process's.
+    public var unixMode: Int?
+    /// `--fd N` (repeatable): already-listening sockets inherited from the
+    /// parent, served instead of binding (TCP or unix, detected).
+    public var inheritedFDs: [Int32] = []
+    /// --host, --port or --unix was given (systemd's sockets exclude them).
+    public var listenAddressGiven = false
     public var backlog = 2048
     public var appProtocol: AppProtocol = .auto
     public var factory = false
@@ -161,6 +169,9 @@ public struct Config: Sendable {
     /// Set in worker processes only (hidden option `--worker LISTEN:STATUS`):
     /// the inherited listening socket and the pipe to the supervisor.
     public var inheritedListener: Int32 = -1
+    /// Further inherited listening sockets (several --fd, or systemd's),
+    /// served like the first.
+    public var moreListeners: [Int32] = []
     public var statusFD: Int32 = -1
     /// The shared load board (see csys_board_create): descriptor, this
     /// worker's slot, and the number of slots.

@@ -78,7 +78,12 @@ final class Worker {
     /// The wait for the others ran out (see `othersStillDraining`).
     private(set) var gaveUpOnOthers = false
 
-    private static let listenerToken: UInt64 = 1 << 63
+    /// Listener `i`'s token: the first is 1 << 63, the others above the
+    /// small tokens below.
+    private static func listenerToken(_ i: Int) -> UInt64 { 1 << 63 | UInt64(i) << 8 }
+    private static func listenerIndex(_ token: UInt64) -> Int? {
+        token & (1 << 63 | 0xFF) == 1 << 63 ? Int(truncatingIfNeeded: (token >> 8) & 0xFFFF) : nil
+    }
     private static let signalToken: UInt64 = 1 << 63 | 1
     private static let groupStopToken: UInt64 = 1 << 63 | 2
     private static let poolDoorbellToken: UInt64 = 1 << 63 | 3
@@ -87,7 +92,7 @@ final class Worker {
     /// first; see `nextRequestToken`).
     /// `poolGateways`: one gateway per WSGI pool thread (--wsgi-threads
     /// N > 1), made on the main thread like `wsgi`; empty: inline.
-    init(config: Config, listener: Listener, wsgi: WSGIGateway?, asgi: ASGIGateway?, signalFD: Int32,
+    init(config: Config, listeners: [Listener], wsgi: WSGIGateway?, asgi: ASGIGateway?, signalFD: Int32,
          group: WorkerGroup? = nil, context: Int = 0, poolGateways: [WSGIGateway] = []) throws(SystemError) {
         self.config = config
         self.group = group
@@ -103,7 +108,7 @@ final class Worker {
         accessLog = AccessLog(enabled: config.accessLog, format: config.accessLogFormat)
         forwardedResolver = config.forwardedAllowIPs.isEmpty ? nil : ForwardedResolver(trusted: config.forwardedAllowIPs)
         proxyPeers = config.proxyProtocol ? config.proxyAllowIPs : nil
-        acceptor = TCPAcceptor(listener: listener, maxConnections: config.maxConnections)
+        acceptor = TCPAcceptor(listeners: listeners, maxConnections: config.maxConnections)
         stop = WorkerStop(config: config, signalFD: signalFD, fromSignalThread: wsgi != nil)
         supervisor = SupervisorLink(config: config)
         let start = Instant.now()
@@ -111,7 +116,7 @@ final class Worker {
         poller = try Poller()
         // Up to maxConnections active plus as many lingering (see beginLinger).
         timers = TimerWheel(capacity: 2 * config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: start)
-        try poller.add(listener.fd, token: Worker.listenerToken, interest: .readable)
+        for i in listeners.indices { try poller.add(listeners[i].fd, token: Worker.listenerToken(i), interest: .readable) }
         if signalFD >= 0 { try poller.add(signalFD, token: Worker.signalToken, interest: .readable) }
         if let group, context > 0 {
             try poller.add(group.stopDescriptor(context), token: Worker.groupStopToken, interest: .readable)
@@ -287,8 +292,8 @@ final class Worker {
         date.refresh()
         for i in 0..<n {
             let (token, events) = poller.event(at: i)
-            if token == Worker.listenerToken {
-                acceptConnections()
+            if let i = Worker.listenerIndex(token), i < acceptor.listeners.count {
+                acceptConnections(from: acceptor.listeners[i])
             } else if token == Worker.signalToken {
                 handleSignal()
             } else if token == Worker.poolDoorbellToken {
@@ -309,7 +314,7 @@ final class Worker {
         pools.trimIfDue(now: now)
     }
 
-    private func acceptConnections() {
+    private func acceptConnections(from listener: Listener) {
         // With several workers on one socket, each takes one connection per
         // wake-up, so a burst of connections spreads across them instead of
         // going to whichever woke first.
@@ -319,11 +324,11 @@ final class Worker {
             guard !acceptor.isFull && !(wsgiPool?.holdsAccepting ?? false) else {
                 // Leave further connections in the kernel's queue until a
                 // slot frees (see connectionClosed).
-                if acceptor.pause() { poller.remove(acceptor.listener.fd) }
+                if acceptor.pause() { removeListeners() }
                 return
             }
             if supervisor.siblingShouldTake(openCount: acceptor.openCount, stopping: stop.stopping, now: now) { return }
-            guard let (fd, peer) = acceptor.accept() else { return }
+            guard let (fd, peer) = acceptor.accept(from: listener) else { return }
             let c = acceptor.takeSpare() ?? H1Connection(worker: self)
             let (index, generation) = connections.insert(c)
             acceptor.opened()
@@ -385,8 +390,14 @@ final class Worker {
 
     private func resumeAcceptingIfPaused() {
         if acceptor.resumeIfPaused(stopping: stop.stopping || (wsgiPool?.holdsAccepting ?? false)) {
-            try? poller.add(acceptor.listener.fd, token: Worker.listenerToken, interest: .readable)
+            for i in acceptor.listeners.indices {
+                try? poller.add(acceptor.listeners[i].fd, token: Worker.listenerToken(i), interest: .readable)
+            }
         }
+    }
+
+    private func removeListeners() {
+        for listener in acceptor.listeners { poller.remove(listener.fd) }
     }
 
     // MARK: - The WSGI pool's requests
@@ -394,7 +405,7 @@ final class Worker {
     /// The pool's threads and wait list are full: new connections wait in
     /// the kernel (and siblings see this worker as not accepting).
     func holdAccepting() {
-        if acceptor.pause() { poller.remove(acceptor.listener.fd) }
+        if acceptor.pause() { removeListeners() }
         supervisor.publishNotAccepting()
     }
 
@@ -421,11 +432,11 @@ final class Worker {
     private func beginStopping(closeIdle: Bool) {
         stop.begin(closeIdle: closeIdle, now: now, gracefulTimeoutMilliseconds: config.gracefulTimeoutMilliseconds)
         storeLoad()
-        if acceptor.pause() { poller.remove(acceptor.listener.fd) }
+        if acceptor.pause() { removeListeners() }
         // Our copy of the shared socket goes; once the supervisor's and every
         // stopping worker's copy are closed the kernel refuses new
         // connections (while a replacement holds one, it takes them).
-        _ = csys_close(acceptor.listener.fd)
+        for listener in acceptor.listeners { _ = csys_close(listener.fd) }
 
         for c in connections.openConnections { c.beginStopping(closeIdle: closeIdle) }
         if asgi != nil { scheduleTimer() }

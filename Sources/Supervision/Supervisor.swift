@@ -14,6 +14,11 @@ import Options
 /// pipe: `R` when it accepts connections, `H` every second from its loop
 /// (a heartbeat), `Q` when it has served --max-requests.
 ///
+/// The sockets are the supervisor's for its whole life: bound once at
+/// start, or inherited (--fd, systemd socket activation, several at once)
+/// and never rebound, not across SIGHUP either: replacements inherit the
+/// same descriptors.
+///
 /// All workers accept from the one shared socket, so a worker that stops
 /// accepting leaves queued connections in the kernel's queue for the others;
 /// that is what makes replacement lossless (per-worker SO_REUSEPORT queues
@@ -51,7 +56,8 @@ final class Supervisor {
     }
 
     private let config: Config
-    private let listener: Listener
+    /// The first is what `--worker` names first; all are served alike.
+    private let listeners: [Listener]
     private let arguments: [String]
     private let executable: String
     private let signalFD: Int32
@@ -79,9 +85,9 @@ final class Supervisor {
     /// Startup failures in a row (per worker slot) before giving up.
     static let maxStartupFailures = 5
 
-    init(config: Config, listener: Listener, arguments: [String], workerExecutable: String) throws(StartupFailure) {
+    init(config: Config, listeners: [Listener], arguments: [String], workerExecutable: String) throws(StartupFailure) {
         self.config = config
-        self.listener = listener
+        self.listeners = listeners
         self.arguments = arguments
         executable = workerExecutable
         workerCount = config.workerProcesses
@@ -165,8 +171,8 @@ final class Supervisor {
             Log.error("cannot create a status pipe: \(SystemError(call: "pipe2", errno: csys_errno()))")
             return
         }
-        var workerArg = "\(listener.fd):\(fds[1])"
-        var keep: [Int32] = [listener.fd, fds[1]]
+        var workerArg = listeners.map { "\($0.fd)" }.joined(separator: ",") + ":\(fds[1])"
+        var keep: [Int32] = listeners.map(\.fd) + [fds[1]]
         var boardSlot = 0
         if let board {
             let bit = boardNext[slot] ?? 0
@@ -235,7 +241,13 @@ final class Supervisor {
         if stopping { return }
         if !everReady {
             everReady = true
-            Log.info("listening on \(listener.displayURL)")
+            for listener in listeners {
+                var origin = ""
+                if listener.inherited {
+                    origin = " (inherited descriptor \(listener.fd)" + (listener.name.map { ", systemd name '\($0)'" } ?? "") + ")"
+                }
+                Log.info("listening on \(listener.displayURL)\(origin)")
+            }
             if workerCount > 1 { for slot in 1..<workerCount { spawn(slot: slot, replaces: nil) } }
         }
         if let old = rec.replaces, var oldRec = workers[old], oldRec.state != .draining {
@@ -394,7 +406,9 @@ final class Supervisor {
         stopping = true
         // Refuse new connections now, in every worker at once (the socket
         // is shared); in-flight requests go on.
-        _ = csys_shutdown_listener(listener.fd)
+        // An inherited socket is left alone: its parent (systemd) keeps it
+        // and its queue for the next start.
+        for listener in listeners where !listener.inherited { _ = csys_shutdown_listener(listener.fd) }
         respawns.removeAll()
         stopDeadline = Instant.now().adding(milliseconds: config.gracefulTimeoutMilliseconds + 5000)
         for pid in workers.keys { _ = csys_kill(pid, csys_sig_term()) }

@@ -55,4 +55,82 @@ final class CommandLineProxyTests: XCTestCase {
         XCTAssertEqual(usageError(["--proxy-protocol", "--proxy-allow-ips", " , "]),
                        "--proxy-allow-ips must name at least one peer")
     }
+
+    // MARK: - Inherited sockets
+
+    func testFdIsRepeatableAndExcludesTheBindingOptions() throws {
+        XCTAssertEqual(try config(["--fd", "3", "--fd=7"]).inheritedFDs, [3, 7])
+        XCTAssertEqual(try config(["--fd", "0"]).inheritedFDs, [0])
+        XCTAssertEqual(try config([]).inheritedFDs, [])
+        XCTAssertFalse(try config(["--fd", "3"]).listenAddressGiven)
+        XCTAssertTrue(try config(["--port", "1"]).listenAddressGiven)
+        XCTAssertEqual(usageError(["--fd", "-1"]), "--fd must be a descriptor number (0 or more), got '-1'")
+        XCTAssertEqual(usageError(["--fd", "x"]), "--fd must be a descriptor number (0 or more), got 'x'")
+        XCTAssertEqual(usageError(["--fd", "3", "--fd", "3"]), "--fd 3 is given twice")
+        for other in [["--host", "::1"], ["--port", "80"], ["--unix", "/tmp/s"]] {
+            XCTAssertEqual(usageError(["--fd", "3"] + other),
+                           "--fd serves an inherited socket: it cannot be combined with --host, --port or --unix")
+        }
+    }
+
+    func testUnixModeIsOctalAndNeedsUnix() throws {
+        XCTAssertNil(try config(["--unix", "/tmp/s"]).unixMode)
+        XCTAssertEqual(try config(["--unix", "/tmp/s", "--unix-mode", "660"]).unixMode, 0o660)
+        XCTAssertEqual(try config(["--unix", "/tmp/s", "--unix-mode", "0600"]).unixMode, 0o600)
+        XCTAssertEqual(try config(["--unix", "/tmp/s", "--unix-mode", "0"]).unixMode, 0)
+        XCTAssertEqual(try config(["--unix", "/tmp/s", "--unix-mode", "777"]).unixMode, 0o777)
+        for bad in ["888", "1000", "07777", "rw", "", "-1", "0x1"] {
+            XCTAssertEqual(usageError(["--unix", "/tmp/s", "--unix-mode", bad]),
+                           "--unix-mode must be octal permission bits (0-777), got '\(bad)'", bad)
+        }
+        XCTAssertEqual(usageError(["--unix-mode", "600"]), "--unix-mode needs --unix")
+    }
+
+    func testTheInternalWorkerOptionCarriesSeveralListeners() throws {
+        let one = try config(["--worker", "5:6"])
+        XCTAssertEqual(one.inheritedListener, 5)
+        XCTAssertEqual(one.moreListeners, [])
+        XCTAssertEqual(one.statusFD, 6)
+        let several = try config(["--worker", "3,4,9:6:7:1:4"])
+        XCTAssertEqual(several.inheritedListener, 3)
+        XCTAssertEqual(several.moreListeners, [4, 9])
+        XCTAssertEqual(several.statusFD, 6)
+        XCTAssertEqual(several.boardFD, 7)
+        XCTAssertEqual(several.boardSlot, 1)
+        XCTAssertEqual(several.boardSlots, 4)
+        for bad in ["3,:6", ",3:6", "3,x:6", ":6", "3", "3:6:7"] {
+            XCTAssertNotNil(usageError(["--worker", bad]), bad)
+        }
+    }
+
+    func testSocketActivationNamesThisProcessOrNothing() throws {
+        let a = try SocketActivation.parse(pid: 42, listenPID: "42", listenFDs: "3", names: "web::admin")
+        XCTAssertEqual(a?.sockets, [.init(fd: 3, name: "web"), .init(fd: 4, name: nil), .init(fd: 5, name: "admin")])
+        // Fewer names than sockets: the rest are unnamed.
+        let b = try SocketActivation.parse(pid: 42, listenPID: "42", listenFDs: "2", names: "web")
+        XCTAssertEqual(b?.sockets, [.init(fd: 3, name: "web"), .init(fd: 4, name: nil)])
+        XCTAssertEqual(try SocketActivation.parse(pid: 42, listenPID: "42", listenFDs: "1", names: nil)?.sockets,
+                       [.init(fd: 3, name: nil)])
+        // Meant for another process (a parent's variables leaked to a child), or nothing passed.
+        XCTAssertNil(try SocketActivation.parse(pid: 42, listenPID: "41", listenFDs: "1", names: nil))
+        XCTAssertNil(try SocketActivation.parse(pid: 42, listenPID: nil, listenFDs: "1", names: nil))
+        XCTAssertNil(try SocketActivation.parse(pid: 42, listenPID: "42", listenFDs: nil, names: nil))
+        XCTAssertNil(try SocketActivation.parse(pid: 42, listenPID: "42", listenFDs: "0", names: nil))
+    }
+
+    func testMalformedActivationVariablesAreStartupErrors() {
+        func failure(_ pid: String, _ fds: String) -> String? {
+            do {
+                _ = try SocketActivation.parse(pid: 42, listenPID: pid, listenFDs: fds, names: nil)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        XCTAssertEqual(failure("x", "1"), "systemd socket activation: LISTEN_PID is not a process id: 'x'")
+        XCTAssertEqual(failure("-3", "1"), "systemd socket activation: LISTEN_PID is not a process id: '-3'")
+        XCTAssertEqual(failure("42", "x"), "systemd socket activation: LISTEN_FDS must be 0-64, got 'x'")
+        XCTAssertEqual(failure("42", "-1"), "systemd socket activation: LISTEN_FDS must be 0-64, got '-1'")
+        XCTAssertEqual(failure("42", "65"), "systemd socket activation: LISTEN_FDS must be 0-64, got '65'")
+    }
 }
