@@ -109,6 +109,15 @@ options:
                            connection
   --proxy-allow-ips LIST   peers that send the PROXY header (same syntax as
                            --forwarded-allow-ips; default 127.0.0.1,::1,unix)
+  --health-path PATH       answer requests for PATH in the worker itself, without
+                           the application: 200, or 503 once draining
+  --drain-delay MS         after SIGTERM/SIGINT keep accepting and serving this
+                           long, the health path answering 503, then stop
+                           (default 0)
+  --limit-concurrency N    requests in flight per worker beyond which new ones
+                           get 503 with Retry-After at once (default: no limit)
+  --max-connection-age MS  close a kept-alive connection (HTTP/2: GOAWAY) after
+                           this long, plus up to 10% at random (default 0: never)
   --no-lifespan            ASGI: skip the lifespan protocol
   --lifespan-scope S       ASGI with worker threads: worker (default: a lifespan
                            per thread, on its own loop) or process (one, on the
@@ -285,6 +294,17 @@ public enum CommandLineParser {
                 config.scheme = scheme
             case "--proxy-protocol": try flag(); config.proxyProtocol = true
             case "--proxy-allow-ips": proxyAllowIPs = try value()
+            case "--health-path":
+                let v = try value()
+                guard v.hasPrefix("/"), !v.contains("?"), !v.contains("#"),
+                      !v.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) else {
+                    throw UsageError(message: "--health-path must be a path starting with '/' (no query, spaces or controls), got '\(v)'")
+                }
+                config.healthPath = v
+            case "--drain-delay": config.drainDelayMilliseconds = try integer(name, try value(), 0...3_600_000)
+            case "--limit-concurrency": config.limitConcurrency = try integer(name, try value(), 1...1_000_000)
+            case "--max-connection-age":
+                config.maxConnectionAgeMilliseconds = try integer(name, try value(), 0...86_400_000)
             case "--no-lifespan": try flag(); config.lifespan = false
             case "--lifespan-scope":
                 let v = try value()

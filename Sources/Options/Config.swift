@@ -128,6 +128,20 @@ public struct Config: Sendable {
     public var proxyAllowIPs = Config.defaultProxyAllowIPs
     public static let defaultProxyAllowIPs = try! TrustedPeers(parsing: "127.0.0.1,::1,unix")
 
+    /// `--health-path`: requests for exactly this path are answered by the
+    /// worker (200, or 503 while draining) without the application.
+    public var healthPath: String?
+    /// `--drain-delay`: after SIGTERM/SIGINT, keep accepting and serving
+    /// this long with the health path answering 503, then stop.
+    public var drainDelayMilliseconds = 0
+    /// `--limit-concurrency`: requests in flight per worker beyond which a
+    /// new one is answered 503 at once (0: no limit).
+    public var limitConcurrency = 0
+    /// `--max-connection-age`: a connection older than this (plus up to a
+    /// tenth more, at random) is closed after its current response
+    /// (HTTP/2: GOAWAY). 0: never.
+    public var maxConnectionAgeMilliseconds = 0
+
     /// Worker processes (0 on the command line: one per CPU); with
     /// `freeThreaded`, worker threads of one process.
     public var workers = 1

@@ -26,6 +26,9 @@ extension H1Connection {
         let session = H2Session(connection: self)
         h2HandOff = .session(session)
         session.start()
+        // A connection that comes while draining (--drain-delay) gets its
+        // GOAWAY at once: served, but told to go elsewhere next.
+        if worker.draining { session.goAway() }
     }
 
     /// One write of `bytes` (the HTTP/2 output); how many the socket took,

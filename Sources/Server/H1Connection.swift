@@ -96,6 +96,8 @@ final class H1Connection: WorkerConnection {
     var lingering: LingeringClose?
     /// nil on a plain connection; see +TLS.
     var tls: ConnectionTLS?
+    /// --max-connection-age: past this the next response closes (nil: never).
+    var ageDeadline: Instant?
 
     init(worker: Worker) {
         self.worker = worker
@@ -115,6 +117,7 @@ final class H1Connection: WorkerConnection {
         aborted = false
         writeFailed = false
         h2HandOff = .prefaceMayCome
+        ageDeadline = worker.admission.connectionDeadline(now: worker.now)
         if let allowed = worker.proxyPeers, allowed.contains(peer.address) {
             beginProxyHeader()  // TLS or HTTP start after it (+ProxyHeader)
             return
@@ -236,6 +239,10 @@ final class H1Connection: WorkerConnection {
         }
     }
 
+    func announceGoingAway() {
+        if phase == .http2 { h2?.goAway() }
+    }
+
     func cut() {
         aborted = true
         close()
@@ -302,6 +309,20 @@ final class H1Connection: WorkerConnection {
         let base = UnsafeRawPointer(input.readable.baseAddress!)
         input.readerIndex += head.headLength
         guard beginRequest(head) else { return }
+        let path = UnsafeRawBufferPointer(start: base + head.path.start, count: head.path.count)
+        switch w.admission.admit(path: path, counted: !(head.upgrade && w.asgi != nil)) {
+        case .health:
+            respondItself(status: w.draining ? 503 : 200)
+            afterResponse()
+            return
+        case .overLimit:
+            respondItself(status: 503, field: Admission.retryAfter)
+            if w.accessLog.enabled { w.accessLog.recordRejected(status: 503, peer: peer) }
+            afterResponse()
+            return
+        case .application:
+            request.counted = !(head.upgrade && w.asgi != nil)
+        }
         let table = w.headerTable
         let spans = w.fieldSpans
         for i in 0..<table.count {
@@ -405,6 +426,7 @@ final class H1Connection: WorkerConnection {
     /// The response is complete (and, for ASGI, flushed): log it, then keep
     /// the connection for the next request or close it.
     func afterResponse() {
+        endCounted()
         if let line = request.accessLine {
             worker.accessLog.record(line, exchange, peer: peer, now: worker.now)
             request.accessLine = nil

@@ -196,6 +196,7 @@ final class H2Session {
     private func open(_ id: UInt32, _ head: H2RequestHead, endStream: Bool) {
         let s = H2Stream(session: self, id: id, head: head)
         s.bodyEnded = endStream
+        if !goingAway && connection.pastMaxAge { goAway() }
         guard s.prepareRequest(head, peer: connection.peer) else {
             // CONNECT without an extended protocol: nothing here serves it.
             streams[id] = s
@@ -213,6 +214,19 @@ final class H2Session {
             streams[id] = s
             respondDirectly(s, status: status)
             return
+        }
+        switch worker.admission.admit(path: s.request.bytes(s.request.path)) {
+        case .health:
+            streams[id] = s
+            respondDirectly(s, status: worker.draining ? 503 : 200)
+            return
+        case .overLimit:
+            streams[id] = s
+            if worker.accessLog.enabled { worker.accessLog.recordRejected(status: 503, peer: connection.peer) }
+            respondDirectly(s, status: 503, field: Admission.retryAfter)
+            return
+        case .application:
+            s.counted = true
         }
         streams[id] = s
         s.accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(s.request) : nil
@@ -407,6 +421,7 @@ final class H2Session {
             webSocketEnded(s)
         }
         streams[s.id] = nil
+        endCounted(s)
         // RFC 9113 §8.1: a complete response before the whole request may
         // be followed by RST_STREAM(NO_ERROR) so the client stops sending.
         if !s.bodyEnded { core.resetStream(streamID: s.id, code: .noError) }
@@ -429,6 +444,7 @@ final class H2Session {
     private func dropStream(_ s: H2Stream, disconnected: Bool) {
         s.reset = true
         if streams[s.id] === s { streams[s.id] = nil }
+        endCounted(s)
         if s.webSocket != nil { webSocketEnded(s) }
         s.releaseBody()
         if let file = s.pendingFile {
@@ -580,6 +596,23 @@ final class H2Session {
 
     /// Stopping (SIGTERM) or draining (replaced): GOAWAY with the last
     /// stream we took; streams in flight finish.
+    /// GOAWAY (RFC 9113 §6.8) without closing anything: the open streams
+    /// and WebSockets finish, new streams go to another connection
+    /// (--drain-delay, --max-connection-age).
+    func goAway() {
+        guard !closed, !goingAway else { return }
+        goingAway = true
+        core.goAway(code: .noError)
+        afterIO()
+    }
+
+    /// The stream counted for --limit-concurrency ended.
+    private func endCounted(_ s: H2Stream) {
+        guard s.counted else { return }
+        s.counted = false
+        worker.admission.ended()
+    }
+
     func beginShutdown() {
         guard !closed else { return }
         // WebSockets close with 1001 (going away), as over HTTP/1.1.

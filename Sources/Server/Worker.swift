@@ -50,6 +50,8 @@ final class Worker {
     /// header (nil: off), and its decoder.
     let proxyPeers: TrustedPeers?
     let proxyHeaderDecoder = ProxyHeaderDecoder()
+    /// --health-path, --limit-concurrency, --max-connection-age.
+    var admission: Admission
     var out = OutputBuffer()
     var date = DateCache()
     var requestsServed = 0
@@ -108,6 +110,7 @@ final class Worker {
         accessLog = AccessLog(enabled: config.accessLog, format: config.accessLogFormat)
         forwardedResolver = config.forwardedAllowIPs.isEmpty ? nil : ForwardedResolver(trusted: config.forwardedAllowIPs)
         proxyPeers = config.proxyProtocol ? config.proxyAllowIPs : nil
+        admission = Admission(config: config)
         acceptor = TCPAcceptor(listeners: listeners, maxConnections: config.maxConnections)
         stop = WorkerStop(config: config, signalFD: signalFD, fromSignalThread: wsgi != nil)
         supervisor = SupervisorLink(config: config)
@@ -206,7 +209,7 @@ final class Worker {
         while !finished {
             var timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
             if beats { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
-            let wait = stop.stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout
+            let wait = stop.stopping || stop.delaying ? min(timeout < 0 ? 100 : timeout, 100) : timeout
             let n = GIL.released { poller.wait(timeoutMilliseconds: connections.hasDeferredReads ? 0 : wait) }
             handle(n)
             if wsgiPool != nil {
@@ -281,7 +284,7 @@ final class Worker {
     private func scheduleTimer(now: Instant) {
         var ms = timers.millisecondsUntilNextTick(now: now)
         if beats { ms = min(ms ?? 1000, 1000) }  // heartbeats
-        if stop.stopping { ms = min(ms ?? 100, 100) }
+        if stop.stopping || stop.delaying { ms = min(ms ?? 100, 100) }
         if connections.hasDeferredReads { ms = 0 }
         loopDriver.schedule(at: ms.map { now.adding(milliseconds: $0) }, now: now)
     }
@@ -299,13 +302,17 @@ final class Worker {
             } else if token == Worker.poolDoorbellToken {
                 wsgiPool?.onDoorbell()
             } else if token == Worker.groupStopToken {
-                // Worker 0 began a stop or a drain (see WorkerGroup).
-                if let closeIdle = group?.takeStop(context), !stop.stopping { beginStopping(closeIdle: closeIdle) }
+                // Worker 0 began a stop, a drain or a drain delay (see WorkerGroup).
+                if let told = group?.takeStop(context) {
+                    if told.delay && !stop.stopping && !stop.delaying { beginDrainDelay() }
+                    if let closeIdle = told.stop, !stop.stopping { beginStopping(closeIdle: closeIdle) }
+                }
             } else {
                 connections.connection(for: token)?.onEvents(events)
             }
         }
         runDeferredReads()
+        if stop.delayEnded(now: now) { beginStopping(closeIdle: true) }
         for index in connections.expire(&timers, now: now) {
             connections[index]?.onTimeout()
         }
@@ -425,9 +432,35 @@ final class Worker {
     /// one while stopping exits.
     private func handleSignal() {
         while let closeIdle = stop.nextStop() {
+            if closeIdle && config.drainDelayMilliseconds > 0 && !stop.stopping {
+                // The first stop signal begins the delay; a second one ends it.
+                if !stop.delaying {
+                    beginDrainDelay()
+                    continue
+                }
+                _ = stop.delayEnded(now: now, force: true)
+            }
             beginStopping(closeIdle: closeIdle)
         }
     }
+
+    /// --drain-delay: the load balancer is to notice first (its health
+    /// checks get 503) and send nothing new, while whatever still comes is
+    /// served; responses close their connections, HTTP/2 ones get a
+    /// GOAWAY. The stop begins when the delay ends (`handle`).
+    private func beginDrainDelay() {
+        stop.beginDelay(now: now, milliseconds: config.drainDelayMilliseconds)
+        if context == 0 {
+            Log.info("draining: serving \(config.drainDelayMilliseconds) ms more (--drain-delay) before stopping")
+        }
+        for c in connections.openConnections { c.announceGoingAway() }
+        if context == 0 { group?.delayOthers() }
+        if asgi != nil { scheduleTimer() }
+    }
+
+    /// Not serving as usual any more: stopping, replaced, or inside
+    /// --drain-delay (what --health-path reports as 503).
+    var draining: Bool { stop.stopRequested }
 
     private func beginStopping(closeIdle: Bool) {
         stop.begin(closeIdle: closeIdle, now: now, gracefulTimeoutMilliseconds: config.gracefulTimeoutMilliseconds)

@@ -68,6 +68,9 @@ final class Supervisor {
     private var everReady = false
     private var stopping = false
     private var stopDeadline: Instant?
+    /// --drain-delay: the listening sockets are shut down at this moment,
+    /// the workers having drained (and accepted) until then.
+    private var shutdownListenersAt: Instant?
     private var restartQueue: [Int32] = []
     private var restartInFlight: Int32?
     private var reloader: Reloader?
@@ -140,6 +143,10 @@ final class Supervisor {
             if let status = reap() { return status }
             if stopping {
                 if workers.isEmpty { return 0 }
+                if let at = shutdownListenersAt, now >= at {
+                    shutdownListenersAt = nil
+                    shutdownListeners()
+                }
                 if let d = stopDeadline, now >= d { killAll(); stopDeadline = nil }
                 continue
             }
@@ -396,7 +403,9 @@ final class Supervisor {
                     killAll()
                     return 0
                 }
-                Log.info("signal \(sig): stopping gracefully (up to \(config.gracefulTimeoutMilliseconds) ms)")
+                let delay = config.drainDelayMilliseconds
+                Log.info("signal \(sig): stopping gracefully (up to \(config.gracefulTimeoutMilliseconds) ms"
+                         + (delay > 0 ? ", after a --drain-delay of \(delay) ms)" : ")"))
                 stopAll()
             }
         }
@@ -404,14 +413,26 @@ final class Supervisor {
 
     private func stopAll() {
         stopping = true
+        let now = Instant.now()
+        let delay = config.drainDelayMilliseconds
         // Refuse new connections now, in every worker at once (the socket
-        // is shared); in-flight requests go on.
-        // An inherited socket is left alone: its parent (systemd) keeps it
-        // and its queue for the next start.
-        for listener in listeners where !listener.inherited { _ = csys_shutdown_listener(listener.fd) }
+        // is shared); in-flight requests go on. Under --drain-delay the
+        // workers accept on until the delay ends (they got SIGTERM now and
+        // answer health checks with 503 meanwhile).
+        if delay > 0 {
+            shutdownListenersAt = now.adding(milliseconds: delay)
+        } else {
+            shutdownListeners()
+        }
         respawns.removeAll()
-        stopDeadline = Instant.now().adding(milliseconds: config.gracefulTimeoutMilliseconds + 5000)
+        stopDeadline = now.adding(milliseconds: delay + config.gracefulTimeoutMilliseconds + 5000)
         for pid in workers.keys { _ = csys_kill(pid, csys_sig_term()) }
+    }
+
+    /// An inherited socket is left alone: its parent (systemd) keeps it
+    /// and its queue for the next start.
+    private func shutdownListeners() {
+        for listener in listeners where !listener.inherited { _ = csys_shutdown_listener(listener.fd) }
     }
 
     private func killAll() {

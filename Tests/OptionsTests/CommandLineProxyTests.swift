@@ -133,4 +133,45 @@ final class CommandLineProxyTests: XCTestCase {
         XCTAssertEqual(failure("42", "-1"), "systemd socket activation: LISTEN_FDS must be 0-64, got '-1'")
         XCTAssertEqual(failure("42", "65"), "systemd socket activation: LISTEN_FDS must be 0-64, got '65'")
     }
+
+    // MARK: - Health, draining, admission
+
+    func testHealthDrainAndAdmissionDefaultsAreOff() throws {
+        let c = try config([])
+        XCTAssertNil(c.healthPath)
+        XCTAssertEqual(c.drainDelayMilliseconds, 0)
+        XCTAssertEqual(c.limitConcurrency, 0)
+        XCTAssertEqual(c.maxConnectionAgeMilliseconds, 0)
+    }
+
+    func testHealthDrainAndAdmissionParse() throws {
+        let c = try config(["--health-path", "/healthz", "--drain-delay", "5000", "--limit-concurrency", "64",
+                            "--max-connection-age=600000"])
+        XCTAssertEqual(c.healthPath, "/healthz")
+        XCTAssertEqual(c.drainDelayMilliseconds, 5000)
+        XCTAssertEqual(c.limitConcurrency, 64)
+        XCTAssertEqual(c.maxConnectionAgeMilliseconds, 600_000)
+        XCTAssertEqual(try config(["--health-path", "/"]).healthPath, "/")
+        XCTAssertEqual(try config(["--health-path", "/-/ready%20x"]).healthPath, "/-/ready%20x")
+        XCTAssertEqual(try config(["--drain-delay", "3600000"]).drainDelayMilliseconds, 3_600_000)
+        XCTAssertEqual(try config(["--limit-concurrency", "1"]).limitConcurrency, 1)
+    }
+
+    func testHealthDrainAndAdmissionMistakesAreUsageErrors() {
+        for bad in ["healthz", "", "/a?b", "/a#b", "/a b", "/\u{7F}", "/é"] {
+            XCTAssertEqual(usageError(["--health-path", bad]),
+                           "--health-path must be a path starting with '/' (no query, spaces or controls), got '\(bad)'")
+        }
+        XCTAssertEqual(usageError(["--drain-delay", "-1"]), "--drain-delay must be an integer in 0...3600000, got '-1'")
+        XCTAssertEqual(usageError(["--drain-delay", "3600001"]),
+                       "--drain-delay must be an integer in 0...3600000, got '3600001'")
+        XCTAssertEqual(usageError(["--limit-concurrency", "0"]),
+                       "--limit-concurrency must be an integer in 1...1000000, got '0'")
+        XCTAssertEqual(usageError(["--limit-concurrency", "1000001"]),
+                       "--limit-concurrency must be an integer in 1...1000000, got '1000001'")
+        XCTAssertEqual(usageError(["--max-connection-age", "x"]),
+                       "--max-connection-age must be an integer in 0...86400000, got 'x'")
+        XCTAssertEqual(usageError(["--max-connection-age", "86400001"]),
+                       "--max-connection-age must be an integer in 0...86400000, got '86400001'")
+    }
 }
