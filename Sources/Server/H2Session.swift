@@ -37,6 +37,8 @@ final class H2Session {
     private var waitsForThread = false
     /// The peer sent GOAWAY, or we did: finish what is open, then close.
     private var goingAway = false
+    /// Past --max-connection-age: the next completed response brings a GOAWAY.
+    private var agedOut = false
     private(set) var closed = false
     /// Streams carrying a WebSocket (RFC 8441), each with a timer of its own.
     var webSockets: [H2Stream] = []
@@ -196,7 +198,9 @@ final class H2Session {
     private func open(_ id: UInt32, _ head: H2RequestHead, endStream: Bool) {
         let s = H2Stream(session: self, id: id, head: head)
         s.bodyEnded = endStream
-        if !goingAway && connection.pastMaxAge { goAway() }
+        // --max-connection-age: this stream is served, and its response
+        // is followed by a GOAWAY (see checkDone).
+        if !agedOut && connection.pastMaxAge { agedOut = true }
         guard s.prepareRequest(head, peer: connection.peer) else {
             // CONNECT without an extended protocol: nothing here serves it.
             streams[id] = s
@@ -422,6 +426,13 @@ final class H2Session {
         }
         streams[s.id] = nil
         endCounted(s)
+        if agedOut && !goingAway {
+            // After the response's last frames, which the flush that
+            // follows every completed response writes out with it (a GOAWAY
+            // before them would make strict clients drop the response).
+            goingAway = true
+            core.goAway(code: .noError)
+        }
         // RFC 9113 §8.1: a complete response before the whole request may
         // be followed by RST_STREAM(NO_ERROR) so the client stops sending.
         if !s.bodyEnded { core.resetStream(streamID: s.id, code: .noError) }
