@@ -31,11 +31,11 @@ public struct SocketActivation: Equatable, Sendable {
     public static func parse(pid: Int32, listenPID: String?, listenFDs: String?,
                              names: String?) throws(StartupFailure) -> SocketActivation? {
         guard let listenPID, let listenFDs else { return nil }
-        guard let owner = Int32(listenPID), owner > 0 else {
+        guard digits(listenPID), let owner = Int32(listenPID), owner > 0 else {
             throw StartupFailure("systemd socket activation: LISTEN_PID is not a process id: '\(listenPID)'")
         }
         guard owner == pid else { return nil }
-        guard let count = Int(listenFDs), (0...maxSockets).contains(count) else {
+        guard digits(listenFDs), let count = Int(listenFDs), (0...maxSockets).contains(count) else {
             throw StartupFailure("systemd socket activation: LISTEN_FDS must be 0-\(maxSockets), got '\(listenFDs)'")
         }
         guard count > 0 else { return nil }
@@ -44,6 +44,11 @@ public struct SocketActivation: Equatable, Sendable {
             Socket(fd: firstDescriptor + Int32(i), name: i < given.count && !given[i].isEmpty ? given[i] : nil)
         }
         return SocketActivation(sockets: sockets)
+    }
+
+    /// Decimal digits only: no sign, space or base prefix.
+    private static func digits(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
     }
 
     /// This process's activation, read from and removed from its environment.

@@ -12,11 +12,9 @@ import Proxy
 ///                                      └─missing, malformed, truncated, too long, timeout─▶ closed
 ///
 /// The header is read from the socket with MSG_PEEK and only its own bytes
-/// are consumed, so whatever follows it (TLS records, which OpenSSL reads
-/// from the descriptor itself) stays in the socket. While the decoder needs
-/// more, every byte seen is part of the header (it ends later), so those
-/// are consumed too: the socket is readable again only when new bytes come,
-/// and a slow sender costs no busy loop. The reads are bounded (spec §2.1:
+/// are consumed (`ProxyHeaderReader` says how many), so whatever follows it
+/// (TLS records, which OpenSSL reads from the descriptor itself) stays in
+/// the socket. The reads are bounded (spec §2.1:
 /// 107 bytes for v1; §2.2: 16 + the length for v2, refused beyond
 /// `ProxyHeaderDecoder.maxV2Length`), and the header must be complete within
 /// --request-timeout. A bad header closes the connection at once without a
@@ -35,8 +33,8 @@ extension H1Connection {
             input.attach(worker.takeBlock(), capacity: worker.blockSize)
             inputPooled = true
         }
-        let decoder = worker.proxyHeaderDecoder
-        let room = min(input.writableCount, ProxyHeaderDecoder.v2FixedLength + decoder.maxV2Length - input.writerIndex)
+        let reader = worker.proxyHeaderReader
+        let room = min(input.writableCount, reader.peekLimit(taken: input.writerIndex))
         guard room > 0 else { refuseProxyHeader(.v2TooLong); return }
         let n = csys_peek(fd, input.writable.baseAddress, room)
         if n < 0 {
@@ -46,11 +44,11 @@ extension H1Connection {
             return
         }
         let seen = UnsafeRawBufferPointer(start: input.storage, count: input.writerIndex + n)
-        switch decoder.decode(seen, endOfInput: n == 0) {
-        case .needMoreData:
-            guard consumeHeaderBytes(n) else { return }
-        case .complete(let header):
-            guard consumeHeaderBytes(header.length - input.writerIndex) else { return }
+        switch reader.next(seen, taken: input.writerIndex, peerClosed: n == 0) {
+        case .consume(let count):
+            _ = consumeHeaderBytes(count)
+        case .complete(let header, let count):
+            guard consumeHeaderBytes(count) else { return }
             adopt(header, from: input.readable)
             input.readerIndex = input.writerIndex
             releaseInput()

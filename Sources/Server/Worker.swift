@@ -49,7 +49,7 @@ final class Worker {
     /// `--proxy-protocol`: the peers whose connections begin with a PROXY
     /// header (nil: off), and its decoder.
     let proxyPeers: TrustedPeers?
-    let proxyHeaderDecoder = ProxyHeaderDecoder()
+    let proxyHeaderReader = ProxyHeaderReader()
     /// --health-path, --limit-concurrency, --max-connection-age.
     var admission: Admission
     var out = OutputBuffer()

@@ -174,4 +174,32 @@ final class CommandLineProxyTests: XCTestCase {
         XCTAssertEqual(usageError(["--max-connection-age", "86400001"]),
                        "--max-connection-age must be an integer in 0...86400000, got '86400001'")
     }
+
+    func testHostileActivationVariablesNeverNameSocketsTheyShouldNot() throws {
+        // Table: (LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES) -> descriptors served, or a startup error (nil).
+        let cases: [(String?, String?, String?, [Int32]?)] = [
+            ("42", "1", "a:b:c:d", [3]),  // more names than sockets: the extra ones are ignored
+            ("42", "2", ":::::", [3, 4]),
+            ("42", "64", nil, (3..<67).map { Int32($0) }),
+            ("42", "1", String(repeating: ":", count: 10_000), [3]),
+            ("42", " 1", nil, nil),
+            ("42", "+1", nil, nil),
+            ("42", "1 ", nil, nil),
+            ("42", "0x1", nil, nil),
+            ("42", "99999999999999999999", nil, nil),
+            ("042", "1", nil, [3]),  // a decimal with a leading zero is still this process
+            ("42 ", "1", nil, nil),
+            ("", "1", nil, nil),
+            ("4294967338", "1", nil, nil),  // 42 + 2^32 must not wrap to 42
+            ("42", "", nil, nil),
+        ]
+        for (pid, fds, names, expected) in cases {
+            do {
+                let got = try SocketActivation.parse(pid: 42, listenPID: pid, listenFDs: fds, names: names)
+                XCTAssertEqual(got?.sockets.map(\.fd) ?? [], expected ?? [-1], "\(pid ?? "nil") \(fds ?? "nil")")
+            } catch {
+                XCTAssertNil(expected, "\(pid ?? "nil") \(fds ?? "nil"): \(error.message)")
+            }
+        }
+    }
 }
