@@ -289,9 +289,12 @@ def test_systemd_socket_activation_serves_each_named_socket(
     assert status == 200
     assert json.loads(body) == {}, "LISTEN_* are removed before the application starts"
     assert get(str(path), "/env")[0] == 200
-    log = server.stderr.text()
-    assert f"listening on http://127.0.0.1:{port} (inherited descriptor 3, systemd name 'web')" in log
-    assert f"listening on unix:{path} (inherited descriptor 4, systemd name 'local')" in log
+    # The supervisor logs once the first worker reports ready, which may come after that worker's first answer.
+    for line in (
+        f"listening on http://127.0.0.1:{port} (inherited descriptor 3, systemd name 'web')",
+        f"listening on unix:{path} (inherited descriptor 4, systemd name 'local')",
+    ):
+        assert server.stderr.wait_for(lambda text, line=line: line in text, 10) is not None, server.stderr.text()
 
 
 def test_activation_for_another_process_is_ignored_and_removed(spawn: Callable[..., Server]) -> None:
