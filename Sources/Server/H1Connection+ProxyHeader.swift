@@ -14,10 +14,9 @@ import Proxy
 /// The header is read from the socket with MSG_PEEK and only its own bytes
 /// are consumed (`ProxyHeaderReader` says how many), so whatever follows it
 /// (TLS records, which OpenSSL reads from the descriptor itself) stays in
-/// the socket. The reads are bounded (spec §2.1:
-/// 107 bytes for v1; §2.2: 16 + the length for v2, refused beyond
-/// `ProxyHeaderDecoder.maxV2Length`), and the header must be complete within
-/// --request-timeout. A bad header closes the connection at once without a
+/// the socket. The reads are bounded (spec §2.1: 107 bytes for v1; §2.2:
+/// 16 + the length for v2, refused beyond `ProxyHeaderDecoder.maxV2Length`),
+/// and the header must be complete within --request-timeout. A bad header closes the connection at once without a
 /// response and without calling the application (spec §2.2: "receivers
 /// must drop connections presenting unexpected values").
 extension H1Connection {
@@ -49,7 +48,7 @@ extension H1Connection {
             _ = consumeHeaderBytes(count)
         case .complete(let header, let count):
             guard consumeHeaderBytes(count) else { return }
-            adopt(header, from: input.readable)
+            adopt(header)
             input.readerIndex = input.writerIndex
             releaseInput()
             startConnection()
@@ -74,7 +73,7 @@ extension H1Connection {
     /// The relayed client becomes the connection's peer (a `LOCAL` command,
     /// `UNSPEC`, v1 `UNKNOWN` and `AF_UNIX` keep the socket's); the server
     /// side stays the socket's own. The SSL TLV is kept for the application.
-    private func adopt(_ header: ProxyHeader, from bytes: UnsafeRawBufferPointer) {
+    private func adopt(_ header: ProxyHeader) {
         let socket = peer!
         if let (address, port) = header.clientAddress {
             peer = PeerInfo(address: .ip(address), remoteAddress: address.description, remotePort: Int(port),

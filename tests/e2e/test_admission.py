@@ -18,6 +18,7 @@ import h2.events as h2_events
 import pytest
 from asgi_support import rss_kib
 from h2client import H2Client
+from h2client import Response as H2Response
 from rawhttp import ConnectionClosedError, RawConnection, Response, request
 
 pytest.register_assert_rewrite("tls_support")
@@ -110,7 +111,15 @@ def test_http2_streams_beyond_the_limit_get_503(start_server: Callable[..., Serv
     # WSGI without threads runs one request at a time: the other streams wait their turn, and count.
     server = start_server(target, "--limit-concurrency", "2")
     with H2Client(server.port) as client:
-        sids = [client.send("GET", "/slow?ms=800") for _ in range(5)]
+        # All five HEADERS in one write, so the server sees them in one read, before any is answered.
+        sids = []
+        for _ in range(5):
+            sid = client.conn.get_next_available_stream_id()
+            client.responses[sid] = H2Response(sid)
+            fields = [(":method", "GET"), (":scheme", "http"), (":authority", "localhost"), (":path", "/slow?ms=800")]
+            client.conn.send_headers(sid, fields, end_stream=True)
+            sids.append(sid)
+        client.flush()
         responses = client.collect(*sids, timeout=20)
     statuses = [r.status for r in responses]
     assert statuses.count(200) == 2
