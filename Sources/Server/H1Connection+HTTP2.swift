@@ -25,10 +25,10 @@ extension H1Connection {
         phase = .http2
         let session = H2Session(connection: self)
         h2HandOff = .session(session)
+        // A connection that comes while draining (--drain-delay) is
+        // served, and told to go elsewhere after its first response.
+        if worker.draining { session.goAwayAfterFirstResponse() }
         session.start()
-        // A connection that comes while draining (--drain-delay) gets its
-        // GOAWAY at once: served, but told to go elsewhere next.
-        if worker.draining { session.goAway() }
     }
 
     /// One write of `bytes` (the HTTP/2 output); how many the socket took,

@@ -37,8 +37,9 @@ final class H2Session {
     private var waitsForThread = false
     /// The peer sent GOAWAY, or we did: finish what is open, then close.
     private var goingAway = false
-    /// Past --max-connection-age: the next completed response brings a GOAWAY.
-    private var agedOut = false
+    /// Past --max-connection-age, or opened while draining: the next
+    /// completed response brings a GOAWAY.
+    private var goAwayAfterResponse = false
     private(set) var closed = false
     /// Streams carrying a WebSocket (RFC 8441), each with a timer of its own.
     var webSockets: [H2Stream] = []
@@ -200,7 +201,7 @@ final class H2Session {
         s.bodyEnded = endStream
         // --max-connection-age: this stream is served, and its response
         // is followed by a GOAWAY (see checkDone).
-        if !agedOut && connection.pastMaxAge { agedOut = true }
+        if !goAwayAfterResponse && connection.pastMaxAge { goAwayAfterResponse = true }
         guard s.prepareRequest(head, peer: connection.peer) else {
             // CONNECT without an extended protocol: nothing here serves it.
             streams[id] = s
@@ -426,7 +427,7 @@ final class H2Session {
         }
         streams[s.id] = nil
         endCounted(s)
-        if agedOut && !goingAway {
+        if goAwayAfterResponse && !goingAway {
             // After the response's last frames, which the flush that
             // follows every completed response writes out with it (a GOAWAY
             // before them would make strict clients drop the response).
@@ -615,6 +616,13 @@ final class H2Session {
         goingAway = true
         core.goAway(code: .noError)
         afterIO()
+    }
+
+    /// A connection that comes while draining (--drain-delay): its first
+    /// request is served, and a GOAWAY follows its response. (A GOAWAY
+    /// before any stream would refuse them all: its last stream ID is 0.)
+    func goAwayAfterFirstResponse() {
+        goAwayAfterResponse = true
     }
 
     /// The stream counted for --limit-concurrency ended.

@@ -149,6 +149,13 @@ def test_after_sigterm_the_drain_delay_serves_with_the_health_path_at_503(
     # The load balancer's probe fails; requests that still come are served, on new connections too.
     assert h1(server, "/healthz") == (503, b"Service Unavailable", "close")
     assert h2(server, "/healthz") == (503, b"Service Unavailable")
+    # A new HTTP/2 connection is served, then told to go elsewhere (GOAWAY after its first response).
+    with H2Client(server.port) as fresh:
+        assert fresh.request("GET", "/during-h2").status == 200
+        deadline = time.monotonic() + 5
+        while fresh.terminated is None and time.monotonic() < deadline and fresh.read_once():
+            pass
+        assert isinstance(fresh.terminated, h2_events.ConnectionTerminated)
     status, body, connection = h1(server, "/during")
     assert (status, connection) == (200, "close")
     assert body.startswith(b"ok ")
@@ -168,7 +175,7 @@ def test_after_sigterm_the_drain_delay_serves_with_the_health_path_at_503(
     assert server.process.wait(timeout=15) == 0
     assert time.monotonic() - started >= 2.9
     assert refused(server)
-    assert {"call /before", "call /during", "call /kept"} <= set(server.calls())
+    assert {"call /before", "call /during", "call /during-h2", "call /kept"} <= set(server.calls())
 
 
 def test_a_request_in_flight_at_the_end_of_the_delay_completes(start_server: Callable[..., Server]) -> None:
