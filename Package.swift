@@ -65,8 +65,9 @@ let package = Package(
         .target(name: "QUIC", dependencies: ["Core", "CTLS"], swiftSettings: strict),
         // Sans-I/O RFC 6455 framing and handshake helpers; permessage-deflate (RFC 7692) over CZlib.
         .target(name: "WebSocket", dependencies: ["Core", "CZlib"], swiftSettings: strict),
-        // TLS contexts and sessions for the server (over CTLS).
-        .target(name: "TLS", dependencies: ["CTLS", "Core"], swiftSettings: strict),
+        // TLS contexts and sessions for the server (over CTLS), and TLS for
+        // QUIC: QUIC's CryptoHandshake over OpenSSL.
+        .target(name: "TLS", dependencies: ["CTLS", "QUIC", "Core"], swiftSettings: strict),
         // One request/response exchange, whatever carries it: the per-request
         // state and the decisions that do not depend on framing. No Python.
         .target(name: "Exchanges", dependencies: ["Core"], swiftSettings: strict),
@@ -97,6 +98,9 @@ let package = Package(
         .executableTarget(name: "fuzz-hpack", dependencies: ["FuzzSupport", "HTTP2", "Core"], path: "fuzz/Sources/fuzz-hpack", swiftSettings: strict),
         // libFuzzer entry point for QPACK field sections and the encoder stream.
         .executableTarget(name: "fuzz-qpack", dependencies: ["FuzzSupport", "HTTP3", "HTTPFields", "Core"], path: "fuzz/Sources/fuzz-qpack", swiftSettings: strict),
+        // libFuzzer entry point for the HTTP/3 server session over abstract streams.
+        .executableTarget(name: "fuzz-h3-session", dependencies: ["FuzzSupport", "HTTP3", "HTTPFields", "Core"], path: "fuzz/Sources/fuzz-h3-session",
+                          swiftSettings: strict),
         // libFuzzer entry point for the Forwarded/X-Forwarded-* resolver.
         .executableTarget(name: "fuzz-forwarded", dependencies: ["FuzzSupport", "Proxy", "Core"], path: "fuzz/Sources/fuzz-forwarded", swiftSettings: strict),
         // libFuzzer entry point for the PROXY protocol v1/v2 decoder.
@@ -107,6 +111,7 @@ let package = Package(
                           swiftSettings: strict),
 
         .testTarget(name: "QUICTests", dependencies: ["QUIC", "Core"], swiftSettings: strict),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "QUIC", "Core"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "Core"], swiftSettings: strict),
         .testTarget(name: "HTTPFieldsTests", dependencies: ["HTTPFields", "Core"], swiftSettings: strict),

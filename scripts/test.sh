@@ -11,7 +11,9 @@
 #      QPACK/HTTP/3 frames, Forwarded headers, PROXY protocol, QUIC packets);
 #   5b. the benchmark harness in smoke mode (one short round, peregrine only);
 #   6. pytest: end-to-end tests against the installed server, and the install
-#      test (fresh venvs of two interpreters);
+#      test (fresh venvs of two interpreters); the framework matrix's outcomes
+#      (tests/e2e/test_framework_matrix.py) must be the table in CONFIG.md
+#      (scripts/framework_matrix.py --check);
 #   7. the ASGI, HTTP/2 and WebSocket end-to-end tests again on a debug build,
 #      which keeps Swift's run-time exclusivity checks (not the 100k-request
 #      leak test: it measures the release binary, and takes minutes on debug);
@@ -55,7 +57,7 @@ fi
 step "test venv ($($python --version 2>&1)) and pip install ."
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q -r tests/requirements.txt -r tests/requirements-asgi.txt -r tests/requirements-ws.txt -r tests/requirements-h2.txt ruff mypy
+"$venv/bin/python" -m pip install -q -r tests/requirements.txt -r tests/requirements-asgi.txt -r tests/requirements-ws.txt -r tests/requirements-h2.txt -r tests/requirements-frameworks.txt ruff mypy
 "$venv/bin/python" -m pip install -q .
 "$venv/bin/peregrine" --version
 
@@ -73,7 +75,11 @@ step "benchmark smoke (benchmarks/run.py --quick)"
 "$venv/bin/python" benchmarks/run.py --quick --peregrine "$venv/bin/peregrine"
 
 step "pytest"
-"$venv/bin/python" -m pytest tests -q -p no:cacheprovider
+matrix="$root/.build/framework-matrix.json"
+rm -f "$matrix"
+PEREGRINE_FRAMEWORK_MATRIX="$matrix" "$venv/bin/python" -m pytest tests -q -p no:cacheprovider
+# The docs table of frameworks x protocols is what this run produced, or CI fails with the difference.
+"$venv/bin/python" scripts/framework_matrix.py --check "$matrix"
 
 # Release builds run without Swift's run-time exclusivity checks (see
 # Package.swift); the asynchronous paths, where an overlapping access could

@@ -1,21 +1,18 @@
-// See include/ctls.h. All OpenSSL use of the server lives here.
+// See include/ctls.h. All OpenSSL use of the TCP server lives here; the
+// certificates, SNI and ticket keys it shares with QUIC are in tls_identity.c.
 #define _GNU_SOURCE
 #include "ctls.h"
+#include "tls_identity.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/kdf.h>
 #include <openssl/pem.h>
-#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -23,32 +20,13 @@
 // many bytes becomes one record.
 #define RECORD_MAX 16384
 
-struct pair {
-    SSL_CTX *ctx;
-    char **names;  // lower-case DNS names (wildcards kept as "*.x.y")
-    int nnames;
-    char *pem;
-};
-
-struct ticket_key {
-    int64_t index;  // period index; -1: unused
-    uint8_t name[16];
-    uint8_t aes[32];
-    uint8_t hmac[32];
-};
-
 struct ctls_server {
     char *ciphers;
     char *ca_file;
     int client_cert_mode;
     uint8_t *alpn;
     size_t alpn_len;
-    struct pair *pairs;
-    int npairs;
-    uint8_t secret[64];
-    size_t secret_len;
-    int period;
-    struct ticket_key keys[3];
+    struct ctls_identity id;
 };
 
 struct ctls_conn {
@@ -58,41 +36,6 @@ struct ctls_conn {
     size_t flen;
     int shut;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b) {
-    if (!err || errlen == 0) return;
-    // The most specific OpenSSL reason, if any, goes after the text.
-    unsigned long e = ERR_peek_last_error();
-    char reason[200] = "";
-    if (e) {
-        const char *r = ERR_reason_error_string(e);
-        if (r) snprintf(reason, sizeof reason, " (%s)", r);
-    }
-    char text[700];
-    snprintf(text, sizeof text, fmt, a ? a : "", b ? b : "");
-    snprintf(err, errlen, "%s%s", text, reason);
-    ERR_clear_error();
-}
-
-static char *dup_str(const char *s) {
-    if (!s) return NULL;
-    size_t n = strlen(s);
-    char *p = malloc(n + 1);
-    if (p) memcpy(p, s, n + 1);
-    return p;
-}
-
-static char *bio_text(BIO *bio) {
-    char *data = NULL;
-    long n = BIO_get_mem_data(bio, &data);
-    char *out = malloc((size_t)n + 1);
-    if (out) {
-        if (n > 0) memcpy(out, data, (size_t)n);
-        out[n] = 0;
-    }
-    BIO_free(bio);
-    return out;
-}
 
 // MARK: - Callbacks
 
@@ -116,119 +59,15 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
     return SSL_TLSEXT_ERR_OK;
 }
 
-// RFC 6125 §6.4.3: `*.example.com` matches one whole left-most label.
-static int name_matches(const char *pattern, const char *host) {
-    if (pattern[0] == '*' && pattern[1] == '.') {
-        const char *dot = strchr(host, '.');
-        if (!dot || dot == host) return 0;
-        return strcasecmp(dot + 1, pattern + 2) == 0;
-    }
-    return strcasecmp(pattern, host) == 0;
-}
-
-static int find_pair(ctls_server *s, const char *host) {
-    // Exact names win over wildcards; the first pair listed wins a tie.
-    for (int wild = 0; wild < 2; wild++)
-        for (int i = 0; i < s->npairs; i++)
-            for (int j = 0; j < s->pairs[i].nnames; j++) {
-                const char *n = s->pairs[i].names[j];
-                int isWild = n[0] == '*';
-                if (isWild == wild && name_matches(n, host)) return i;
-            }
-    return 0;
-}
-
-static int servername(SSL *ssl, int *alert, void *arg) {
-    (void)alert;
-    ctls_server *s = arg;
-    const char *host = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-    if (!host || s->npairs < 2) return SSL_TLSEXT_ERR_OK;
-    char buf[256];
-    size_t n = strlen(host);
-    if (n == 0 || n >= sizeof buf) return SSL_TLSEXT_ERR_OK;
-    memcpy(buf, host, n + 1);
-    if (buf[n - 1] == '.') buf[n - 1] = 0;
-    int i = find_pair(s, buf);
-    if (i > 0) SSL_set_SSL_CTX(ssl, s->pairs[i].ctx);
-    // Unknown names get the first pair rather than an alert.
-    return SSL_TLSEXT_ERR_OK;
-}
-
-static int derive_key(ctls_server *s, int64_t index, struct ticket_key *k) {
-    uint8_t out[80];
-    size_t outlen = sizeof out;
-    uint8_t info[24] = "peregrine ticket key ";
-    for (int i = 0; i < 8; i++) info[16 + i] = (uint8_t)((uint64_t)index >> (56 - 8 * i));
-    int ok = 0;
-    EVP_PKEY_CTX *p = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, NULL);
-    if (p && EVP_PKEY_derive_init(p) > 0 && EVP_PKEY_CTX_set_hkdf_md(p, EVP_sha256()) > 0 &&
-        EVP_PKEY_CTX_set1_hkdf_key(p, s->secret, (int)s->secret_len) > 0 &&
-        EVP_PKEY_CTX_add1_hkdf_info(p, info, sizeof info) > 0 && EVP_PKEY_derive(p, out, &outlen) > 0) {
-        memcpy(k->name, out, 16);
-        memcpy(k->aes, out + 16, 32);
-        memcpy(k->hmac, out + 48, 32);
-        k->index = index;
-        ok = 1;
-    }
-    EVP_PKEY_CTX_free(p);
-    OPENSSL_cleanse(out, sizeof out);
-    return ok;
-}
-
-static struct ticket_key *key_for(ctls_server *s, int64_t index) {
-    for (int i = 0; i < 3; i++)
-        if (s->keys[i].index == index) return &s->keys[i];
-    // Replace the oldest slot.
-    int victim = 0;
-    for (int i = 1; i < 3; i++)
-        if (s->keys[i].index < s->keys[victim].index) victim = i;
-    if (!derive_key(s, index, &s->keys[victim])) {
-        s->keys[victim].index = -1;
-        return NULL;
-    }
-    return &s->keys[victim];
-}
-
-static int set_mac(EVP_MAC_CTX *mac, struct ticket_key *k) {
-    OSSL_PARAM params[3];
-    params[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, k->hmac, 32);
-    params[1] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0);
-    params[2] = OSSL_PARAM_construct_end();
-    return EVP_MAC_CTX_set_params(mac, params);
-}
-
-// Every worker derives the same keys from the supervisor's secret, so a
-// ticket from one worker resumes on any other.
-static int ticket_key_cb(SSL *ssl, unsigned char *key_name, unsigned char *iv, EVP_CIPHER_CTX *cipher,
-                         EVP_MAC_CTX *mac, int enc) {
-    ctls_server *s = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
-    if (!s || s->secret_len == 0) return 0;
-    int64_t now = (int64_t)time(NULL) / s->period;
-    if (enc) {
-        struct ticket_key *k = key_for(s, now);
-        if (!k || RAND_bytes(iv, 16) != 1) return -1;
-        memcpy(key_name, k->name, 16);
-        if (EVP_EncryptInit_ex(cipher, EVP_aes_256_cbc(), NULL, k->aes, iv) != 1 || !set_mac(mac, k)) return -1;
-        return 1;
-    }
-    for (int64_t index = now; index >= now - 1; index--) {
-        struct ticket_key *k = key_for(s, index);
-        if (!k || memcmp(key_name, k->name, 16) != 0) continue;
-        if (!set_mac(mac, k) || EVP_DecryptInit_ex(cipher, EVP_aes_256_cbc(), NULL, k->aes, iv) != 1) return -1;
-        return index == now ? 1 : 2;  // 2: valid, but issue a ticket under the current key
-    }
-    return 0;  // unknown or expired key: a full handshake
-}
-
 // MARK: - Configuration
 
 static SSL_CTX *make_ctx(ctls_server *s, char *err, size_t errlen) {
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) {
-        set_err(err, errlen, "cannot create a TLS context%s%s", NULL, NULL);
+        ctls_set_err(err, errlen, "cannot create a TLS context%s%s", NULL, NULL);
         return NULL;
     }
-    SSL_CTX_set_app_data(ctx, s);
+    ctls_identity_attach(&s->id, ctx);
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE |
@@ -244,13 +83,13 @@ static SSL_CTX *make_ctx(ctls_server *s, char *err, size_t errlen) {
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"peregrine", 9);
     SSL_CTX_set_num_tickets(ctx, 1);
     if (s->ciphers && SSL_CTX_set_cipher_list(ctx, s->ciphers) != 1) {
-        set_err(err, errlen, "--tls-ciphers '%s' selects no TLS 1.2 cipher%s", s->ciphers, NULL);
+        ctls_set_err(err, errlen, "--tls-ciphers '%s' selects no TLS 1.2 cipher%s", s->ciphers, NULL);
         SSL_CTX_free(ctx);
         return NULL;
     }
     if (s->ca_file) {
         if (SSL_CTX_load_verify_locations(ctx, s->ca_file, NULL) != 1) {
-            set_err(err, errlen, "cannot load the CA certificates in %s%s", s->ca_file, NULL);
+            ctls_set_err(err, errlen, "cannot load the CA certificates in %s%s", s->ca_file, NULL);
             SSL_CTX_free(ctx);
             return NULL;
         }
@@ -263,8 +102,6 @@ static SSL_CTX *make_ctx(ctls_server *s, char *err, size_t errlen) {
             SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, verify_optional);
     }
     if (s->alpn_len > 0) SSL_CTX_set_alpn_select_cb(ctx, alpn_select, s);
-    SSL_CTX_set_tlsext_servername_callback(ctx, servername);
-    SSL_CTX_set_tlsext_servername_arg(ctx, s);
     return ctx;
 }
 
@@ -272,16 +109,15 @@ ctls_server *ctls_server_new(const char *ciphers, const char *ca_file, int clien
                              size_t alpn_len, char *err, size_t errlen) {
     ctls_server *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    s->ciphers = dup_str(ciphers);
-    s->ca_file = dup_str(ca_file);
+    s->ciphers = ctls_dup_str(ciphers);
+    s->ca_file = ctls_dup_str(ca_file);
     s->client_cert_mode = client_cert_mode;
     if (alpn_len > 0) {
         s->alpn = malloc(alpn_len);
         memcpy(s->alpn, alpn, alpn_len);
         s->alpn_len = alpn_len;
     }
-    for (int i = 0; i < 3; i++) s->keys[i].index = -1;
-    s->period = 3600;
+    ctls_identity_init(&s->id);
     // Check the shared settings once, so their errors come before any
     // certificate's.
     SSL_CTX *probe = make_ctx(s, err, errlen);
@@ -293,112 +129,22 @@ ctls_server *ctls_server_new(const char *ciphers, const char *ca_file, int clien
     return s;
 }
 
-static int readable(const char *path, const char *what, char *err, size_t errlen) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        char text[300];
-        snprintf(text, sizeof text, "cannot read %s %%s: %s%%s", what, strerror(errno));
-        ERR_clear_error();
-        set_err(err, errlen, text, path, NULL);
-        return 0;
-    }
-    fclose(f);
-    return 1;
-}
-
-static void collect_names(struct pair *p, X509 *x) {
-    GENERAL_NAMES *gens = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
-    int count = gens ? sk_GENERAL_NAME_num(gens) : 0;
-    p->names = calloc((size_t)count + 1, sizeof(char *));
-    for (int i = 0; i < count; i++) {
-        GENERAL_NAME *g = sk_GENERAL_NAME_value(gens, i);
-        if (g->type != GEN_DNS) continue;
-        const unsigned char *d = ASN1_STRING_get0_data(g->d.dNSName);
-        int n = ASN1_STRING_length(g->d.dNSName);
-        if (n <= 0 || memchr(d, 0, (size_t)n)) continue;
-        char *name = malloc((size_t)n + 1);
-        memcpy(name, d, (size_t)n);
-        name[n] = 0;
-        p->names[p->nnames++] = name;
-    }
-    GENERAL_NAMES_free(gens);
-    if (p->nnames == 0) {
-        // No DNS names: the subject's common name stands in (RFC 6125 §6.4.4).
-        char cn[256];
-        if (X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, cn, sizeof cn) > 0)
-            p->names[p->nnames++] = dup_str(cn);
-    }
-    ERR_clear_error();
-}
-
 int ctls_server_add_pair(ctls_server *s, const char *cert_file, const char *key_file, char *err, size_t errlen) {
-    if (!readable(cert_file, "certificate file", err, errlen) || !readable(key_file, "key file", err, errlen))
-        return -1;
     SSL_CTX *ctx = make_ctx(s, err, errlen);
     if (!ctx) return -1;
-    if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
-        set_err(err, errlen, "cannot load the certificate chain in %s%s", cert_file, NULL);
-        SSL_CTX_free(ctx);
-        return -1;
-    }
-    if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
-        if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
-            ERR_clear_error();
-            set_err(err, errlen, "the private key in %s does not match the certificate in %s", key_file, cert_file);
-        } else {
-            set_err(err, errlen, "cannot load the private key in %s%s", key_file, NULL);
-        }
-        SSL_CTX_free(ctx);
-        return -1;
-    }
-    if (SSL_CTX_check_private_key(ctx) != 1) {
-        ERR_clear_error();
-        set_err(err, errlen, "the private key in %s does not match the certificate in %s", key_file, cert_file);
-        SSL_CTX_free(ctx);
-        return -1;
-    }
-    struct pair *grown = realloc(s->pairs, sizeof(struct pair) * (size_t)(s->npairs + 1));
-    if (!grown) {
-        SSL_CTX_free(ctx);
-        return -1;
-    }
-    s->pairs = grown;
-    struct pair *p = &s->pairs[s->npairs++];
-    memset(p, 0, sizeof *p);
-    p->ctx = ctx;
-    X509 *x = SSL_CTX_get0_certificate(ctx);
-    collect_names(p, x);
-    BIO *bio = BIO_new(BIO_s_mem());
-    PEM_write_bio_X509(bio, x);
-    p->pem = bio_text(bio);
-    if (s->secret_len > 0) SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_key_cb);
-    return 0;
+    return ctls_identity_add_pair(&s->id, ctx, cert_file, key_file, err, errlen);
 }
 
 int ctls_server_set_ticket_secret(ctls_server *s, const uint8_t *secret, size_t len, int period_seconds) {
-    if (len == 0 || len > sizeof s->secret || period_seconds <= 0) return -1;
-    memcpy(s->secret, secret, len);
-    s->secret_len = len;
-    s->period = period_seconds;
-    for (int i = 0; i < 3; i++) s->keys[i].index = -1;
-    for (int i = 0; i < s->npairs; i++) SSL_CTX_set_tlsext_ticket_key_evp_cb(s->pairs[i].ctx, ticket_key_cb);
-    return 0;
+    return ctls_identity_set_ticket_secret(&s->id, secret, len, period_seconds);
 }
 
 void ctls_server_free(ctls_server *s) {
     if (!s) return;
-    for (int i = 0; i < s->npairs; i++) {
-        SSL_CTX_free(s->pairs[i].ctx);
-        for (int j = 0; j < s->pairs[i].nnames; j++) free(s->pairs[i].names[j]);
-        free(s->pairs[i].names);
-        free(s->pairs[i].pem);
-    }
-    free(s->pairs);
+    ctls_identity_free(&s->id);
     free(s->ciphers);
     free(s->ca_file);
     free(s->alpn);
-    OPENSSL_cleanse(s->secret, sizeof s->secret);
-    OPENSSL_cleanse(s->keys, sizeof s->keys);
     free(s);
 }
 
@@ -406,11 +152,11 @@ void ctls_server_free(ctls_server *s) {
 // MARK: - Connections
 
 ctls_conn *ctls_conn_new(ctls_server *s, int fd) {
-    if (!s || s->npairs == 0) return NULL;
+    if (!s || s->id.npairs == 0) return NULL;
     ctls_conn *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->server = s;
-    c->ssl = SSL_new(s->pairs[0].ctx);
+    c->ssl = SSL_new(s->id.pairs[0].ctx);
     if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
         ERR_clear_error();
         SSL_free(c->ssl);
@@ -578,10 +324,8 @@ const char *ctls_cipher_name(ctls_conn *c) {
 }
 
 const char *ctls_server_cert_pem(ctls_conn *c) {
-    SSL_CTX *ctx = SSL_get_SSL_CTX(c->ssl);
-    for (int i = 0; i < c->server->npairs; i++)
-        if (c->server->pairs[i].ctx == ctx) return c->server->pairs[i].pem;
-    return NULL;
+    int i = ctls_identity_pair_of(&c->server->id, SSL_get_SSL_CTX(c->ssl));
+    return i < 0 ? NULL : c->server->id.pairs[i].pem;
 }
 
 int ctls_peer_verify(ctls_conn *c, char *verify_error, size_t len) {
@@ -597,7 +341,7 @@ static char *pem_of(X509 *x) {
     BIO *bio = BIO_new(BIO_s_mem());
     if (!bio) return NULL;
     PEM_write_bio_X509(bio, x);
-    return bio_text(bio);
+    return ctls_bio_text(bio);
 }
 
 char *ctls_peer_cert_pem(ctls_conn *c, int index) {
@@ -639,7 +383,7 @@ char *ctls_peer_cert_field(ctls_conn *c, int field) {
     default: break;
     }
     ERR_clear_error();
-    return bio_text(bio);
+    return ctls_bio_text(bio);
 }
 
 void ctls_free(void *p) { free(p); }

@@ -37,4 +37,12 @@ public enum HTTPSemantics {
         name.count == 4 && (name[0] | 0x20) == 0x64 && (name[1] | 0x20) == 0x61 && (name[2] | 0x20) == 0x74
             && (name[3] | 0x20) == 0x65
     }
+
+    /// The field name is `Alt-Svc` (RFC 7838 §3), in any case: the server
+    /// advertises HTTP/3 with one unless the application gave its own
+    /// (RFC 9114 §3.1.1).
+    @inlinable
+    public static func isAltSvcField(_ name: UnsafeRawBufferPointer) -> Bool {
+        name.count == 7 && name.equalsIgnoringASCIICase("alt-svc")
+    }
 }

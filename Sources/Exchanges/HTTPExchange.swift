@@ -139,6 +139,9 @@ public struct HTTPExchange: Sendable {
         public var bodyless: Bool
         /// Add a `date` field (the application gave none).
         public var addsDate: Bool
+        /// The application gave an `alt-svc` field: the server adds none of
+        /// its own (RFC 9114 §3.1.1 advertising, with `--http3`).
+        public var hasAltSvc: Bool
         /// The `content-length` field to send, if any.
         public var contentLength: Int64?
     }
@@ -160,8 +163,16 @@ public struct HTTPExchange: Sendable {
         bodyless = HTTPSemantics.isBodyless(status: s, isHead: isHead)
         let length = HTTPSemantics.statusHasNoContent(s) ? nil : head.contentLength
         responseLength = bodyless ? nil : length
-        return ResponsePlan(status: s, bodyless: bodyless,
-                            addsDate: !head.fields.contains { HTTPSemantics.isDateField($0.name) }, contentLength: length)
+        // One pass over the application's fields for both names.
+        var hasDate = false, hasAltSvc = false
+        for f in head.fields {
+            switch f.name.count {
+            case 4: hasDate = hasDate || HTTPSemantics.isDateField(f.name)
+            case 7: hasAltSvc = hasAltSvc || HTTPSemantics.isAltSvcField(f.name)
+            default: continue
+            }
+        }
+        return ResponsePlan(status: s, bodyless: bodyless, addsDate: !hasDate, hasAltSvc: hasAltSvc, contentLength: length)
     }
 
     /// The body will end with trailer fields, not with its last block.

@@ -32,6 +32,7 @@ struct ASGIKeys {
     let http11 = Py.intern("1.1")
     let http10 = Py.intern("1.0")
     let http2 = Py.intern("2")
+    let http3 = Py.intern("3")
     let httpRequest = Py.intern("http.request")
     let httpDisconnect = Py.intern("http.disconnect")
     let responseStart = Py.intern("http.response.start")

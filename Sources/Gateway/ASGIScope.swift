@@ -40,9 +40,9 @@ struct ASGIScopeBuilder {
         template = t
     }
 
-    /// "HTTP/1.0", "HTTP/1.1", "HTTP/2" as the scope's `http_version`.
+    /// "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3" as the scope's `http_version`.
     private func versionKey(_ v: StaticString) -> PyRef {
-        if v.utf8CodeUnitCount < 8 { return keys.http2 }
+        if v.utf8CodeUnitCount < 8 { return v.utf8Start[5] == 0x33 ? keys.http3 : keys.http2 }
         return v.utf8Start[7] == 0x30 ? keys.http10 : keys.http11
     }
 

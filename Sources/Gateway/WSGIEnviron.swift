@@ -88,7 +88,7 @@ struct WSGIEnvironBuilder: ~Copyable {
         switch request.httpVersion.utf8CodeUnitCount {
         case 8 where request.httpVersion.utf8Start[7] == 0x30: proto = keys.http10
         case 8: proto = keys.http11
-        default: proto = keys.http2
+        default: proto = request.httpVersion.utf8Start[5] == 0x33 ? keys.http3 : keys.http2
         }
         PyDict_SetItem(env, keys.serverProtocol, proto)
         setPeer(env, request.peer)

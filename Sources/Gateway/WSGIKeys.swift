@@ -34,6 +34,7 @@ struct WSGIKeys {
     let http11 = Py.intern("HTTP/1.1")
     let http10 = Py.intern("HTTP/1.0")
     let http2 = Py.intern("HTTP/2")
+    let http3 = Py.intern("HTTP/3")
     let emptyString = Py.intern("")
     let close = Py.intern("close")
 

@@ -6,6 +6,7 @@ import Core
 ///     HTTP/1.1 200 OK\r\n                 status line (RFC 9112 §4)
 ///     <application's fields>\r\n          as given, in order
 ///     date: <date>\r\n                    when the exchange adds one
+///     alt-svc: <value>\r\n               when the server advertises HTTP/3
 ///     content-length: 5\r\n               or transfer-encoding: chunked
 ///     connection: close\r\n               or keep-alive (1.0), or nothing
 ///     \r\n
@@ -25,6 +26,8 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
     @usableFromInline let framing: H1ResponseFraming
     /// The server's date, or nil when none is added.
     @usableFromInline let date: UnsafeRawBufferPointer?
+    /// The server's `alt-svc` value, or nil.
+    @usableFromInline let altSvc: UnsafeRawBufferPointer?
     /// Bytes `write(into:)` writes.
     public let length: Int
 
@@ -37,9 +40,12 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
     ///     may in any other (RFC 9110 §6.6.1). The exchange decides
     ///     (`HTTPExchange.ResponsePlan.addsDate`); the fields are not
     ///     scanned again here.
+    ///   - altSvc: the server's `alt-svc` value (RFC 9114 §3.1.1), or nil
+    ///     when it advertises nothing or the application gave its own
+    ///     (`HTTPExchange.ResponsePlan.hasAltSvc`).
     @inlinable
     public init(status: Int, reason: UnsafeRawBufferPointer, fields: UnsafeBufferPointer<Field>,
-                framing: H1ResponseFraming, date: UnsafeRawBufferPointer?) {
+                framing: H1ResponseFraming, date: UnsafeRawBufferPointer?, altSvc: UnsafeRawBufferPointer? = nil) {
         self.status = UInt64(truncatingIfNeeded: status)
         self.reason = reason.isEmpty ? ReasonPhrase.reason(status).rawBytes : reason
         self.fields = fields
@@ -47,6 +53,8 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
         var n = HeadBytes.statusAndFieldsLength(self.status, reasonCount: self.reason.count, fields)
         self.date = date
         if let date { n += 8 + date.count }
+        self.altSvc = altSvc
+        if let altSvc { n += 11 + altSvc.count }
         if let length = framing.contentLengthField {
             n += 18 + HeadBytes.decimalLength(UInt64(truncatingIfNeeded: length))
         } else if framing.isChunked {
@@ -70,6 +78,11 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
         if let date {
             out.put("date: ")
             out.put(date)
+            out.put("\r\n")
+        }
+        if let altSvc {
+            out.put("alt-svc: ")
+            out.put(altSvc)
             out.put("\r\n")
         }
         if let length = framing.contentLengthField {

@@ -94,6 +94,21 @@ options:
   --tls-handshake-timeout MS
                            close a connection whose TLS handshake takes longer
                            (default 10000)
+  --http3                  also serve HTTP/3 over QUIC (UDP) on the same host;
+                           needs --tls-cert and --tls-key, and a TCP port.
+                           HTTP/1.1 and HTTP/2 responses over TLS advertise it
+                           (Alt-Svc)
+  --quic-port PORT         UDP port for HTTP/3 (default: the TCP port)
+  --http3-max-streams N    concurrent request streams per HTTP/3 connection
+                           (1-100000, default 100)
+  --quic-idle-timeout MS   close a QUIC connection idle this long (default
+                           30000)
+  --quic-stream-window BYTES
+                           receive window of one HTTP/3 request stream
+                           (16k-1g, default 1m)
+  --quic-connection-window BYTES
+                           receive window of a whole QUIC connection (16k-1g,
+                           default 4m; at least --quic-stream-window)
   --forwarded-allow-ips LIST
                            peers whose Forwarded / X-Forwarded-* headers are
                            honoured: comma-separated addresses and CIDR blocks
@@ -142,6 +157,8 @@ public enum CommandLineParser {
         var forwardedAllowIPs: String?
         var proxyAllowIPs: String?
         var addressGiven = (host: false, port: false, unix: false, fd: false)
+        // The QUIC options other than --http3 that were given, for checkHTTP3.
+        var http3Given: [String] = []
         var i = 0
         while i < arguments.count {
             let arg = arguments[i]
@@ -172,6 +189,7 @@ public enum CommandLineParser {
             func flag() throws(UsageError) {
                 if inlineValue != nil { throw UsageError(message: "option \(name) takes no value") }
             }
+            if name.hasPrefix("--quic-") || name == "--http3-max-streams" { http3Given.append(name) }
             switch name {
             case "--help": try flag(); return .printAndExit(usageText, status: 0)
             case "--version": try flag(); return .printAndExit("peregrine \(peregrineVersion)\n", status: 0)
@@ -285,6 +303,22 @@ public enum CommandLineParser {
                 config.tlsClientCert = mode
             case "--tls-handshake-timeout":
                 config.tlsHandshakeTimeoutMilliseconds = try integer(name, try value(), 1...86_400_000)
+            case "--http3": try flag(); config.http3 = true
+            case "--quic-port": config.quicPort = try integer(name, try value(), 0...65535)
+            case "--http3-max-streams":
+                config.http3MaxStreams = try integer(name, try value(), Config.http3MaxStreamsRange)
+            case "--quic-idle-timeout":
+                config.quicIdleTimeoutMilliseconds = try integer(name, try value(), Config.quicIdleTimeoutRange)
+            case "--quic-stream-window": config.quicStreamWindow = try size(name, try value(), Config.quicWindowRange)
+            case "--quic-connection-window":
+                config.quicConnectionWindow = try size(name, try value(), Config.quicWindowRange)
+            case "--worker-udp":
+                let v = try value()
+                guard let sockets = workerDatagramSockets(v) else {
+                    throw UsageError(message: "--worker-udp is internal (BASE:FD[,FD...])")
+                }
+                config.datagramSocketBase = sockets.base
+                config.inheritedDatagramSockets = sockets.fds
             case "--forwarded-allow-ips": forwardedAllowIPs = try value()
             case "--scheme":
                 let v = try value()
@@ -337,6 +371,7 @@ public enum CommandLineParser {
         }
         config.app = app
         try checkTLS(&config, clientCertGiven: tlsClientCertGiven)
+        try checkHTTP3(config, given: http3Given)
         if let list = forwardedAllowIPs {
             config.forwardedAllowIPs = try trustedPeers("--forwarded-allow-ips", list)
         } else if let list = environment("FORWARDED_ALLOW_IPS") {
@@ -372,6 +407,34 @@ public enum CommandLineParser {
             throw UsageError(message: "--tls-client-cert needs --tls-ca (the CA certificates to verify against)")
         }
         if config.tlsCA != nil && !clientCertGiven { config.tlsClientCert = .optional }
+    }
+
+    /// HTTP/3 options that only make sense together. QUIC always runs TLS
+    /// 1.3 (RFC 9001), with the TCP listener's certificates; it needs a TCP
+    /// host and port, since the UDP socket mirrors the TCP listener's
+    /// address and the port is advertised in `Alt-Svc` on TCP responses: a
+    /// unix socket sits behind a proxy, whose job HTTP/3 to clients is.
+    static func checkHTTP3(_ config: Config, given: [String]) throws(UsageError) {
+        guard config.http3 else {
+            if let first = given.first { throw UsageError(message: "\(first) needs --http3") }
+            return
+        }
+        if !config.tlsEnabled { throw UsageError(message: "--http3 needs --tls-cert and --tls-key (QUIC always runs TLS 1.3)") }
+        if config.unixPath != nil {
+            throw UsageError(message: "--http3 needs a TCP listener (--host/--port), not --unix: the UDP socket binds the TCP listener's address")
+        }
+        if config.quicStreamWindow > config.quicConnectionWindow {
+            throw UsageError(message: "--quic-stream-window (\(config.quicStreamWindow)) must not exceed --quic-connection-window (\(config.quicConnectionWindow))")
+        }
+    }
+
+    /// `BASE:FD[,FD...]` of the hidden `--worker-udp`.
+    static func workerDatagramSockets(_ text: String) -> (base: Int, fds: [Int32])? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let base = Int(parts[0]), base >= 0 else { return nil }
+        let fds = parts[1].split(separator: ",", omittingEmptySubsequences: false).map { Int32($0) }
+        guard !fds.isEmpty, fds.allSatisfy({ ($0 ?? -1) >= 0 }) else { return nil }
+        return (base, fds.map { $0! })
     }
 
     /// A trusted-address list; a bad item is a usage error that names it.

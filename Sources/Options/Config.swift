@@ -113,6 +113,27 @@ public struct Config: Sendable {
     public var tlsHandshakeTimeoutMilliseconds = 10_000
     public var tlsEnabled: Bool { !tlsCertificates.isEmpty }
 
+    /// HTTP/3 over QUIC (`--http3`, needs TLS): UDP sockets beside the TCP
+    /// listener, and `Alt-Svc` on HTTP/1.1 and HTTP/2 responses over TLS.
+    public var http3 = false
+    /// `--quic-port`: the UDP port (nil: the TCP port the listener got).
+    public var quicPort: Int?
+    /// Concurrent request streams a client may open per connection
+    /// (RFC 9000 §4.6 `initial_max_streams_bidi`).
+    public var http3MaxStreams = 100
+    public static let http3MaxStreamsRange = 1...100_000
+    /// A connection silent this long is closed without a word (RFC 9000
+    /// §10.1 `max_idle_timeout`; the effective period is never under three
+    /// PTOs, so a small value cannot cut a handshake short).
+    public var quicIdleTimeoutMilliseconds = 30_000
+    public static let quicIdleTimeoutRange = 1...86_400_000
+    /// Receive windows (RFC 9000 §4.1): what one request stream, and all of
+    /// a connection's streams together, may have in flight to us unread
+    /// (`initial_max_stream_data_bidi_remote`, `initial_max_data`).
+    public var quicStreamWindow = 1 << 20
+    public var quicConnectionWindow = 4 << 20
+    public static let quicWindowRange = (16 << 10)...(1 << 30)
+
     /// Peers whose `Forwarded` / `X-Forwarded-*` fields are honoured
     /// (`--forwarded-allow-ips`, else `FORWARDED_ALLOW_IPS`); empty: none.
     public var forwardedAllowIPs = TrustedPeers()
@@ -166,6 +187,17 @@ public struct Config: Sendable {
     public var workerThreads: Int {
         freeThreaded ? (workers == 0 ? Int(csys_cpu_count()) : workers) : 1
     }
+    /// Worker contexts (threads, each a worker of its own) in each worker
+    /// process: `workerThreads` under `freeThreaded`; otherwise 1, or the
+    /// internal, test-only `PEREGRINE_WORKER_CONTEXTS=N` (at most 64). The
+    /// supervisor needs it too: with `--http3` each context reads a UDP
+    /// socket of its own.
+    public func workerContexts(environment: (String) -> String? = getenvText) -> Int {
+        if freeThreaded { return workerThreads }
+        guard let text = environment("PEREGRINE_WORKER_CONTEXTS"), let n = Int(text), n >= 1 else { return 1 }
+        return min(n, 64)
+    }
+
     /// A worker silent (no heartbeat) this long is killed and replaced; 0
     /// disables the check.
     public var workerTimeoutMilliseconds = 30_000
@@ -192,6 +224,14 @@ public struct Config: Sendable {
     public var boardFD: Int32 = -1
     public var boardSlot = 0
     public var boardSlots = 0
+    /// Set in worker processes with `--http3` (hidden option `--worker-udp
+    /// BASE:FD[,FD...]`): the inherited UDP sockets, one per worker thread
+    /// of the process, and the index of the first in the supervisor's
+    /// SO_REUSEPORT group (thread `t` reads `inheritedDatagramSockets[t]`,
+    /// whose index is `datagramSocketBase + t`; see QUICConnectionIDLayout
+    /// and ARCHITECTURE.md, "QUIC across workers").
+    public var inheritedDatagramSockets: [Int32] = []
+    public var datagramSocketBase = 0
     public var isWorker: Bool { inheritedListener >= 0 }
     /// `--worker check`: the supervisor asks the worker executable to load
     /// what only it can (certificates and keys, with OpenSSL) and exit.

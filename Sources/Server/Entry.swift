@@ -96,7 +96,7 @@ public enum Main {
         } else {
             signalFD = csys_signalfd_open(0)
         }
-        let contexts = config.freeThreaded ? config.workerThreads : WorkerContexts.count()
+        let contexts = config.workerContexts()
         let group = contexts > 1 ? WorkerGroup(count: contexts) : nil
         // With no supervisor's board to share, the threads get one of their
         // own: accepting spreads across them as across processes.
@@ -206,12 +206,21 @@ public enum Main {
         let asgi = proto == .asgi
             ? ASGIGateway(app: app, rootPath: config.rootPath, scheme: scheme.description, schemeForced: config.scheme != nil)
             : nil
+        // --http3: this context's UDP socket, bound by the supervisor at
+        // index BASE + context of its group (DatagramGroup).
+        var datagramSocket: UDPSocket?
+        if config.inheritedDatagramSockets.indices.contains(index) {
+            datagramSocket = UDPSocket(fd: config.inheritedDatagramSockets[index], index: config.datagramSocketBase + index)
+            if datagramSocket == nil { throw StartupFailure("the inherited UDP socket \(config.inheritedDatagramSockets[index]) is not usable") }
+        } else if config.http3 {
+            throw StartupFailure("--http3: worker context \(index) has no UDP socket (--worker-udp)")
+        }
         asgi?.webSocketMaxQueue = config.wsMaxQueue
         asgi?.webSocketMaxQueueBytes = config.wsMaxQueueBytes
         do {
             return try Worker(config: own, listeners: listeners, wsgi: wsgi, asgi: asgi,
                               signalFD: index == 0 ? signalFD : -1, group: group, context: index,
-                              poolGateways: poolGateways)
+                              poolGateways: poolGateways, datagramSocket: datagramSocket)
         } catch {
             throw StartupFailure(error.description)
         }
@@ -237,10 +246,6 @@ public enum Main {
 /// of them (signals, ready, heartbeat, recycling), passes stops on, and
 /// waits for the others before the process exits.
 enum WorkerContexts {
-    static func count() -> Int {
-        guard let text = Main.environment("PEREGRINE_WORKER_CONTEXTS"), let n = Int(text), n >= 1 else { return 1 }
-        return min(n, 64)
-    }
 
     /// Starts `others` (workers 1...), each on a thread of its own, and
     /// waits (GIL released) until every one serves: false if one failed

@@ -203,8 +203,10 @@ extension H1Connection {
         request.keepAlive = framing.keepAlive
         // A status the exchange replaced (500) takes the registry's reason.
         let reason = plan.status == head.status ? head.reason : UnsafeRawBufferPointer(start: nil, count: 0)
+        // HTTP/3 is advertised over TLS only (AltSvcAdvert).
+        let altSvc = tls != nil && !plan.hasAltSvc ? w.altSvc?.bytes : nil
         let bytes = H1ResponseHead(status: plan.status, reason: reason, fields: head.fields,
-                                   framing: framing, date: plan.addsDate ? w.date.bytes : nil)
+                                   framing: framing, date: plan.addsDate ? w.date.bytes : nil, altSvc: altSvc)
         w.out.write(bytes.length) { bytes.write(into: $0) }
         return framing.trailers
     }

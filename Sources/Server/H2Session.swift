@@ -43,11 +43,14 @@ final class H2Session {
     private(set) var closed = false
     /// Streams carrying a WebSocket (RFC 8441), each with a timer of its own.
     var webSockets: [H2Stream] = []
+    /// Streams answered in full whose declared body arrived whole, waiting
+    /// for the peer's END_STREAM, earliest deadline first (H2Session+PeerEnd).
+    var peerEndWaits: [PeerEndWait] = []
     /// Events and timers are being handled: `afterIO` follows, so nothing
     /// needs to schedule a flush.
     private var handlingInput = false
     /// What the connection's one timer is armed for.
-    private enum TimerPurpose { case writeStall, windowStall, idle, settingsAck, webSocket, bodyStall }
+    private enum TimerPurpose { case writeStall, windowStall, idle, settingsAck, webSocket, bodyStall, peerEnd }
     /// ASGI streams whose application waits for body, oldest wait first: a
     /// client that stalls mid-body longer than --request-timeout gets 408
     /// (as over HTTP/1.1) and the application sees the request end.
@@ -133,6 +136,7 @@ final class H2Session {
         case .data(let id, let bytes, let flowControlled, let end):
             guard let s = streams[id], !s.reset, !s.responseEnded || !s.bodyEnded else {
                 core.consumed(streamID: id, flowControlled)
+                if end { peerEnded(id) }
                 return
             }
             // Padding counts against the window but never reaches the
@@ -155,7 +159,7 @@ final class H2Session {
             wakeReader(s)
             if end { checkDone(s) }
         case .trailers(let id, _):
-            guard let s = streams[id] else { return }
+            guard let s = streams[id] else { peerEnded(id); return }
             if s.webSocket?.conversation != nil {
                 s.webSocketData(UnsafeRawBufferPointer(start: nil, count: 0), end: true)
                 return
@@ -164,7 +168,7 @@ final class H2Session {
             wakeReader(s)
             checkDone(s)
         case .streamReset(let id, _):
-            guard let s = streams[id] else { return }
+            guard let s = streams[id] else { peerEnded(id); return }
             dropStream(s, disconnected: true)
         case .windowOpened:
             break  // flush() offers every waiting stream the new window
@@ -435,8 +439,16 @@ final class H2Session {
             core.goAway(code: .noError)
         }
         // RFC 9113 §8.1: a complete response before the whole request may
-        // be followed by RST_STREAM(NO_ERROR) so the client stops sending.
-        if !s.bodyEnded { core.resetStream(streamID: s.id, code: .noError) }
+        // be followed by RST_STREAM(NO_ERROR) so the client stops sending;
+        // with the declared body whole, only END_STREAM is missing: wait for
+        // it (H2Session+PeerEnd).
+        if !s.bodyEnded {
+            if let declared = s.exchange.declaredBodyLength, s.exchange.bodyReceived >= declared {
+                awaitPeerEnd(s.id)
+            } else {
+                core.resetStream(streamID: s.id, code: .noError)
+            }
+        }
         s.releaseBody()
         record(s)
         let d = s.delegate
@@ -519,6 +531,13 @@ final class H2Session {
                 timerPurpose = .bodyStall
             }
         }
+        if let deadline = nextPeerEndDeadline {
+            let left = deadline > now ? deadline.milliseconds(since: now) : 0
+            if timeout == nil || left < timeout! {
+                timeout = left
+                timerPurpose = .peerEnd
+            }
+        }
         // The SETTINGS acknowledgement the core waits for (RFC 9113 §6.5.3).
         if let deadline = core.nextDeadline {
             let left = deadline > now ? deadline.milliseconds(since: now) : 0
@@ -597,6 +616,9 @@ final class H2Session {
         case .webSocket?:
             fireWebSocketTimers()
             if !closed { afterIO() }
+        case .peerEnd?:
+            expirePeerEndWaits()
+            afterIO()
         case .idle? where streams.isEmpty && !inApplication:
             core.goAway(code: .noError)
             flush()

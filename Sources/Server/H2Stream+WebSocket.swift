@@ -46,7 +46,7 @@ extension H2Session {
             let f = request.fields[i]
             if let field = HandshakeField(name: request.bytes(f.name)) { connect.receive(field, value: request.bytes(f.value)) }
         }
-        let name = UnsafeRawBufferPointer(start: s.storage.baseAddress! + protocolName.start, count: protocolName.count)
+        let name = UnsafeRawBufferPointer(start: s.decoded.storage.baseAddress! + protocolName.start, count: protocolName.count)
         if case .reject(let rejection) = connect.verdict(protocolName: name) {
             let field = rejection.requiresVersionField
                 ? ResponseField(name: H2Stream.bytes("sec-websocket-version"), value: H2Stream.bytes("13")) : nil
@@ -161,6 +161,7 @@ extension H2Stream: WebSocketTransport {
         }
         for f in fields { session.core.addField(name: f.name, value: f.value) }
         if plan.addsDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
+        addAltSvc(plan)
         session.core.endHeaders(endStream: false)
         session.record(self)
         return true

@@ -16,10 +16,8 @@ import HTTP2
 final class H2Stream {
     unowned(unsafe) let session: H2Session
     let id: UInt32
-    /// The decoded request: names and values back to back (spans point here).
-    let storage: UnsafeMutableRawBufferPointer
-    var fields: UnsafeMutablePointer<FieldSpans>
-    var fieldCount: Int
+    /// The decoded request, owned for the whole exchange (spans point into it).
+    var decoded: DecodedRequest
     var request: GatewayRequest!
     /// The request's bookkeeping and decisions (body limits, the response
     /// head's status, date and length, what the access log reports).
@@ -58,28 +56,14 @@ final class H2Stream {
     init(session: H2Session, id: UInt32, head: H2RequestHead) {
         self.session = session
         self.id = id
-        let isHead = head.method.count == 4 && head.storage[head.method.start..<head.method.end].elementsEqual("HEAD".utf8)
-        exchange = HTTPExchange(isHead: isHead,
+        exchange = HTTPExchange(isHead: DecodedRequest.isHead(head),
                                 declaredBodyLength: head.contentLength,
                                 maxBody: session.worker.config.maxBody, start: session.worker.now,
                                 expectsContinue: head.expectsContinue)
-        // One allocation for the request's bytes; the spans keep their offsets.
-        // The name `host` goes after the decoded bytes (see prepareRequest).
-        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: head.storage.count + 4, alignment: 1)
-        head.storage.withUnsafeBytes { src in
-            if src.count > 0 { bytes.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) }
-        }
-        let host: StaticString = "host"
-        (bytes.baseAddress! + head.storage.count).copyMemory(from: host.utf8Start, byteCount: 4)
-        storage = bytes
-        // Room for `host` (from :authority) ahead of the regular fields.
-        fields = .allocate(capacity: head.fields.count + 1)
-        fieldCount = 0
+        decoded = DecodedRequest(head)
     }
 
     deinit {
-        storage.deallocate()
-        fields.deallocate()
         body.detach()?.deallocate()
         pendingOut.detach()?.deallocate()
         if let file = pendingFile { _ = csys_close(file.fd) }
@@ -91,38 +75,13 @@ final class H2Stream {
     var hasPendingOutput: Bool { pendingOut.readableCount > 0 || pendingFile != nil }
     var pendingOutputBytes: Int { pendingOut.readableCount + Int(pendingFile?.remaining ?? 0) }
 
-    /// Builds the gateway's view of the request: `:authority` becomes the
-    /// first field as `host` (replacing any `host` field, as the ASGI spec
-    /// asks), `:path` splits into path and query. False for a CONNECT
-    /// request, which no application here can serve.
+    /// Builds the gateway's view of the request (see DecodedRequest). False
+    /// for a CONNECT request, which no application here can serve.
     func prepareRequest(_ head: H2RequestHead, peer: PeerInfo) -> Bool {
-        let base = UnsafeRawPointer(storage.baseAddress!)
-        let hostName = ByteSpan(offset: head.storage.count, length: 4)
-        var n = 0
-        if head.authority.count > 0 {
-            fields[n] = FieldSpans(name: hostName, value: head.authority)
-            n += 1
+        guard let r = decoded.gatewayRequest(head, httpVersion: "HTTP/2", isHead: exchange.isHead, peer: peer) else {
+            return false
         }
-        for f in head.fields {
-            if head.authority.count > 0 && f.name.count == 4 && isHost(UnsafeRawBufferPointer(start: base + f.name.start, count: 4)) {
-                continue
-            }
-            fields[n] = FieldSpans(name: f.name, value: f.value)
-            n += 1
-        }
-        fieldCount = n
-        let method = UnsafeRawBufferPointer(start: base + head.method.start, count: head.method.count)
-        if method.count == 7 && method[0] == 0x43 && method[1] == 0x4F && head.path.count == 0 { return false }
-        var path = head.path
-        var query = ByteSpan(offset: head.path.start + head.path.count, length: 0)
-        let target = UnsafeRawBufferPointer(start: base + head.path.start, count: head.path.count)
-        if let q = target.firstIndex(of: 0x3F) {
-            path = ByteSpan(offset: head.path.start, length: q)
-            query = ByteSpan(offset: head.path.start + q + 1, length: head.path.count - q - 1)
-        }
-        request = GatewayRequest(base: base, method: head.method, target: head.path, path: path, query: query,
-                                 httpVersion: "HTTP/2", isHead: exchange.isHead, fieldCount: n,
-                                 fields: UnsafePointer(fields), peer: peer)
+        request = r
         return true
     }
 
@@ -167,6 +126,7 @@ final class H2Stream {
         session.core.beginHeaders(streamID: id, status: plan.status)
         for f in head.fields { session.core.addField(name: f.name, value: f.value) }
         if plan.addsDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
+        addAltSvc(plan)
         if let length = plan.contentLength {
             var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
             withUnsafeMutableBytes(of: &digits) { d in
@@ -250,6 +210,12 @@ final class H2Stream {
         return progressed
     }
 
+    /// HTTP/3 advertised (AltSvcAdvert): over TLS only, not over h2c.
+    func addAltSvc(_ plan: HTTPExchange.ResponsePlan) {
+        guard !plan.hasAltSvc, session.connection.tls != nil, let altSvc = session.worker.altSvc else { return }
+        session.core.addField(name: AltSvcAdvert.fieldName, value: altSvc.bytes)
+    }
+
     static var dateName: UnsafeRawBufferPointer { bytes("date") }
     static var contentLengthName: UnsafeRawBufferPointer { bytes("content-length") }
 
@@ -273,9 +239,4 @@ final class H2Stream {
             return i
         }
     }
-}
-
-@inline(__always)
-private func isHost(_ b: UnsafeRawBufferPointer) -> Bool {
-    (b[0] | 0x20) == 0x68 && (b[1] | 0x20) == 0x6F && (b[2] | 0x20) == 0x73 && (b[3] | 0x20) == 0x74
 }

@@ -65,6 +65,10 @@ final class Worker {
     private var supervisor: SupervisorLink
     private var pools: WorkerPools
     private var taskOutput = TaskOutput()
+    /// `--http3`: this worker context's UDP socket (see DatagramEndpoint).
+    let datagrams: DatagramEndpoint?
+    /// `--http3`: the `alt-svc` value TLS responses carry (nil: none).
+    let altSvc: AltSvcAdvert?
     /// The other worker threads of this process, if any, and this worker's
     /// number among them (0: the one the supervisor knows).
     let group: WorkerGroup?
@@ -89,13 +93,15 @@ final class Worker {
     private static let signalToken: UInt64 = 1 << 63 | 1
     private static let groupStopToken: UInt64 = 1 << 63 | 2
     private static let poolDoorbellToken: UInt64 = 1 << 63 | 3
+    private static let datagramToken: UInt64 = 1 << 63 | 4
 
     /// `context` numbers the worker contexts of one process (0 for the
     /// first; see `nextRequestToken`).
     /// `poolGateways`: one gateway per WSGI pool thread (--wsgi-threads
     /// N > 1), made on the main thread like `wsgi`; empty: inline.
     init(config: Config, listeners: [Listener], wsgi: WSGIGateway?, asgi: ASGIGateway?, signalFD: Int32,
-         group: WorkerGroup? = nil, context: Int = 0, poolGateways: [WSGIGateway] = []) throws(SystemError) {
+         group: WorkerGroup? = nil, context: Int = 0, poolGateways: [WSGIGateway] = [],
+         datagramSocket: UDPSocket? = nil) throws(SystemError) {
         self.config = config
         self.group = group
         self.context = context
@@ -120,6 +126,9 @@ final class Worker {
         // Up to maxConnections active plus as many lingering (see beginLinger).
         timers = TimerWheel(capacity: 2 * config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: start)
         for i in listeners.indices { try poller.add(listeners[i].fd, token: Worker.listenerToken(i), interest: .readable) }
+        datagrams = datagramSocket.map { DatagramEndpoint(socket: $0, handler: DroppingDatagramHandler()) }
+        altSvc = datagramSocket.map { AltSvcAdvert(port: $0.port) }
+        if let datagramSocket { try poller.add(datagramSocket.fd, token: Worker.datagramToken, interest: .readable) }
         if signalFD >= 0 { try poller.add(signalFD, token: Worker.signalToken, interest: .readable) }
         if let group, context > 0 {
             try poller.add(group.stopDescriptor(context), token: Worker.groupStopToken, interest: .readable)
@@ -299,6 +308,8 @@ final class Worker {
                 acceptConnections(from: acceptor.listeners[i])
             } else if token == Worker.signalToken {
                 handleSignal()
+            } else if token == Worker.datagramToken {
+                datagrams?.onEvents(events, now: now)
             } else if token == Worker.poolDoorbellToken {
                 wsgiPool?.onDoorbell()
             } else if token == Worker.groupStopToken {
@@ -522,6 +533,13 @@ final class Worker {
     }
 
     // MARK: - Services for connections
+
+    /// The datagram handler wants (or no longer wants) to hear when the UDP
+    /// socket has room for what a send left (DatagramHandler).
+    func datagramsWantWritable(_ on: Bool) {
+        guard let datagrams, let interest = datagrams.setWantsWritable(on) else { return }
+        poller.modify(datagrams.socket.fd, token: Worker.datagramToken, interest: interest)
+    }
 
     /// `fd` is `c`'s own descriptor, registered under `c.token` (a kind
     /// without one, behind a shared descriptor, asks its owner instead).

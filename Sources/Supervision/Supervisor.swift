@@ -30,6 +30,13 @@ import Options
 ///                  retried with backoff; the first generation failing ends
 ///                  the supervisor with its status
 ///
+/// With --http3 it also holds the UDP sockets (DatagramGroup): each worker
+/// gets a block of its own (`--worker-udp BASE:FD,...`),
+/// and the steering program is re-pointed at the ready workers' blocks
+/// whenever a worker becomes ready, starts draining or exits
+/// (`steerNewConnections`), so new QUIC connections go to live workers
+/// while draining ones keep their connections' datagrams.
+///
 /// Replacing (SIGHUP, --reload, --max-requests) starts the new worker
 /// first; only when it reports `R` is the old one told to drain (SIGUSR1):
 /// it stops accepting, answers what is in flight with `Connection: close`,
@@ -53,11 +60,15 @@ final class Supervisor {
         var startTimedOut = false
         /// Its slot on the load board.
         var boardSlot = 0
+        /// Its block of UDP sockets (`--http3`; see DatagramGroup).
+        var datagramBlock: Int?
     }
 
     private let config: Config
     /// The first is what `--worker` names first; all are served alike.
     private let listeners: [Listener]
+    /// `--http3`: the UDP sockets and their steering.
+    private let datagrams: DatagramGroup?
     private let arguments: [String]
     private let executable: String
     private let signalFD: Int32
@@ -88,9 +99,11 @@ final class Supervisor {
     /// Startup failures in a row (per worker slot) before giving up.
     static let maxStartupFailures = 5
 
-    init(config: Config, listeners: [Listener], arguments: [String], workerExecutable: String) throws(StartupFailure) {
+    init(config: Config, listeners: [Listener], datagrams: DatagramGroup?, arguments: [String],
+         workerExecutable: String) throws(StartupFailure) {
         self.config = config
         self.listeners = listeners
+        self.datagrams = datagrams
         self.arguments = arguments
         executable = workerExecutable
         workerCount = config.workerProcesses
@@ -189,7 +202,17 @@ final class Supervisor {
             workerArg += ":\(boardFD):\(boardSlot):\(2 * workerCount)"
             keep.append(boardFD)
         }
-        let pid = spawnProcess(executable, arguments: arguments + ["--worker", workerArg], keeping: keep)
+        var extra = ["--worker", workerArg]
+        var datagramBlock: Int?
+        if let datagrams {
+            let draining = workers.values.filter { $0.slot == slot && $0.state == .draining }
+                .sorted { ($0.drainingSince?.nanoseconds ?? 0) < ($1.drainingSince?.nanoseconds ?? 0) }.map(\.pid)
+            let (block, argument, fds) = datagrams.assign(slot: slot, drainingOldestFirst: draining)
+            datagramBlock = block
+            extra += ["--worker-udp", argument]
+            keep += fds
+        }
+        let pid = spawnProcess(executable, arguments: arguments + extra, keeping: keep)
         _ = csys_close(fds[1])
         guard pid > 0 else {
             _ = csys_close(fds[0])
@@ -198,7 +221,8 @@ final class Supervisor {
         }
         let now = Instant.now()
         workers[pid] = WorkerRecord(pid: pid, statusFD: fds[0], slot: slot, state: .starting, started: now,
-                                    lastBeat: now, replaces: replaces, boardSlot: boardSlot)
+                                    lastBeat: now, replaces: replaces, boardSlot: boardSlot, datagramBlock: datagramBlock)
+        if let datagramBlock { datagrams?.hold(datagramBlock, by: pid) }
         try? poller.add(fds[0], token: UInt64(UInt32(bitPattern: pid)), interest: .readable)
         Log.debug("started worker \(pid) (slot \(slot))")
     }
@@ -255,6 +279,7 @@ final class Supervisor {
                 }
                 Log.info("listening on \(listener.displayURL)\(origin)")
             }
+            if let datagrams { Log.info("HTTP/3 on UDP port \(datagrams.port)") }
             if workerCount > 1 { for slot in 1..<workerCount { spawn(slot: slot, replaces: nil) } }
         }
         if let old = rec.replaces, var oldRec = workers[old], oldRec.state != .draining {
@@ -264,6 +289,7 @@ final class Supervisor {
             _ = csys_kill(old, csys_sig_usr1())
             Log.info("worker \(rec.pid) ready; worker \(old) draining")
         }
+        steerNewConnections()
         if restartInFlight == rec.pid {
             restartInFlight = nil
             continueRollingRestart()
@@ -279,6 +305,10 @@ final class Supervisor {
             if pid <= 0 { return nil }
             guard let rec = workers.removeValue(forKey: pid) else { continue }
             if let board { csys_board_store(board, Int32(rec.boardSlot), Int64.max) }
+            if let datagrams {
+                datagrams.release(pid: pid)
+                steerNewConnections()
+            }
             if rec.statusFD >= 0 {
                 poller.remove(rec.statusFD)
                 _ = csys_close(rec.statusFD)
@@ -355,6 +385,19 @@ final class Supervisor {
             default:
                 break
             }
+        }
+    }
+
+    /// New QUIC connections go to the ready workers' UDP sockets (not to
+    /// draining or starting ones); called whenever a worker becomes ready,
+    /// starts draining or exits.
+    private func steerNewConnections() {
+        guard let datagrams else { return }
+        let blocks = workers.values.filter { $0.state == .ready }.compactMap(\.datagramBlock)
+        do {
+            try datagrams.steerNewConnections(to: blocks)
+        } catch {
+            Log.error(error.message)
         }
     }
 

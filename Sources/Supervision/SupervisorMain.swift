@@ -35,7 +35,20 @@ public enum SupervisorMain {
             }
             var listeners = try listen(config)
             for i in listeners.indices { listeners[i].secure = config.tlsEnabled }
-            let supervisor = try Supervisor(config: config, listeners: listeners, arguments: args, workerExecutable: worker)
+            var datagrams: DatagramGroup?
+            if config.http3 {
+                // Bound beside the (first) TCP listener, on its address; steered
+                // to the first worker's sockets until a worker is ready.
+                guard let tcp = listeners.first(where: { !$0.isUnix }) else {
+                    throw StartupFailure("--http3 needs a TCP listener: every inherited socket is a unix socket")
+                }
+                let group = try DatagramGroup(listener: tcp, port: config.quicPort ?? tcp.port,
+                                              slots: config.workerProcesses, contexts: config.workerContexts())
+                try group.steerNewConnections(to: [])
+                datagrams = group
+            }
+            let supervisor = try Supervisor(config: config, listeners: listeners, datagrams: datagrams, arguments: args,
+                                            workerExecutable: worker)
             csys_exit(supervisor.run())
         } catch {
             ProcessStart.fail(error.message)

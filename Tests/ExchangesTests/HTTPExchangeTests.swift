@@ -104,6 +104,19 @@ final class HTTPExchangeTests: XCTestCase {
         }
     }
 
+    /// RFC 9114 §3.1.1: the server advertises HTTP/3 unless the application
+    /// gave its own Alt-Svc, in any case; found in the same pass as Date.
+    func testAnApplicationsOwnAltSvcIsNoticedInAnyCase() {
+        for (fields, has, addsDate) in [([], false, true), (["alt-svc"], true, true), (["Alt-Svc", "date"], true, false),
+                                         (["ALT-SVC"], true, true), (["alt-svcs"], false, true), (["alt-sv"], false, true),
+                                         (["x-alt-svc"], false, true)] as [([StaticString], Bool, Bool)] {
+            var e = exchange()
+            let p = plan(&e, status: 200, fields: fields)
+            XCTAssertEqual(p.hasAltSvc, has, "\(fields)")
+            XCTAssertEqual(p.addsDate, addsDate, "\(fields)")
+        }
+    }
+
     func testHeadSentOnceAStatusIsChosen() {
         var e = exchange()
         XCTAssertFalse(e.headSent)

@@ -10,7 +10,7 @@ final class H1ResponseHeadTests: XCTestCase {
     private func head(_ version: H1Version = .http11, isHead: Bool = false, requestKeepAlive: Bool = true,
                       status: Int = 200, reason: StaticString = "", fields: [StaticField] = [],
                       length: Int64? = nil, trailers: Bool = false, applicationClose: Bool = false,
-                      file: StaticString = #filePath, line: UInt = #line) -> String {
+                      altSvc: StaticString? = nil, file: StaticString = #filePath, line: UInt = #line) -> String {
         let framing = H1ResponseFraming(version: version, isHead: isHead, requestKeepAlive: requestKeepAlive,
                                         status: status, contentLength: length, trailers: trailers,
                                         applicationClose: applicationClose, stopping: false)
@@ -18,9 +18,21 @@ final class H1ResponseHeadTests: XCTestCase {
             // As the exchange decides it (HTTPExchange.ResponsePlan.addsDate).
             let addsDate = !fields.contains { HTTPSemantics.isDateField($0.name) }
             let h = H1ResponseHead(status: status, reason: staticBytes(reason), fields: fields, framing: framing,
-                                   date: addsDate ? staticBytes(H1ResponseHeadTests.date) : nil)
+                                   date: addsDate ? staticBytes(H1ResponseHeadTests.date) : nil,
+                                   altSvc: altSvc.map(staticBytes))
             return writtenText(length: h.length, file: file, line: line) { h.write(into: $0) }
         }
+    }
+
+    /// RFC 9114 §3.1.1: HTTP/3 advertised after the date, before the framing.
+    func testAltSvcFollowsTheDate() {
+        XCTAssertEqual(head(length: 2, altSvc: "h3=\":443\"; ma=86400"),
+                       "HTTP/1.1 200 OK\r\ndate: Sun, 06 Nov 1994 08:49:37 GMT\r\nalt-svc: h3=\":443\"; ma=86400\r\n"
+                       + "content-length: 2\r\n\r\n")
+        XCTAssertEqual(head(fields: [StaticField("date", "x")], trailers: false, applicationClose: true,
+                            altSvc: "h3=\":8443\"; ma=86400"),
+                       "HTTP/1.1 200 OK\r\ndate: x\r\nalt-svc: h3=\":8443\"; ma=86400\r\n"
+                       + "transfer-encoding: chunked\r\nconnection: close\r\n\r\n")
     }
 
     func testContentLengthHeadWithTheApplicationsReasonAndFields() {

@@ -336,3 +336,28 @@ def test_unix_mode_sets_the_socket_files_permissions(
     assert stat.S_IMODE(path.stat().st_mode) == int(mode, 8)
     assert path.stat().st_gid == os.getegid()
     assert get(str(path))[0] == 200
+
+
+def test_http3_binds_its_udp_sockets_beside_an_inherited_tcp_socket(
+    spawn: Callable[..., Server], tls_files: TLSFiles
+) -> None:
+    sock = listening_socket()
+    port = sock.getsockname()[1]
+    server = spawn(
+        [], ASGI, "--fd", str(sock.fileno()), "--http3", *tls_files.server_options(), pass_fds=(sock.fileno(),)
+    )
+    assert server.stderr.wait_for(lambda line: f"HTTP/3 on UDP port {port}" in line, 10) is not None
+    taken = "Address already in use"  # by the server's QUIC sockets
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp, pytest.raises(OSError, match=taken):
+        udp.bind(("127.0.0.1", port))
+    sock.close()
+
+
+def test_http3_with_only_unix_sockets_inherited_is_refused(tmp_path: Path, tls_files: TLSFiles) -> None:
+    sock = listening_socket(socket.AF_UNIX, tmp_path / "only.sock")
+    status, stderr = exits_with(
+        [], "--fd", str(sock.fileno()), "--http3", *tls_files.server_options(), pass_fds=(sock.fileno(),)
+    )
+    assert status == 2
+    assert "--http3 needs a TCP listener: every inherited socket is a unix socket" in stderr
+    sock.close()

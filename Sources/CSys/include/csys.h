@@ -167,4 +167,6 @@ void csys_log_time(char *out, size_t len);
 
 // The WSGI pool's hand-off primitives.
 #include "csys_handoff.h"
+// UDP sockets, batches and steering for QUIC.
+#include "csys_udp.h"
 #endif

@@ -11,9 +11,13 @@
 //     count, the section is blocked (§2.1.2): the decoder keeps a copy, at
 //     most `maxBlockedStreams` of them ("If a decoder encounters more blocked
 //     streams than it promised to support, it MUST treat this as a connection
-//     error of type QPACK_DECOMPRESSION_FAILED"), and lists the stream in
-//     `takeUnblockedStreams()` once the inserts have arrived; the caller then
-//     calls `decodeUnblocked`;
+//     error of type QPACK_DECOMPRESSION_FAILED"). It is decoded the moment
+//     the encoder-stream instruction that completes its Required Insert
+//     Count is applied — before any later instruction of the same read can
+//     evict what it references — so the outcome does not depend on how the
+//     encoder stream was split into reads. The stream is then listed in
+//     `takeUnblockedStreams()` and the caller collects the decoded fields
+//     (or the error) with `decodeUnblocked`;
 //   * stream resets (`cancelStream`): drop what is blocked there.
 // Outputs: the decoded fields, appended to a caller-owned `HeaderList`; and
 // decoder-stream bytes (`takeDecoderStreamBytes`): a Section Acknowledgment
@@ -45,7 +49,15 @@ public struct QPACKDecoder: Sendable {
         var section: [UInt8]
     }
 
+    /// A blocked section decoded once its inserts arrived, waiting for
+    /// `decodeUnblocked`.
+    private struct Released: Sendable {
+        var stream: UInt64
+        var result: Result<HeaderList, H3Error>
+    }
+
     private var blocked: [Blocked] = []
+    private var released: [Released] = []
     private var unblocked: [UInt64] = []
     private var pendingEncoderBytes: [UInt8] = []
     private var decoderStreamOut: [UInt8] = []
@@ -78,27 +90,44 @@ public struct QPACKDecoder: Sendable {
         return true
     }
 
-    /// Streams whose blocked section can now be decoded, in order of arrival.
+    /// Streams whose blocked section has been released (decoded, see
+    /// `decodeUnblocked`), in the order they were released.
     public mutating func takeUnblockedStreams() -> [UInt64] {
         defer { unblocked.removeAll(keepingCapacity: true) }
         return unblocked
     }
 
-    /// Decodes the section of a stream returned by `takeUnblockedStreams`.
+    /// The decoded section of a stream returned by `takeUnblockedStreams`,
+    /// appended to `list` (or the error its decoding met).
     public mutating func decodeUnblocked(stream: UInt64, into list: inout HeaderList) throws(H3Error) {
-        guard let i = blocked.firstIndex(where: { $0.stream == stream }) else {
-            preconditionFailure("stream \(stream) has no blocked field section")
+        guard let i = released.firstIndex(where: { $0.stream == stream }) else {
+            preconditionFailure("stream \(stream) has no released field section")
         }
-        let b = blocked.remove(at: i)
-        precondition(b.requiredInsertCount <= table.insertCount, "stream \(stream) is still blocked")
-        let r: Result<Void, H3Error> = b.section.withUnsafeBytes { s in
-            do throws(H3Error) {
-                let (ric, base, n) = try prefix(s)
-                try decodeLines(s, from: n, requiredInsertCount: ric, base: base, into: &list, stream: stream)
-                return .success(())
-            } catch { return .failure(error) }
+        let decoded = try released.remove(at: i).result.get()
+        let shift = list.bytes.count
+        list.bytes.append(contentsOf: decoded.bytes)
+        for f in decoded.fields {
+            list.fields.append(HeaderField(name: ByteSpan(offset: f.name.start + shift, length: f.name.count),
+                                           value: ByteSpan(offset: f.value.start + shift, length: f.value.count),
+                                           isNeverIndexed: f.isNeverIndexed))
         }
-        try r.get()
+    }
+
+    /// Decodes every blocked section the table can now serve, oldest first.
+    private mutating func releaseDecodable() {
+        while let i = blocked.firstIndex(where: { $0.requiredInsertCount <= table.insertCount }) {
+            let b = blocked.remove(at: i)
+            var list = HeaderList(reservingBytes: 2 * b.section.count, fields: 16)
+            let r: Result<HeaderList, H3Error> = b.section.withUnsafeBytes { s in
+                do throws(H3Error) {
+                    let (ric, base, n) = try prefix(s, requiredInsertCount: b.requiredInsertCount)
+                    try decodeLines(s, from: n, requiredInsertCount: ric, base: base, into: &list, stream: b.stream)
+                    return .success(list)
+                } catch { return .failure(error) }
+            }
+            released.append(Released(stream: b.stream, result: r))
+            unblocked.append(b.stream)
+        }
     }
 
     /// The stream was reset or abandoned (§2.2.2.2): drop what is blocked on
@@ -106,9 +135,15 @@ public struct QPACKDecoder: Sendable {
     /// instruction, and does.
     public mutating func cancelStream(_ stream: UInt64) {
         blocked.removeAll { $0.stream == stream }
+        released.removeAll { $0.stream == stream }
         unblocked.removeAll { $0 == stream }
         guard maxTableCapacity > 0 else { return }
         IntegerCoding.append(Int(truncatingIfNeeded: stream), prefixBits: 6, firstByte: 0x40, to: &decoderStreamOut)
+    }
+
+    /// Whether `takeDecoderStreamBytes` has anything to give.
+    public var hasPendingDecoderStreamBytes: Bool {
+        !decoderStreamOut.isEmpty || table.insertCount > knownReceivedCount
     }
 
     /// Appends the pending decoder-stream instructions to `out`.
@@ -123,11 +158,17 @@ public struct QPACKDecoder: Sendable {
     }
 
     /// §4.5.1: Required Insert Count and Base. - Returns: them and the
-    /// prefix length.
-    private func prefix(_ s: UnsafeRawBufferPointer) throws(H3Error) -> (Int, Int, Int) {
+    /// prefix length. A section that was blocked passes the Required Insert
+    /// Count it was found to have on arrival: §4.5.1.1 recovers it from the
+    /// insert count at that moment, which later inserts have moved.
+    private func prefix(_ s: UnsafeRawBufferPointer, requiredInsertCount known: Int? = nil) throws(H3Error) -> (Int, Int, Int) {
         let (encoded, n) = try sectionInteger(s, at: 0, prefixBits: 8)
-        let ric = try QPACKRequiredInsertCount.decode(encoded, maxTableCapacity: maxTableCapacity,
-                                                      totalInserts: table.insertCount)
+        let ric: Int
+        if let known {
+            ric = known
+        } else {
+            ric = try QPACKRequiredInsertCount.decode(encoded, maxTableCapacity: maxTableCapacity, totalInserts: table.insertCount)
+        }
         guard n < s.count else { throw .qpackTruncatedSection }
         let sign = s[n] & 0x80 != 0
         let (delta, m) = try sectionInteger(s, at: n, prefixBits: 7)
@@ -263,9 +304,6 @@ public struct QPACKDecoder: Sendable {
         // the capacity allows, Huffman-expanded (codes ≤ 30 bits per byte),
         // plus its integers.
         guard pendingEncoderBytes.count <= 4 * maxTableCapacity + 32 else { throw .qpackEncoderInstructionTooLong }
-        for b in blocked where b.requiredInsertCount <= table.insertCount && !unblocked.contains(b.stream) {
-            unblocked.append(b.stream)
-        }
     }
 
     /// Applies whole instructions from `b`. - Returns: bytes used.
@@ -274,6 +312,7 @@ public struct QPACKDecoder: Sendable {
         while i < b.count {
             guard let n = try applyInstruction(b, at: i) else { break }
             i += n
+            if !blocked.isEmpty { releaseDecodable() }
         }
         return i
     }

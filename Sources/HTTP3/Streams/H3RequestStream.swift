@@ -61,6 +61,9 @@ public struct H3RequestStream: Sendable {
     /// The encoded field section of the last `.fieldSection` event.
     public var fieldSectionBytes: [UInt8] { reader.payload }
 
+    /// True between frames: the stream may end here (§7.1).
+    public var isAtFrameBoundary: Bool { reader.isAtFrameBoundary }
+
     /// Reads stream bytes up to the next event. Not to be called while a
     /// field section is being decoded.
     public mutating func read(_ input: UnsafeRawBufferPointer) throws(H3Error) -> (event: Event?, consumed: Int) {

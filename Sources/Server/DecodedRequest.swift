@@ -1,0 +1,78 @@
+import Core
+import Gateway
+import HTTPFields
+
+/// A request head decoded from HPACK or QPACK, copied out of the decoder's
+/// scratch for the whole exchange (one allocation for the bytes, one for the
+/// field spans), and the gateway's view of it. Shared by HTTP/2 and HTTP/3
+/// streams: both decode into the version-independent `RequestHead`.
+///
+/// `:authority` becomes the first field as `host` (replacing any `host`
+/// field, as the ASGI spec asks), `:path` splits into path and query.
+struct DecodedRequest: ~Copyable {
+    /// Names and values back to back (the spans point here), then the name
+    /// `host` for the field made from `:authority`.
+    let storage: UnsafeMutableRawBufferPointer
+    let fields: UnsafeMutablePointer<FieldSpans>
+    private(set) var fieldCount = 0
+
+    init(_ head: RequestHead) {
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: head.storage.count + 4, alignment: 1)
+        head.storage.withUnsafeBytes { src in
+            if src.count > 0 { bytes.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) }
+        }
+        let host: StaticString = "host"
+        (bytes.baseAddress! + head.storage.count).copyMemory(from: host.utf8Start, byteCount: 4)
+        storage = bytes
+        // Room for `host` (from :authority) ahead of the regular fields.
+        fields = .allocate(capacity: head.fields.count + 1)
+    }
+
+    deinit {
+        storage.deallocate()
+        fields.deallocate()
+    }
+
+    /// The gateway's request, or nil for a CONNECT request (no `:path`),
+    /// which no application here can serve.
+    mutating func gatewayRequest(_ head: RequestHead, httpVersion: StaticString, isHead: Bool,
+                                 peer: PeerInfo) -> GatewayRequest? {
+        let base = UnsafeRawPointer(storage.baseAddress!)
+        let hostName = ByteSpan(offset: head.storage.count, length: 4)
+        var n = 0
+        if head.authority.count > 0 {
+            fields[n] = FieldSpans(name: hostName, value: head.authority)
+            n += 1
+        }
+        for f in head.fields {
+            if head.authority.count > 0 && f.name.count == 4 && isHost(UnsafeRawBufferPointer(start: base + f.name.start, count: 4)) {
+                continue
+            }
+            fields[n] = FieldSpans(name: f.name, value: f.value)
+            n += 1
+        }
+        fieldCount = n
+        let method = UnsafeRawBufferPointer(start: base + head.method.start, count: head.method.count)
+        if method.count == 7 && method[0] == 0x43 && method[1] == 0x4F && head.path.count == 0 { return nil }
+        var path = head.path
+        var query = ByteSpan(offset: head.path.start + head.path.count, length: 0)
+        let target = UnsafeRawBufferPointer(start: base + head.path.start, count: head.path.count)
+        if let q = target.firstIndex(of: 0x3F) {
+            path = ByteSpan(offset: head.path.start, length: q)
+            query = ByteSpan(offset: head.path.start + q + 1, length: head.path.count - q - 1)
+        }
+        return GatewayRequest(base: base, method: head.method, target: head.path, path: path, query: query,
+                              httpVersion: httpVersion, isHead: isHead, fieldCount: n,
+                              fields: UnsafePointer(fields), peer: peer)
+    }
+
+    /// Whether `head` is a HEAD request.
+    static func isHead(_ head: RequestHead) -> Bool {
+        head.method.count == 4 && head.storage[head.method.start..<head.method.end].elementsEqual("HEAD".utf8)
+    }
+}
+
+@inline(__always)
+private func isHost(_ b: UnsafeRawBufferPointer) -> Bool {
+    (b[0] | 0x20) == 0x68 && (b[1] | 0x20) == 0x6F && (b[2] | 0x20) == 0x73 && (b[3] | 0x20) == 0x74
+}

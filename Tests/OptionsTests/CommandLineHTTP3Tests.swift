@@ -1,0 +1,120 @@
+import XCTest
+
+@testable import Options
+
+/// `--http3` and the QUIC options (CONFIG.md, "HTTP/3"), and the hidden
+/// `--worker-udp` the supervisor passes its workers.
+final class CommandLineHTTP3Tests: XCTestCase {
+    private let tls = ["--tls-cert", "c.pem", "--tls-key", "k.pem"]
+
+    private func config(_ arguments: [String]) throws(UsageError) -> Config {
+        switch try CommandLineParser.parse(arguments + ["app:app"], environment: { _ in nil }) {
+        case .run(let config): return config
+        case .printAndExit: XCTFail("printed instead of running"); return Config()
+        }
+    }
+
+    private func usageError(_ arguments: [String]) -> String? {
+        do {
+            _ = try config(arguments)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
+    func testDefaultsAreTheDocumentedOnes() throws {
+        let c = try config([])
+        XCTAssertFalse(c.http3)
+        XCTAssertNil(c.quicPort)
+        XCTAssertEqual(c.http3MaxStreams, 100)
+        XCTAssertEqual(c.quicIdleTimeoutMilliseconds, 30_000)
+        XCTAssertEqual(c.quicStreamWindow, 1 << 20)
+        XCTAssertEqual(c.quicConnectionWindow, 4 << 20)
+        XCTAssertEqual(c.inheritedDatagramSockets, [])
+    }
+
+    func testEveryOptionIsRead() throws {
+        let c = try config(tls + ["--http3", "--quic-port", "8443", "--http3-max-streams", "7",
+                                  "--quic-idle-timeout=1500", "--quic-stream-window", "64k",
+                                  "--quic-connection-window", "2m"])
+        XCTAssertTrue(c.http3)
+        XCTAssertEqual(c.quicPort, 8443)
+        XCTAssertEqual(c.http3MaxStreams, 7)
+        XCTAssertEqual(c.quicIdleTimeoutMilliseconds, 1500)
+        XCTAssertEqual(c.quicStreamWindow, 64 << 10)
+        XCTAssertEqual(c.quicConnectionWindow, 2 << 20)
+    }
+
+    func testHTTP3NeedsACertificateAndAKey() {
+        XCTAssertEqual(usageError(["--http3"]), "--http3 needs --tls-cert and --tls-key (QUIC always runs TLS 1.3)")
+    }
+
+    func testHTTP3TakesNoValue() {
+        XCTAssertEqual(usageError(tls + ["--http3=yes"]), "option --http3 takes no value")
+    }
+
+    func testHTTP3RefusesAUnixSocket() {
+        XCTAssertEqual(usageError(tls + ["--http3", "--unix", "/tmp/s"]),
+                       "--http3 needs a TCP listener (--host/--port), not --unix: the UDP socket binds the TCP listener's address")
+    }
+
+    func testQUICOptionsNeedHTTP3() {
+        for (option, value) in [("--quic-port", "1"), ("--http3-max-streams", "1"), ("--quic-idle-timeout", "1"),
+                                ("--quic-stream-window", "64k"), ("--quic-connection-window", "64k")] {
+            XCTAssertEqual(usageError(tls + [option, value]), "\(option) needs --http3")
+        }
+    }
+
+    func testEachRangeIsEnforcedAtBothEnds() throws {
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-port", "0"]).quicPort, 0)
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-port", "65535"]).quicPort, 65535)
+        XCTAssertEqual(usageError(tls + ["--http3", "--quic-port", "65536"]),
+                       "--quic-port must be an integer in 0...65535, got '65536'")
+        XCTAssertEqual(usageError(tls + ["--http3", "--quic-port", "-1"]),
+                       "--quic-port must be an integer in 0...65535, got '-1'")
+
+        XCTAssertEqual(try config(tls + ["--http3", "--http3-max-streams", "100000"]).http3MaxStreams, 100_000)
+        XCTAssertEqual(usageError(tls + ["--http3", "--http3-max-streams", "0"]),
+                       "--http3-max-streams must be an integer in 1...100000, got '0'")
+        XCTAssertEqual(usageError(tls + ["--http3", "--http3-max-streams", "100001"]),
+                       "--http3-max-streams must be an integer in 1...100000, got '100001'")
+
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-idle-timeout", "1"]).quicIdleTimeoutMilliseconds, 1)
+        XCTAssertEqual(usageError(tls + ["--http3", "--quic-idle-timeout", "0"]),
+                       "--quic-idle-timeout must be an integer in 1...86400000, got '0'")
+        XCTAssertEqual(usageError(tls + ["--http3", "--quic-idle-timeout", "86400001"]),
+                       "--quic-idle-timeout must be an integer in 1...86400000, got '86400001'")
+
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-stream-window", "16k"]).quicStreamWindow, 16 << 10)
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-stream-window", "1g", "--quic-connection-window", "1g"])
+            .quicConnectionWindow, 1 << 30)
+        XCTAssertEqual(usageError(tls + ["--http3", "--quic-stream-window", "16383"]),
+                       "--quic-stream-window must be a size in bytes between 16384 and 1073741824 (suffix k, m or g allowed), got '16383'")
+        XCTAssertEqual(usageError(tls + ["--http3", "--quic-connection-window", "1025m"]),
+                       "--quic-connection-window must be a size in bytes between 16384 and 1073741824 (suffix k, m or g allowed), got '1025m'")
+    }
+
+    func testTheStreamWindowMustFitTheConnectionWindow() throws {
+        XCTAssertEqual(usageError(tls + ["--http3", "--quic-stream-window", "8m"]),
+                       "--quic-stream-window (8388608) must not exceed --quic-connection-window (4194304)")
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-stream-window", "4m"]).quicStreamWindow, 4 << 20)
+    }
+
+    func testWorkerUDPNamesTheBaseIndexAndOneSocketPerThread() throws {
+        let c = try config(["--worker-udp", "6:9,10,11"])
+        XCTAssertEqual(c.datagramSocketBase, 6)
+        XCTAssertEqual(c.inheritedDatagramSockets, [9, 10, 11])
+        for bad in ["", "6", "6:", ":9", "x:9", "6:9,", "6:9,x", "-1:9", "6:-3", "1:2:3"] {
+            XCTAssertEqual(usageError(["--worker-udp", bad]), "--worker-udp is internal (BASE:FD[,FD...])", bad)
+        }
+    }
+
+    func testHelpListsTheOptions() {
+        for option in ["--http3 ", "--quic-port", "--http3-max-streams", "--quic-idle-timeout", "--quic-stream-window",
+                       "--quic-connection-window"] {
+            XCTAssertTrue(usageText.contains("  \(option)"), option)
+        }
+        XCTAssertFalse(usageText.contains("--worker-udp"))
+    }
+}

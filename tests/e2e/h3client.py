@@ -1,0 +1,159 @@
+"""An HTTP/3 client for the end-to-end tests, on aioquic (an independent QUIC and HTTP/3 stack).
+
+The tests are synchronous; each call here runs its own event loop. One
+`H3Client` is one QUIC connection: `request()` sends one request on a new
+stream, `gather()` sends many at once on one connection. What the tests want
+to see of the connection (the TLS facts, whether it resumed, the cipher
+suite) is read from aioquic's connection object after the exchange.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+aioquic = pytest.importorskip("aioquic")
+
+from aioquic.asyncio.client import connect  # noqa: E402
+from aioquic.asyncio.protocol import QuicConnectionProtocol  # noqa: E402
+from aioquic.h3.connection import H3_ALPN, H3Connection  # noqa: E402
+from aioquic.h3.events import DataReceived, H3Event, HeadersReceived  # noqa: E402
+from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
+from aioquic.quic.events import QuicEvent, StreamReset  # noqa: E402
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+Headers = list[tuple[bytes, bytes]]
+
+
+@dataclass
+class H3Response:
+    status: int = 0
+    headers: Headers = field(default_factory=list)
+    body: bytes = b""
+    trailers: Headers = field(default_factory=list)
+    reset_code: int | None = None
+
+    def header(self, name: bytes) -> bytes | None:
+        for k, v in self.headers:
+            if k == name:
+                return v
+        return None
+
+
+class _Protocol(QuicConnectionProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.http = H3Connection(self._quic)
+        self._responses: dict[int, H3Response] = {}
+        self._done: dict[int, asyncio.Future[H3Response]] = {}
+
+    def quic_event_received(self, event: QuicEvent) -> None:
+        if isinstance(event, StreamReset) and event.stream_id in self._done:
+            response = self._responses[event.stream_id]
+            response.reset_code = event.error_code
+            self._finish(event.stream_id)
+        for h3_event in self.http.handle_event(event):
+            self._h3_event(h3_event)
+
+    def _h3_event(self, event: H3Event) -> None:
+        if not isinstance(event, HeadersReceived | DataReceived) or event.stream_id not in self._responses:
+            return
+        response = self._responses[event.stream_id]
+        if isinstance(event, HeadersReceived):
+            if response.status == 0:
+                status = dict(event.headers).get(b":status", b"0")
+                if int(status) >= 200:
+                    response.status = int(status)
+                    response.headers = [(k, v) for k, v in event.headers if not k.startswith(b":")]
+            else:
+                response.trailers = list(event.headers)
+        else:
+            response.body += event.data
+        if event.stream_ended:
+            self._finish(event.stream_id)
+
+    def _finish(self, stream_id: int) -> None:
+        waiter = self._done.pop(stream_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(self._responses[stream_id])
+
+    async def request(self, method: str, path: str, authority: str, headers: Headers, body: bytes | None) -> H3Response:
+        stream_id = self._quic.get_next_available_stream_id()
+        self._responses[stream_id] = H3Response()
+        waiter: asyncio.Future[H3Response] = asyncio.get_running_loop().create_future()
+        self._done[stream_id] = waiter
+        self.http.send_headers(
+            stream_id,
+            [(b":method", method.encode()), (b":scheme", b"https"), (b":authority", authority.encode()),
+             (b":path", path.encode()), *headers],
+            end_stream=not body,
+        )
+        if body:
+            self.http.send_data(stream_id, body, end_stream=True)
+        self.transmit()
+        return await waiter
+
+
+@dataclass
+class H3Client:
+    """Settings for one or more HTTP/3 connections to the server under test."""
+
+    port: int
+    ca: Path | None = None
+    host: str = "127.0.0.1"
+    server_name: str = "localhost"
+    cipher_suites: Sequence[Any] | None = None
+    session_ticket: Any = None
+    tickets: list[Any] = field(default_factory=list)
+    timeout: float = 20.0
+    connection_facts: dict[str, Any] = field(default_factory=dict)
+
+    def _configuration(self) -> QuicConfiguration:
+        configuration = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name=self.server_name)
+        if self.ca is not None:
+            configuration.load_verify_locations(str(self.ca))
+        else:
+            configuration.verify_mode = ssl.CERT_NONE
+        if self.cipher_suites is not None:
+            configuration.cipher_suites = list(self.cipher_suites)
+        configuration.session_ticket = self.session_ticket
+        return configuration
+
+    async def _run(self, work: Any) -> Any:
+        async with connect(
+            self.host, self.port, configuration=self._configuration(), create_protocol=_Protocol,
+            session_ticket_handler=self.tickets.append, wait_connected=True,
+        ) as client:
+            assert isinstance(client, _Protocol)
+            result = await work(client)
+            quic = client._quic
+            tls = quic.tls
+            self.connection_facts = {
+                "alpn": tls.alpn_negotiated,
+                "resumed": tls.session_resumed,
+                "cipher_suite": tls.key_schedule.cipher_suite if tls.key_schedule else None,
+            }
+            return result
+
+    def request(self, method: str = "GET", path: str = "/", headers: Headers | None = None,
+                body: bytes | None = None) -> H3Response:
+        async def work(client: _Protocol) -> H3Response:
+            return await client.request(method, path, f"localhost:{self.port}", headers or [], body)
+
+        return asyncio.run(asyncio.wait_for(self._run(work), self.timeout))
+
+    def gather(self, requests: Sequence[tuple[str, str, bytes | None]]) -> list[H3Response]:
+        """Sends every (method, path, body) at once on one connection."""
+
+        async def work(client: _Protocol) -> list[H3Response]:
+            authority = f"localhost:{self.port}"
+            return list(await asyncio.gather(*(client.request(m, p, authority, [], b) for m, p, b in requests)))
+
+        return asyncio.run(asyncio.wait_for(self._run(work), self.timeout))
