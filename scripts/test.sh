@@ -39,7 +39,7 @@ venv="$root/.venv-test"
 step() { printf '\n==> %s\n' "$*"; }
 
 step "system packages"
-needed=(libssl-dev zlib1g-dev python3-dev python3-venv curl wrk nghttp2-client nginx)
+needed=(libssl-dev zlib1g-dev python3-dev python3-venv curl wrk nghttp2-client nginx haproxy systemd)
 missing=()
 for p in "${needed[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

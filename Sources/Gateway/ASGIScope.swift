@@ -73,6 +73,7 @@ struct ASGIScopeBuilder {
         }
         if let forwarded = request.forwarded { applyForwarded(scope, forwarded, request) }
         if let tls = peer.tls { setTLSExtension(scope, tls) }
+        if let ssl = peer.proxySSL { setProxySSLExtension(scope, ssl) }
         if let state {
             // Each request gets a shallow copy of the lifespan state.
             set(scope, keys.state, PyDict_Copy(state))
@@ -119,6 +120,15 @@ struct ASGIScopeBuilder {
         guard let shared = PyDict_GetItem(scope, keys.extensions), let ext = PyOwned(stealing: PyDict_Copy(shared)),
               let value = tls.asgiTLSExtension() else { PyErr_Clear(); return }
         PyDict_SetItemString(ext.ref, "tls", value)
+        PyDict_SetItem(scope, keys.extensions, ext.ref)
+    }
+
+    /// scope["extensions"] becomes a copy with "peregrine.proxy_ssl" added
+    /// (see ProxyHeader.SSL+Python).
+    func setProxySSLExtension(_ scope: PyRef, _ ssl: ProxyHeader.SSL) {
+        guard let shared = PyDict_GetItem(scope, keys.extensions), let ext = PyOwned(stealing: PyDict_Copy(shared)),
+              let value = PyOwned(stealing: ssl.pythonDict()) else { PyErr_Clear(); return }
+        PyDict_SetItemString(ext.ref, "peregrine.proxy_ssl", value.ref)
         PyDict_SetItem(scope, keys.extensions, ext.ref)
     }
 

@@ -70,6 +70,8 @@ public final class PeerInfo {
     public let scheme: StaticString
     /// Set when the connection is TLS, once its handshake completed.
     public var tls: TLSInfo?
+    /// The `PP2_TYPE_SSL` TLV of the connection's PROXY v2 header, if any.
+    public var proxySSL: ProxyHeader.SSL?
 
     public init(address: PeerAddress, remoteAddress: String, remotePort: Int, serverName: String, serverPort: Int,
                 isUnix: Bool, scheme: StaticString) {

@@ -93,6 +93,9 @@ struct WSGIEnvironBuilder: ~Copyable {
         PyDict_SetItem(env, keys.serverProtocol, proto)
         setPeer(env, request.peer)
         if let tls = request.peer.tls, let variables = tls.wsgiVariables() { PyDict_Update(env, variables) }
+        if let ssl = request.peer.proxySSL, let value = PyOwned(stealing: ssl.pythonDict()) {
+            PyDict_SetItemString(env, "peregrine.proxy_ssl", value.ref)
+        }
         PyDict_SetItem(env, keys.wsgiInput, input)
 
         for i in 0..<request.fieldCount {

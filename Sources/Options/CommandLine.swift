@@ -27,6 +27,13 @@ options:
   --host HOST              interface to bind (default 127.0.0.1)
   --port PORT              TCP port to bind (default 8000; 0 picks a free one)
   --unix PATH              listen on a unix socket instead of TCP
+  --unix-mode OCTAL        permission bits of the --unix socket file, e.g. 660
+                           (default: what the umask leaves; its group is the
+                           process's)
+  --fd N                   serve the already-listening socket inherited as
+                           descriptor N (TCP or unix; repeatable) instead of
+                           binding; systemd socket activation (LISTEN_FDS,
+                           LISTEN_PID) is honoured without it
   --backlog N              listen backlog (default 2048)
   --protocol P             wsgi, asgi or auto (default auto: a coroutine function
                            or a callable taking 3 positional arguments is ASGI,
@@ -110,6 +117,22 @@ options:
   --scheme S               http or https: the scheme every request reports
                            (ws/wss for WebSocket), whatever the socket or a
                            proxy says
+  --proxy-protocol         every connection from a --proxy-allow-ips peer starts
+                           with a PROXY protocol v1 or v2 header (HAProxy
+                           send-proxy / send-proxy-v2; before TLS): its source
+                           is the client; a missing or bad header closes the
+                           connection
+  --proxy-allow-ips LIST   peers that send the PROXY header (same syntax as
+                           --forwarded-allow-ips; default 127.0.0.1,::1,unix)
+  --health-path PATH       answer requests for PATH in the worker itself, without
+                           the application: 200, or 503 once draining
+  --drain-delay MS         after SIGTERM/SIGINT keep accepting and serving this
+                           long, the health path answering 503, then stop
+                           (default 0)
+  --limit-concurrency N    requests in flight per worker beyond which new ones
+                           get 503 with Retry-After at once (default: no limit)
+  --max-connection-age MS  close a kept-alive connection (HTTP/2: GOAWAY) after
+                           this long, plus up to 10% at random (default 0: never)
   --no-lifespan            ASGI: skip the lifespan protocol
   --lifespan-scope S       ASGI with worker threads: worker (default: a lifespan
                            per thread, on its own loop) or process (one, on the
@@ -132,6 +155,8 @@ public enum CommandLineParser {
         var positional: [String] = []
         var tlsClientCertGiven = false
         var forwardedAllowIPs: String?
+        var proxyAllowIPs: String?
+        var addressGiven = (host: false, port: false, unix: false, fd: false)
         // The QUIC options other than --http3 that were given, for checkHTTP3.
         var http3Given: [String] = []
         var i = 0
@@ -169,13 +194,29 @@ public enum CommandLineParser {
             case "--help": try flag(); return .printAndExit(usageText, status: 0)
             case "--version": try flag(); return .printAndExit("peregrine \(peregrineVersion)\n", status: 0)
             case "--host":
+                addressGiven.host = true
                 config.host = try value()
                 if config.host.isEmpty { throw UsageError(message: "--host must not be empty") }
-            case "--port": config.port = try integer(name, try value(), 0...65535)
+            case "--port": addressGiven.port = true; config.port = try integer(name, try value(), 0...65535)
             case "--unix":
                 let path = try value()
                 if path.isEmpty { throw UsageError(message: "--unix needs a path") }
+                addressGiven.unix = true
                 config.unixPath = path
+            case "--unix-mode":
+                let v = try value()
+                guard !v.isEmpty, v.count <= 4, let mode = Int(v, radix: 8), (0...0o777).contains(mode) else {
+                    throw UsageError(message: "--unix-mode must be octal permission bits (0-777), got '\(v)'")
+                }
+                config.unixMode = mode
+            case "--fd":
+                let v = try value()
+                guard let fd = Int32(v), fd >= 0 else {
+                    throw UsageError(message: "--fd must be a descriptor number (0 or more), got '\(v)'")
+                }
+                if config.inheritedFDs.contains(fd) { throw UsageError(message: "--fd \(fd) is given twice") }
+                config.inheritedFDs.append(fd)
+                addressGiven.fd = true
             case "--backlog": config.backlog = try integer(name, try value(), 1...65535)
             case "--protocol":
                 let v = try value()
@@ -220,11 +261,16 @@ public enum CommandLineParser {
                     config.checkOnly = true
                     break
                 }
-                let parts = v.split(separator: ":").compactMap { Int32($0) }
-                guard parts.count == 2 || parts.count == 5 else {
-                    throw UsageError(message: "--worker is internal (LISTEN:STATUS[:BOARD:SLOT:SLOTS] or check)")
+                // LISTEN is one descriptor or several, comma-separated.
+                let fields = v.split(separator: ":", omittingEmptySubsequences: false)
+                let listeners = fields.first.map { $0.split(separator: ",").compactMap { Int32($0) } } ?? []
+                let parts = [listeners.first ?? -1] + fields.dropFirst().compactMap { Int32($0) }
+                guard parts.count == 2 || parts.count == 5, parts[0] >= 0,
+                      listeners.count == fields[0].split(separator: ",", omittingEmptySubsequences: false).count else {
+                    throw UsageError(message: "--worker is internal (LISTEN[,LISTEN...]:STATUS[:BOARD:SLOT:SLOTS] or check)")
                 }
                 config.inheritedListener = parts[0]
+                config.moreListeners = Array(listeners.dropFirst())
                 config.statusFD = parts[1]
                 if parts.count == 5 {
                     config.boardFD = parts[2]
@@ -280,6 +326,19 @@ public enum CommandLineParser {
                     throw UsageError(message: "--scheme must be http or https, got '\(v)'")
                 }
                 config.scheme = scheme
+            case "--proxy-protocol": try flag(); config.proxyProtocol = true
+            case "--proxy-allow-ips": proxyAllowIPs = try value()
+            case "--health-path":
+                let v = try value()
+                guard v.hasPrefix("/"), !v.contains("?"), !v.contains("#"),
+                      !v.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) else {
+                    throw UsageError(message: "--health-path must be a path starting with '/' (no query, spaces or controls), got '\(v)'")
+                }
+                config.healthPath = v
+            case "--drain-delay": config.drainDelayMilliseconds = try integer(name, try value(), 0...3_600_000)
+            case "--limit-concurrency": config.limitConcurrency = try integer(name, try value(), 1...1_000_000)
+            case "--max-connection-age":
+                config.maxConnectionAgeMilliseconds = try integer(name, try value(), 0...86_400_000)
             case "--no-lifespan": try flag(); config.lifespan = false
             case "--lifespan-scope":
                 let v = try value()
@@ -317,6 +376,18 @@ public enum CommandLineParser {
             config.forwardedAllowIPs = try trustedPeers("--forwarded-allow-ips", list)
         } else if let list = environment("FORWARDED_ALLOW_IPS") {
             config.forwardedAllowIPs = try trustedPeers("FORWARDED_ALLOW_IPS", list)
+        }
+        if addressGiven.fd && (addressGiven.host || addressGiven.port || addressGiven.unix) {
+            throw UsageError(message: "--fd serves an inherited socket: it cannot be combined with --host, --port or --unix")
+        }
+        config.listenAddressGiven = addressGiven.host || addressGiven.port || addressGiven.unix
+        if config.unixMode != nil && config.unixPath == nil {
+            throw UsageError(message: "--unix-mode needs --unix")
+        }
+        if let list = proxyAllowIPs {
+            guard config.proxyProtocol else { throw UsageError(message: "--proxy-allow-ips needs --proxy-protocol") }
+            config.proxyAllowIPs = try trustedPeers("--proxy-allow-ips", list)
+            if config.proxyAllowIPs.isEmpty { throw UsageError(message: "--proxy-allow-ips must name at least one peer") }
         }
         return .run(config)
     }

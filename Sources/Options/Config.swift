@@ -37,6 +37,14 @@ public struct Config: Sendable {
     public var host = "127.0.0.1"
     public var port = 8000
     public var unixPath: String?
+    /// `--unix-mode`: the unix socket file's permission bits (nil: what
+    /// the umask leaves). Its group is the process's.
+    public var unixMode: Int?
+    /// `--fd N` (repeatable): already-listening sockets inherited from the
+    /// parent, served instead of binding (TCP or unix, detected).
+    public var inheritedFDs: [Int32] = []
+    /// --host, --port or --unix was given (systemd's sockets exclude them).
+    public var listenAddressGiven = false
     public var backlog = 2048
     public var appProtocol: AppProtocol = .auto
     public var factory = false
@@ -132,6 +140,28 @@ public struct Config: Sendable {
     /// `--scheme`: the scheme every request reports (nil: `https` on TLS,
     /// else `http`, or what a trusted proxy says).
     public var scheme: ReportedScheme?
+    /// `--proxy-protocol`: every connection from a peer in `proxyAllowIPs`
+    /// begins with a PROXY protocol v1 or v2 header (before TLS and any
+    /// HTTP), whose source becomes the client; a missing or bad header
+    /// closes the connection without calling the application.
+    public var proxyProtocol = false
+    /// `--proxy-allow-ips`: the peers that send the header.
+    public var proxyAllowIPs = Config.defaultProxyAllowIPs
+    public static let defaultProxyAllowIPs = try! TrustedPeers(parsing: "127.0.0.1,::1,unix")
+
+    /// `--health-path`: requests for exactly this path are answered by the
+    /// worker (200, or 503 while draining) without the application.
+    public var healthPath: String?
+    /// `--drain-delay`: after SIGTERM/SIGINT, keep accepting and serving
+    /// this long with the health path answering 503, then stop.
+    public var drainDelayMilliseconds = 0
+    /// `--limit-concurrency`: requests in flight per worker beyond which a
+    /// new one is answered 503 at once (0: no limit).
+    public var limitConcurrency = 0
+    /// `--max-connection-age`: a connection older than this (plus up to a
+    /// tenth more, at random) is closed after its current response
+    /// (HTTP/2: GOAWAY). 0: never.
+    public var maxConnectionAgeMilliseconds = 0
 
     /// Worker processes (0 on the command line: one per CPU); with
     /// `freeThreaded`, worker threads of one process.
@@ -185,6 +215,9 @@ public struct Config: Sendable {
     /// Set in worker processes only (hidden option `--worker LISTEN:STATUS`):
     /// the inherited listening socket and the pipe to the supervisor.
     public var inheritedListener: Int32 = -1
+    /// Further inherited listening sockets (several --fd, or systemd's),
+    /// served like the first.
+    public var moreListeners: [Int32] = []
     public var statusFD: Int32 = -1
     /// The shared load board (see csys_board_create): descriptor, this
     /// worker's slot, and the number of slots.

@@ -60,3 +60,15 @@ public struct ProxyHeaderDecoder: Sendable {
         return result
     }
 }
+
+extension ProxyHeaderDecoder {
+    /// `bytes` start with a whole PROXY signature: `PROXY ` (v1) or the
+    /// 12-byte v2 signature. Lets a server that expects no header from a
+    /// peer recognise one it must refuse.
+    public static func startsWithSignature(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        func starts(with prefix: [UInt8]) -> Bool {
+            bytes.count >= prefix.count && prefix.indices.allSatisfy { bytes[$0] == prefix[$0] }
+        }
+        return starts(with: v1Prefix) || starts(with: v2Signature)
+    }
+}

@@ -182,6 +182,7 @@ public enum Main {
             own.workers = max(config.workers, contexts)  // several acceptors: one connection per wake-up
             if index > 0 {
                 own.inheritedListener = csys_dup(config.inheritedListener)
+                own.moreListeners = config.moreListeners.map { csys_dup($0) }
                 own.statusFD = -1
             }
             // The threads' own board (see serve): a slot each. A supervisor's
@@ -192,7 +193,7 @@ public enum Main {
                 own.boardFD = -1
             }
         }
-        let listener = Listener.inherited(own)
+        let listeners = Listener.inherited(own)
         let pooled = proto == .wsgi && config.wsgiThreads > 1
         let wsgi = proto == .wsgi
             ? WSGIGateway(app: app, rootPath: config.rootPath, scheme: scheme, multiprocess: config.workerProcesses != 1,
@@ -220,7 +221,7 @@ public enum Main {
         asgi?.webSocketMaxQueue = config.wsMaxQueue
         asgi?.webSocketMaxQueueBytes = config.wsMaxQueueBytes
         do {
-            return try Worker(config: own, listener: listener, wsgi: wsgi, asgi: asgi,
+            return try Worker(config: own, listeners: listeners, wsgi: wsgi, asgi: asgi,
                               signalFD: index == 0 ? signalFD : -1, group: group, context: index,
                               poolGateways: poolGateways, datagramSocket: datagramSocket)
         } catch {

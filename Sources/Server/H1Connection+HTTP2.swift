@@ -25,6 +25,9 @@ extension H1Connection {
         phase = .http2
         let session = H2Session(connection: self)
         h2HandOff = .session(session)
+        // A connection that comes while draining (--drain-delay) is
+        // served, and told to go elsewhere after its first response.
+        if worker.draining { session.goAwayAfterFirstResponse() }
         session.start()
     }
 

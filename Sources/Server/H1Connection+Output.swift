@@ -198,7 +198,7 @@ extension H1Connection {
         let framing = H1ResponseFraming(
             version: request.version, isHead: exchange.isHead, requestKeepAlive: requestKeepAlive, status: plan.status,
             contentLength: plan.contentLength, trailers: trailers, applicationClose: head.close,
-            stopping: w.stopRequested)
+            stopping: w.stopRequested || pastMaxAge)
         request.framing = framing
         request.keepAlive = framing.keepAlive
         // A status the exchange replaced (500) takes the registry's reason.
@@ -263,6 +263,35 @@ extension H1Connection {
     // MARK: - Errors and closing
 
     /// Answers a request the server itself refuses, then closes gracefully.
+    /// A response the worker makes itself (--health-path, a refusal for
+    /// --limit-concurrency): the reason phrase as body, at most one extra
+    /// field, and the connection lives on as after any response (the
+    /// caller goes on with `afterResponse`).
+    func respondItself(status: Int, field: ResponseField? = nil) {
+        let reason = ReasonPhrase.reason(status)
+        let body = UnsafeRawBufferPointer(start: reason.utf8Start, count: reason.utf8CodeUnitCount)
+        var extra = field ?? ResponseField(name: body, value: body)
+        let sent = withUnsafePointer(to: &extra) { p in
+            sendHead(ResponseHead(status: status, reason: body,
+                                  fields: UnsafeBufferPointer(start: p, count: field == nil ? 0 : 1),
+                                  contentLength: Int64(body.count), close: false))
+        }
+        if sent && sendBody(body, flush: false) { _ = finish() }
+    }
+
+    /// The request counted for --limit-concurrency ended.
+    func endCounted() {
+        guard request.counted else { return }
+        request.counted = false
+        worker.admission.ended()
+    }
+
+    /// --max-connection-age passed: this response is the last.
+    var pastMaxAge: Bool {
+        guard let ageDeadline else { return false }
+        return worker.now >= ageDeadline
+    }
+
     func sendErrorAndLinger(_ code: Int, extraField: StaticString? = nil) {
         exchange.respondDirectly(status: code)
         worker.out.count = 0
@@ -312,6 +341,7 @@ extension H1Connection {
 
     func close() {
         guard phase != .closed else { return }
+        endCounted()
         if output.held { worker.flushHeld() }
         let wasLingering = phase == .lingering
         phase = .closed

@@ -51,7 +51,7 @@ import TLS
 /// other protocol's is a type of its own held here (`ConnectionTLS`,
 /// `H2HandOff`, `H1WebSocket`, `LingeringClose`).
 final class H1Connection: WorkerConnection {
-    enum Phase { case head, queued, request, websocket, http2, discarding, lingering, closed }
+    enum Phase { case proxyHeader, head, queued, request, websocket, http2, discarding, lingering, closed }
 
     // The worker owns every connection and outlives it.
     unowned(unsafe) let worker: Worker
@@ -96,6 +96,8 @@ final class H1Connection: WorkerConnection {
     var lingering: LingeringClose?
     /// nil on a plain connection; see +TLS.
     var tls: ConnectionTLS?
+    /// --max-connection-age: past this the next response closes (nil: never).
+    var ageDeadline: Instant?
 
     init(worker: Worker) {
         self.worker = worker
@@ -115,8 +117,23 @@ final class H1Connection: WorkerConnection {
         aborted = false
         writeFailed = false
         h2HandOff = .prefaceMayCome
-        if tls != nil { beginHandshake(); return }  // HTTP starts after it (+TLS)
+        ageDeadline = worker.admission.connectionDeadline(now: worker.now)
+        if let allowed = worker.proxyPeers, allowed.contains(peer.address) {
+            beginProxyHeader()  // TLS or HTTP start after it (+ProxyHeader)
+            return
+        }
+        startConnection()
+    }
+
+    /// The byte stream begins: TLS, or HTTP at once.
+    func startConnection() {
+        phase = .head
+        if tls != nil {
+            beginHandshake()  // HTTP starts after it (+TLS)
+            return
+        }
         worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
+        updateInterest()
     }
 
     // MARK: - Events
@@ -129,6 +146,7 @@ final class H1Connection: WorkerConnection {
     }
 
     func dispatch(_ events: IOEvents) {
+        if phase == .proxyHeader { readProxyHeader(); return }
         if tls?.handshaking == true { continueHandshake(); return }
         if phase == .http2, let h2 {
             if events.contains(.writable) { h2.onWritable() }
@@ -148,6 +166,8 @@ final class H1Connection: WorkerConnection {
         switch phase {
         case .closed:
             return
+        case .proxyHeader:
+            readProxyHeader()
         case .lingering:
             drainForLinger()
         case .queued:
@@ -214,8 +234,13 @@ final class H1Connection: WorkerConnection {
         case .http2: h2?.beginShutdown()
         case .lingering: close()
         case .head where closeIdle: close()
+        case .proxyHeader where closeIdle: close()
         default: break
         }
+    }
+
+    func announceGoingAway() {
+        if phase == .http2 { h2?.goAway() }
     }
 
     func cut() {
@@ -250,6 +275,7 @@ final class H1Connection: WorkerConnection {
                 }
                 return
             case .failed(let error):
+                if refusesUnlistedProxyHeader() { return }
                 Log.debug("bad request from \(peer.remoteAddress): \(error.status) \(error.reason)")
                 sendErrorAndLinger(Int(error.status))
                 return
@@ -283,6 +309,20 @@ final class H1Connection: WorkerConnection {
         let base = UnsafeRawPointer(input.readable.baseAddress!)
         input.readerIndex += head.headLength
         guard beginRequest(head) else { return }
+        let path = UnsafeRawBufferPointer(start: base + head.path.start, count: head.path.count)
+        switch w.admission.admit(path: path, counted: !(head.upgrade && w.asgi != nil)) {
+        case .health:
+            respondItself(status: w.draining ? 503 : 200)
+            afterResponse()
+            return
+        case .overLimit:
+            respondItself(status: 503, field: Admission.retryAfter)
+            if w.accessLog.enabled { w.accessLog.recordRejected(status: 503, peer: peer) }
+            afterResponse()
+            return
+        case .application:
+            request.counted = !(head.upgrade && w.asgi != nil)
+        }
         let table = w.headerTable
         let spans = w.fieldSpans
         for i in 0..<table.count {
@@ -386,6 +426,7 @@ final class H1Connection: WorkerConnection {
     /// The response is complete (and, for ASGI, flushed): log it, then keep
     /// the connection for the next request or close it.
     func afterResponse() {
+        endCounted()
         if let line = request.accessLine {
             worker.accessLog.record(line, exchange, peer: peer, now: worker.now)
             request.accessLine = nil
@@ -442,7 +483,7 @@ final class H1Connection: WorkerConnection {
         case .http2:
             want = .readable
             if h2?.wantsWrite == true { want.insert(.writable) }
-        case .head, .discarding, .lingering:
+        case .proxyHeader, .head, .discarding, .lingering:
             // peerClosed too, so that starting a request changes nothing.
             want = [.readable, .peerClosed]
             asyncRequest.readPaused = false

@@ -21,4 +21,6 @@ struct H1Request {
     /// (`H1ResponseFraming.keepAlive`). A body that cannot be read to the
     /// end overrides it (`H1Connection.requestKeepAlive`).
     var keepAlive = true
+    /// Counted in flight for --limit-concurrency (see Admission) until it ends.
+    var counted = false
 }

@@ -37,6 +37,9 @@ final class H2Session {
     private var waitsForThread = false
     /// The peer sent GOAWAY, or we did: finish what is open, then close.
     private var goingAway = false
+    /// Past --max-connection-age, or opened while draining: the next
+    /// completed response brings a GOAWAY.
+    private var goAwayAfterResponse = false
     private(set) var closed = false
     /// Streams carrying a WebSocket (RFC 8441), each with a timer of its own.
     var webSockets: [H2Stream] = []
@@ -200,6 +203,9 @@ final class H2Session {
     private func open(_ id: UInt32, _ head: H2RequestHead, endStream: Bool) {
         let s = H2Stream(session: self, id: id, head: head)
         s.bodyEnded = endStream
+        // --max-connection-age: this stream is served, and its response
+        // is followed by a GOAWAY (see checkDone).
+        if !goAwayAfterResponse && connection.pastMaxAge { goAwayAfterResponse = true }
         guard s.prepareRequest(head, peer: connection.peer) else {
             // CONNECT without an extended protocol: nothing here serves it.
             streams[id] = s
@@ -217,6 +223,19 @@ final class H2Session {
             streams[id] = s
             respondDirectly(s, status: status)
             return
+        }
+        switch worker.admission.admit(path: s.request.bytes(s.request.path)) {
+        case .health:
+            streams[id] = s
+            respondDirectly(s, status: worker.draining ? 503 : 200)
+            return
+        case .overLimit:
+            streams[id] = s
+            if worker.accessLog.enabled { worker.accessLog.recordRejected(status: 503, peer: connection.peer) }
+            respondDirectly(s, status: 503, field: Admission.retryAfter)
+            return
+        case .application:
+            s.counted = true
         }
         streams[id] = s
         s.accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(s.request) : nil
@@ -411,6 +430,14 @@ final class H2Session {
             webSocketEnded(s)
         }
         streams[s.id] = nil
+        endCounted(s)
+        if goAwayAfterResponse && !goingAway {
+            // After the response's last frames, which the flush that
+            // follows every completed response writes out with it (a GOAWAY
+            // before them would make strict clients drop the response).
+            goingAway = true
+            core.goAway(code: .noError)
+        }
         // RFC 9113 §8.1: a complete response before the whole request may
         // be followed by RST_STREAM(NO_ERROR) so the client stops sending;
         // with the declared body whole, only END_STREAM is missing: wait for
@@ -441,6 +468,7 @@ final class H2Session {
     private func dropStream(_ s: H2Stream, disconnected: Bool) {
         s.reset = true
         if streams[s.id] === s { streams[s.id] = nil }
+        endCounted(s)
         if s.webSocket != nil { webSocketEnded(s) }
         s.releaseBody()
         if let file = s.pendingFile {
@@ -602,6 +630,30 @@ final class H2Session {
 
     /// Stopping (SIGTERM) or draining (replaced): GOAWAY with the last
     /// stream we took; streams in flight finish.
+    /// GOAWAY (RFC 9113 §6.8) without closing anything: the open streams
+    /// and WebSockets finish, new streams go to another connection
+    /// (--drain-delay, --max-connection-age).
+    func goAway() {
+        guard !closed, !goingAway else { return }
+        goingAway = true
+        core.goAway(code: .noError)
+        afterIO()
+    }
+
+    /// A connection that comes while draining (--drain-delay): its first
+    /// request is served, and a GOAWAY follows its response. (A GOAWAY
+    /// before any stream would refuse them all: its last stream ID is 0.)
+    func goAwayAfterFirstResponse() {
+        goAwayAfterResponse = true
+    }
+
+    /// The stream counted for --limit-concurrency ended.
+    private func endCounted(_ s: H2Stream) {
+        guard s.counted else { return }
+        s.counted = false
+        worker.admission.ended()
+    }
+
     func beginShutdown() {
         guard !closed else { return }
         // WebSockets close with 1001 (going away), as over HTTP/1.1.

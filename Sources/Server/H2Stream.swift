@@ -69,6 +69,9 @@ final class H2Stream {
         if let file = pendingFile { _ = csys_close(file.fd) }
     }
 
+    /// Counted in flight for --limit-concurrency until it ends (Admission).
+    var counted = false
+
     var hasPendingOutput: Bool { pendingOut.readableCount > 0 || pendingFile != nil }
     var pendingOutputBytes: Int { pendingOut.readableCount + Int(pendingFile?.remaining ?? 0) }
 

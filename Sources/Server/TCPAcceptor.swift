@@ -16,7 +16,9 @@ import TLS
 /// The poller stays the worker's: a change of `accepting` is the caller's
 /// to apply to it.
 struct TCPAcceptor {
-    let listener: Listener
+    /// Usually one; several when the supervisor inherited several (--fd,
+    /// systemd), each accepted from alike.
+    let listeners: [Listener]
     /// The TLS configuration (nil: plain connections); set by Main.serve.
     var tlsContext: TLSContext?
     /// The listener is in the poller.
@@ -27,8 +29,8 @@ struct TCPAcceptor {
     /// Closed TCP connection objects, reused by the next accepts.
     private var spares: [H1Connection] = []
 
-    init(listener: Listener, maxConnections: Int) {
-        self.listener = listener
+    init(listeners: [Listener], maxConnections: Int) {
+        self.listeners = listeners
         self.maxConnections = maxConnections
     }
 
@@ -39,9 +41,9 @@ struct TCPAcceptor {
     /// queue until a connection closes or lingers.
     var isFull: Bool { openCount >= maxConnections }
 
-    /// Accepts the next waiting connection (nil: none is waiting) and
-    /// describes its peer and the address it reached.
-    func accept() -> (fd: Int32, peer: PeerInfo)? {
+    /// Accepts the next connection waiting on `listener` (nil: none is
+    /// waiting) and describes its peer and the address it reached.
+    func accept(from listener: Listener) -> (fd: Int32, peer: PeerInfo)? {
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { addr in
             addr.initialize(repeating: 0)
             var port: Int32 = 0

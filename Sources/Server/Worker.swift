@@ -47,6 +47,12 @@ final class Worker {
     /// `--forwarded-allow-ips`: nil when no peer is trusted, so a request
     /// costs one branch.
     let forwardedResolver: ForwardedResolver?
+    /// `--proxy-protocol`: the peers whose connections begin with a PROXY
+    /// header (nil: off), and its decoder.
+    let proxyPeers: TrustedPeers?
+    let proxyHeaderReader = ProxyHeaderReader()
+    /// --health-path, --limit-concurrency, --max-connection-age.
+    var admission: Admission
     var out = OutputBuffer()
     var date = DateCache()
     var requestsServed = 0
@@ -83,7 +89,12 @@ final class Worker {
     /// The wait for the others ran out (see `othersStillDraining`).
     private(set) var gaveUpOnOthers = false
 
-    private static let listenerToken: UInt64 = 1 << 63
+    /// Listener `i`'s token: the first is 1 << 63, the others above the
+    /// small tokens below.
+    private static func listenerToken(_ i: Int) -> UInt64 { 1 << 63 | UInt64(i) << 8 }
+    private static func listenerIndex(_ token: UInt64) -> Int? {
+        token & (1 << 63 | 0xFF) == 1 << 63 ? Int(truncatingIfNeeded: (token >> 8) & 0xFFFF) : nil
+    }
     private static let signalToken: UInt64 = 1 << 63 | 1
     private static let groupStopToken: UInt64 = 1 << 63 | 2
     private static let poolDoorbellToken: UInt64 = 1 << 63 | 3
@@ -95,7 +106,7 @@ final class Worker {
     /// first; see `nextRequestToken`).
     /// `poolGateways`: one gateway per WSGI pool thread (--wsgi-threads
     /// N > 1), made on the main thread like `wsgi`; empty: inline.
-    init(config: Config, listener: Listener, wsgi: WSGIGateway?, asgi: ASGIGateway?, signalFD: Int32,
+    init(config: Config, listeners: [Listener], wsgi: WSGIGateway?, asgi: ASGIGateway?, signalFD: Int32,
          group: WorkerGroup? = nil, context: Int = 0, poolGateways: [WSGIGateway] = [],
          datagramSocket: UDPSocket? = nil) throws(SystemError) {
         self.config = config
@@ -111,7 +122,9 @@ final class Worker {
         fieldSpans = .allocate(capacity: l.maxHeaderCount)
         accessLog = AccessLog(enabled: config.accessLog, format: config.accessLogFormat)
         forwardedResolver = config.forwardedAllowIPs.isEmpty ? nil : ForwardedResolver(trusted: config.forwardedAllowIPs)
-        acceptor = TCPAcceptor(listener: listener, maxConnections: config.maxConnections)
+        proxyPeers = config.proxyProtocol ? config.proxyAllowIPs : nil
+        admission = Admission(config: config)
+        acceptor = TCPAcceptor(listeners: listeners, maxConnections: config.maxConnections)
         stop = WorkerStop(config: config, signalFD: signalFD, fromSignalThread: wsgi != nil)
         supervisor = SupervisorLink(config: config)
         let start = Instant.now()
@@ -119,7 +132,7 @@ final class Worker {
         poller = try Poller()
         // Up to maxConnections active plus as many lingering (see beginLinger).
         timers = TimerWheel(capacity: 2 * config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: start)
-        try poller.add(listener.fd, token: Worker.listenerToken, interest: .readable)
+        for i in listeners.indices { try poller.add(listeners[i].fd, token: Worker.listenerToken(i), interest: .readable) }
         datagrams = datagramSocket.map { DatagramEndpoint(socket: $0, handler: DroppingDatagramHandler()) }
         altSvc = datagramSocket.map { AltSvcAdvert(port: $0.port) }
         if let datagramSocket { try poller.add(datagramSocket.fd, token: Worker.datagramToken, interest: .readable) }
@@ -250,7 +263,7 @@ final class Worker {
             var timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
             if let q = quicWait(now: now) { timeout = timeout < 0 ? Int32(min(q, 60_000)) : min(timeout, Int32(min(q, 60_000))) }
             if beats { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
-            let wait = stop.stopping ? min(timeout < 0 ? 100 : timeout, 100) : timeout
+            let wait = stop.stopping || stop.delaying ? min(timeout < 0 ? 100 : timeout, 100) : timeout
             let n = GIL.released { poller.wait(timeoutMilliseconds: connections.hasDeferredReads ? 0 : wait) }
             handle(n)
             if wsgiPool != nil {
@@ -328,7 +341,7 @@ final class Worker {
         var ms = timers.millisecondsUntilNextTick(now: now)
         if let q = quicWait(now: now) { ms = min(ms ?? q, q) }
         if beats { ms = min(ms ?? 1000, 1000) }  // heartbeats
-        if stop.stopping { ms = min(ms ?? 100, 100) }
+        if stop.stopping || stop.delaying { ms = min(ms ?? 100, 100) }
         if connections.hasDeferredReads { ms = 0 }
         loopDriver.schedule(at: ms.map { now.adding(milliseconds: $0) }, now: now)
     }
@@ -339,8 +352,8 @@ final class Worker {
         date.refresh()
         for i in 0..<n {
             let (token, events) = poller.event(at: i)
-            if token == Worker.listenerToken {
-                acceptConnections()
+            if let i = Worker.listenerIndex(token), i < acceptor.listeners.count {
+                acceptConnections(from: acceptor.listeners[i])
             } else if token == Worker.signalToken {
                 handleSignal()
             } else if token == Worker.datagramToken {
@@ -348,13 +361,17 @@ final class Worker {
             } else if token == Worker.poolDoorbellToken {
                 wsgiPool?.onDoorbell()
             } else if token == Worker.groupStopToken {
-                // Worker 0 began a stop or a drain (see WorkerGroup).
-                if let closeIdle = group?.takeStop(context), !stop.stopping { beginStopping(closeIdle: closeIdle) }
+                // Worker 0 began a stop, a drain or a drain delay (see WorkerGroup).
+                if let told = group?.takeStop(context) {
+                    if told.delay && !stop.stopping && !stop.delaying { beginDrainDelay() }
+                    if let closeIdle = told.stop, !stop.stopping { beginStopping(closeIdle: closeIdle) }
+                }
             } else {
                 connections.connection(for: token)?.onEvents(events)
             }
         }
         runDeferredReads()
+        if stop.delayEnded(now: now) { beginStopping(closeIdle: true) }
         for index in connections.expire(&timers, now: now) {
             connections[index]?.onTimeout()
         }
@@ -365,7 +382,7 @@ final class Worker {
         pools.trimIfDue(now: now)
     }
 
-    private func acceptConnections() {
+    private func acceptConnections(from listener: Listener) {
         // With several workers on one socket, each takes one connection per
         // wake-up, so a burst of connections spreads across them instead of
         // going to whichever woke first.
@@ -375,11 +392,11 @@ final class Worker {
             guard !acceptor.isFull && !(wsgiPool?.holdsAccepting ?? false) else {
                 // Leave further connections in the kernel's queue until a
                 // slot frees (see connectionClosed).
-                if acceptor.pause() { poller.remove(acceptor.listener.fd) }
+                if acceptor.pause() { removeListeners() }
                 return
             }
             if supervisor.siblingShouldTake(openCount: acceptor.openCount, stopping: stop.stopping, now: now) { return }
-            guard let (fd, peer) = acceptor.accept() else { return }
+            guard let (fd, peer) = acceptor.accept(from: listener) else { return }
             let c = acceptor.takeSpare() ?? H1Connection(worker: self)
             let (index, generation) = connections.insert(c)
             acceptor.opened()
@@ -441,8 +458,14 @@ final class Worker {
 
     private func resumeAcceptingIfPaused() {
         if acceptor.resumeIfPaused(stopping: stop.stopping || (wsgiPool?.holdsAccepting ?? false)) {
-            try? poller.add(acceptor.listener.fd, token: Worker.listenerToken, interest: .readable)
+            for i in acceptor.listeners.indices {
+                try? poller.add(acceptor.listeners[i].fd, token: Worker.listenerToken(i), interest: .readable)
+            }
         }
+    }
+
+    private func removeListeners() {
+        for listener in acceptor.listeners { poller.remove(listener.fd) }
     }
 
     // MARK: - The WSGI pool's requests
@@ -450,7 +473,7 @@ final class Worker {
     /// The pool's threads and wait list are full: new connections wait in
     /// the kernel (and siblings see this worker as not accepting).
     func holdAccepting() {
-        if acceptor.pause() { poller.remove(acceptor.listener.fd) }
+        if acceptor.pause() { removeListeners() }
         supervisor.publishNotAccepting()
     }
 
@@ -474,18 +497,44 @@ final class Worker {
     /// one while stopping exits.
     private func handleSignal() {
         while let closeIdle = stop.nextStop() {
+            if closeIdle && config.drainDelayMilliseconds > 0 && !stop.stopping {
+                // The first stop signal begins the delay; a second one ends it.
+                if !stop.delaying {
+                    beginDrainDelay()
+                    continue
+                }
+                _ = stop.delayEnded(now: now, force: true)
+            }
             beginStopping(closeIdle: closeIdle)
         }
     }
 
+    /// --drain-delay: the load balancer is to notice first (its health
+    /// checks get 503) and send nothing new, while whatever still comes is
+    /// served; responses close their connections, HTTP/2 ones get a
+    /// GOAWAY. The stop begins when the delay ends (`handle`).
+    private func beginDrainDelay() {
+        stop.beginDelay(now: now, milliseconds: config.drainDelayMilliseconds)
+        if context == 0 {
+            Log.info("draining: serving \(config.drainDelayMilliseconds) ms more (--drain-delay) before stopping")
+        }
+        for c in connections.openConnections { c.announceGoingAway() }
+        if context == 0 { group?.delayOthers() }
+        if asgi != nil { scheduleTimer() }
+    }
+
+    /// Not serving as usual any more: stopping, replaced, or inside
+    /// --drain-delay (what --health-path reports as 503).
+    var draining: Bool { stop.stopRequested }
+
     private func beginStopping(closeIdle: Bool) {
         stop.begin(closeIdle: closeIdle, now: now, gracefulTimeoutMilliseconds: config.gracefulTimeoutMilliseconds)
         storeLoad()
-        if acceptor.pause() { poller.remove(acceptor.listener.fd) }
+        if acceptor.pause() { removeListeners() }
         // Our copy of the shared socket goes; once the supervisor's and every
         // stopping worker's copy are closed the kernel refuses new
         // connections (while a replacement holds one, it takes them).
-        _ = csys_close(acceptor.listener.fd)
+        for listener in acceptor.listeners { _ = csys_close(listener.fd) }
 
         for c in connections.openConnections { c.beginStopping(closeIdle: closeIdle) }
         quic?.beginStopping()

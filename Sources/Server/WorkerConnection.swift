@@ -36,6 +36,16 @@ protocol WorkerConnection: AnyObject {
     /// (`WSGIPool.wait`); the connection takes it (`WSGIPool.takeThread`)
     /// or, if it no longer needs it, leaves it for the next waiter.
     func poolThreadFree()
+    /// The server will stop soon (--drain-delay) or the connection is old
+    /// (--max-connection-age): no new work should come on it. What
+    /// multiplexes ends with a GOAWAY; the default does nothing (a
+    /// response-at-a-time connection closes after its next response, see
+    /// `Worker.stopRequested`).
+    func announceGoingAway()
+}
+
+extension WorkerConnection {
+    func announceGoingAway() {}
 }
 
 extension WorkerConnection {

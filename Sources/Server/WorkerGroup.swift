@@ -130,12 +130,24 @@ final class WorkerGroup: @unchecked Sendable {
         for fd in stopWrites.dropFirst() { _ = csys_write_plain(fd, &b, 1) }
     }
 
-    /// What worker `index` was told: `closeIdle` of the stop, or nil.
-    func takeStop(_ index: Int) -> Bool? {
+    /// Worker 0 got a stop signal under --drain-delay: every other worker
+    /// drains for the same delay, then stops on its own.
+    func delayOthers() {
+        var b = UInt8(ascii: "W")
+        for fd in stopWrites.dropFirst() { _ = csys_write_plain(fd, &b, 1) }
+    }
+
+    /// What worker `index` was told: `closeIdle` of the stop (nil: none),
+    /// and whether a drain delay began.
+    func takeStop(_ index: Int) -> (stop: Bool?, delay: Bool) {
         var b: UInt8 = 0
         var stop: Bool?
-        while csys_read(stopReads[index], &b, 1) > 0 { stop = (stop ?? false) || b == UInt8(ascii: "T") }
-        return stop
+        var delay = false
+        while csys_read(stopReads[index], &b, 1) > 0 {
+            if b == UInt8(ascii: "W") { delay = true; continue }
+            stop = (stop ?? false) || b == UInt8(ascii: "T")
+        }
+        return (stop, delay)
     }
 
     // MARK: - Alive

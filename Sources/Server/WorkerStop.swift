@@ -26,6 +26,9 @@ struct WorkerStop {
     /// SIGTERM/SIGINT (not a drain): idle connections are closed.
     private(set) var hardStopping = false
     private var gracefulDeadline: Instant?
+    /// --drain-delay: a stop was asked for and begins at this moment;
+    /// until then the worker accepts and serves, draining (see `delaying`).
+    private var delayedUntil: Instant?
     /// --max-requests plus this worker's jitter (0: never recycle).
     private let recycleLimit: Int
     private var recycleAsked = false
@@ -39,7 +42,25 @@ struct WorkerStop {
     }
 
     /// Stopping, or told to stop while an inline WSGI call held the loop.
-    var stopRequested: Bool { stopping || (fromSignalThread && csys_signal_thread_seen() != 0) }
+    var stopRequested: Bool { stopping || delaying || (fromSignalThread && csys_signal_thread_seen() != 0) }
+
+    /// Inside --drain-delay: still accepting and serving, but the health
+    /// path answers 503 and every response closes its connection.
+    var delaying: Bool { delayedUntil != nil }
+
+    /// A stop signal came and --drain-delay is set: the stop begins at
+    /// `now` + `milliseconds`.
+    mutating func beginDelay(now: Instant, milliseconds: Int) {
+        delayedUntil = now.adding(milliseconds: milliseconds)
+    }
+
+    /// True once, when the delay is over (or `force`: a second signal cut
+    /// it short); the stop begins.
+    mutating func delayEnded(now: Instant, force: Bool = false) -> Bool {
+        guard let until = delayedUntil, force || now >= until else { return false }
+        delayedUntil = nil
+        return true
+    }
 
     /// Reads the pending signals up to the first that begins a stop: its
     /// `closeIdle` (false: a drain), or nil when none is left. A second

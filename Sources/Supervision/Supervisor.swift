@@ -14,6 +14,11 @@ import Options
 /// pipe: `R` when it accepts connections, `H` every second from its loop
 /// (a heartbeat), `Q` when it has served --max-requests.
 ///
+/// The sockets are the supervisor's for its whole life: bound once at
+/// start, or inherited (--fd, systemd socket activation, several at once)
+/// and never rebound, not across SIGHUP either: replacements inherit the
+/// same descriptors.
+///
 /// All workers accept from the one shared socket, so a worker that stops
 /// accepting leaves queued connections in the kernel's queue for the others;
 /// that is what makes replacement lossless (per-worker SO_REUSEPORT queues
@@ -60,7 +65,8 @@ final class Supervisor {
     }
 
     private let config: Config
-    private let listener: Listener
+    /// The first is what `--worker` names first; all are served alike.
+    private let listeners: [Listener]
     /// `--http3`: the UDP sockets and their steering.
     private let datagrams: DatagramGroup?
     private let arguments: [String]
@@ -73,6 +79,9 @@ final class Supervisor {
     private var everReady = false
     private var stopping = false
     private var stopDeadline: Instant?
+    /// --drain-delay: the listening sockets are shut down at this moment,
+    /// the workers having drained (and accepted) until then.
+    private var shutdownListenersAt: Instant?
     private var restartQueue: [Int32] = []
     private var restartInFlight: Int32?
     private var reloader: Reloader?
@@ -90,10 +99,10 @@ final class Supervisor {
     /// Startup failures in a row (per worker slot) before giving up.
     static let maxStartupFailures = 5
 
-    init(config: Config, listener: Listener, datagrams: DatagramGroup?, arguments: [String],
+    init(config: Config, listeners: [Listener], datagrams: DatagramGroup?, arguments: [String],
          workerExecutable: String) throws(StartupFailure) {
         self.config = config
-        self.listener = listener
+        self.listeners = listeners
         self.datagrams = datagrams
         self.arguments = arguments
         executable = workerExecutable
@@ -147,6 +156,10 @@ final class Supervisor {
             if let status = reap() { return status }
             if stopping {
                 if workers.isEmpty { return 0 }
+                if let at = shutdownListenersAt, now >= at {
+                    shutdownListenersAt = nil
+                    shutdownListeners()
+                }
                 if let d = stopDeadline, now >= d { killAll(); stopDeadline = nil }
                 continue
             }
@@ -178,8 +191,8 @@ final class Supervisor {
             Log.error("cannot create a status pipe: \(SystemError(call: "pipe2", errno: csys_errno()))")
             return
         }
-        var workerArg = "\(listener.fd):\(fds[1])"
-        var keep: [Int32] = [listener.fd, fds[1]]
+        var workerArg = listeners.map { "\($0.fd)" }.joined(separator: ",") + ":\(fds[1])"
+        var keep: [Int32] = listeners.map(\.fd) + [fds[1]]
         var boardSlot = 0
         if let board {
             let bit = boardNext[slot] ?? 0
@@ -259,7 +272,13 @@ final class Supervisor {
         if stopping { return }
         if !everReady {
             everReady = true
-            Log.info("listening on \(listener.displayURL)")
+            for listener in listeners {
+                var origin = ""
+                if listener.inherited {
+                    origin = " (inherited descriptor \(listener.fd)" + (listener.name.map { ", systemd name '\($0)'" } ?? "") + ")"
+                }
+                Log.info("listening on \(listener.displayURL)\(origin)")
+            }
             if let datagrams { Log.info("HTTP/3 on UDP port \(datagrams.port)") }
             if workerCount > 1 { for slot in 1..<workerCount { spawn(slot: slot, replaces: nil) } }
         }
@@ -427,7 +446,9 @@ final class Supervisor {
                     killAll()
                     return 0
                 }
-                Log.info("signal \(sig): stopping gracefully (up to \(config.gracefulTimeoutMilliseconds) ms)")
+                let delay = config.drainDelayMilliseconds
+                Log.info("signal \(sig): stopping gracefully (up to \(config.gracefulTimeoutMilliseconds) ms"
+                         + (delay > 0 ? ", after a --drain-delay of \(delay) ms)" : ")"))
                 stopAll()
             }
         }
@@ -435,12 +456,26 @@ final class Supervisor {
 
     private func stopAll() {
         stopping = true
+        let now = Instant.now()
+        let delay = config.drainDelayMilliseconds
         // Refuse new connections now, in every worker at once (the socket
-        // is shared); in-flight requests go on.
-        _ = csys_shutdown_listener(listener.fd)
+        // is shared); in-flight requests go on. Under --drain-delay the
+        // workers accept on until the delay ends (they got SIGTERM now and
+        // answer health checks with 503 meanwhile).
+        if delay > 0 {
+            shutdownListenersAt = now.adding(milliseconds: delay)
+        } else {
+            shutdownListeners()
+        }
         respawns.removeAll()
-        stopDeadline = Instant.now().adding(milliseconds: config.gracefulTimeoutMilliseconds + 5000)
+        stopDeadline = now.adding(milliseconds: delay + config.gracefulTimeoutMilliseconds + 5000)
         for pid in workers.keys { _ = csys_kill(pid, csys_sig_term()) }
+    }
+
+    /// An inherited socket is left alone: its parent (systemd) keeps it
+    /// and its queue for the next start.
+    private func shutdownListeners() {
+        for listener in listeners where !listener.inherited { _ = csys_shutdown_listener(listener.fd) }
     }
 
     private func killAll() {

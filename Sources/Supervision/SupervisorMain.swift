@@ -33,23 +33,49 @@ public enum SupervisorMain {
                     throw StartupFailure("cannot get random bytes for the TLS session-ticket secret")
                 }
             }
-            var listener = try Listener.bind(config)
-            listener.secure = config.tlsEnabled
+            var listeners = try listen(config)
+            for i in listeners.indices { listeners[i].secure = config.tlsEnabled }
             var datagrams: DatagramGroup?
             if config.http3 {
-                // Bound beside the TCP listener, on its address; steered to
-                // the first worker's sockets until a worker is ready.
-                let group = try DatagramGroup(listener: listener, port: config.quicPort ?? listener.port,
+                // Bound beside the (first) TCP listener, on its address; steered
+                // to the first worker's sockets until a worker is ready.
+                guard let tcp = listeners.first(where: { !$0.isUnix }) else {
+                    throw StartupFailure("--http3 needs a TCP listener: every inherited socket is a unix socket")
+                }
+                let group = try DatagramGroup(listener: tcp, port: config.quicPort ?? tcp.port,
                                               slots: config.workerProcesses, contexts: config.workerContexts())
                 try group.steerNewConnections(to: [])
                 datagrams = group
             }
-            let supervisor = try Supervisor(config: config, listener: listener, datagrams: datagrams, arguments: args,
+            let supervisor = try Supervisor(config: config, listeners: listeners, datagrams: datagrams, arguments: args,
                                             workerExecutable: worker)
             csys_exit(supervisor.run())
         } catch {
             ProcessStart.fail(error.message)
         }
+    }
+
+    /// The sockets to serve: systemd's (socket activation), the --fd
+    /// ones, or one bound per --host/--port or --unix.
+    static func listen(_ config: Config) throws(StartupFailure) -> [Listener] {
+        if let activation = try SocketActivation.takeFromEnvironment() {
+            guard config.inheritedFDs.isEmpty && !config.listenAddressGiven else {
+                throw StartupFailure("systemd passed sockets (LISTEN_FDS): --fd, --host, --port and --unix cannot name others")
+            }
+            var listeners: [Listener] = []
+            for socket in activation.sockets {
+                var listener = try Listener.adopt(fd: socket.fd, origin: "systemd socket \(socket.fd)")
+                listener.name = socket.name
+                listeners.append(listener)
+            }
+            return listeners
+        }
+        if !config.inheritedFDs.isEmpty {
+            var listeners: [Listener] = []
+            for fd in config.inheritedFDs { listeners.append(try Listener.adopt(fd: fd, origin: "--fd \(fd)")) }
+            return listeners
+        }
+        return [try Listener.bind(config)]
     }
 
     /// `peregrine-worker` in this executable's directory.

@@ -34,6 +34,8 @@ def _scope_view(scope: dict[str, Any]) -> dict[str, Any]:
         "server": list(server) if server is not None else None,
         "headers": [[n.decode("latin-1"), v.decode("latin-1")] for n, v in scope["headers"] if n in FORWARDING],
         "host": [v.decode("latin-1") for n, v in scope["headers"] if n == b"host"],
+        "proxy_ssl": scope.get("extensions", {}).get("peregrine.proxy_ssl"),
+        "http_version": scope.get("http_version"),
     }
 
 
@@ -65,6 +67,8 @@ HEADER_KEYS = ("HTTP_FORWARDED", "HTTP_X_FORWARDED_FOR", "HTTP_X_FORWARDED_PROTO
 def _wsgi(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
     view = {key: environ.get(key) for key in ENVIRON_KEYS}
     view["has_remote_port"] = "REMOTE_PORT" in environ
+    view["proxy_ssl"] = environ.get("peregrine.proxy_ssl")
+    view["SERVER_PROTOCOL"] = environ["SERVER_PROTOCOL"]
     view["headers"] = {key: environ[key] for key in HEADER_KEYS if key in environ}
     body = json.dumps(view).encode()
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])

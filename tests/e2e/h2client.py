@@ -54,8 +54,11 @@ class H2Client:
         settings: dict[int, int] | None = None,
         auto_ack: bool = True,
         timeout: float = 10.0,
+        preamble: bytes = b"",
     ) -> None:
         raw = socket.create_connection((host, port), timeout=timeout)
+        if preamble:  # bytes before TLS and HTTP/2, e.g. a PROXY protocol header
+            raw.sendall(preamble)
         if tls is not None:
             raw = tls.wrap_socket(raw, server_hostname=server_hostname)
             assert raw.selected_alpn_protocol() == "h2"

@@ -12,7 +12,13 @@
 //  * the verdict is the same whole, at a split point derived from the
 //    input, a byte at a time (for the first 128 bytes), read as a worker
 //    reads (as much as the decoder asks for), and with bytes appended;
-//  * end of input inside a header is `truncated`.
+//  * end of input inside a header is `truncated`;
+//  * `ProxyHeaderReader`, run over a modelled socket (bytes arriving and
+//    peeked in sizes derived from the input), takes exactly the header off
+//    the socket and reaches the verdict of the whole; while incomplete it
+//    has taken every byte that came and no more.
+//  * `ProxyHeaderDecoder.startsWithSignature` holds for every decodable
+//    header, and a signature-less input of 12 bytes or more never decodes.
 //
 // Built with -D FUZZING, -parse-as-library and -sanitize=fuzzer this file
 // defines LLVMFuzzerTestOneInput and the entry point libFuzzer runs from.
@@ -108,6 +114,8 @@ func fuzzOne(_ input: UnsafeRawBufferPointer) {
     checkPrefix(decoder, bytes, cut, whole)
     // A byte at a time, over the first 128 bytes.
     for n in 0..<min(bytes.count, 128) { checkPrefix(decoder, bytes, n, whole) }
+    checkReader(decoder, bytes, whole)
+    checkSignature(bytes, whole)
     // As a worker reads: as much as asked for, until a verdict.
     var have = 0
     while true {
@@ -118,6 +126,55 @@ func fuzzOne(_ input: UnsafeRawBufferPointer) {
         }
         check(got == whole, "reading as asked decided \(got), whole \(whole)")
         break
+    }
+}
+
+/// The worker's peek-and-consume loop over a modelled receive queue.
+func checkReader(_ decoder: ProxyHeaderDecoder, _ bytes: UnsafeRawBufferPointer, _ whole: ProxyHeaderResult) {
+    let reader = ProxyHeaderReader(decoder: decoder)
+    let chunk = 1 + Int(bytes.first ?? 0) % 23
+    let peekSize = 1 + Int(bytes.last ?? 0) % 131
+    var arrived = 0
+    var read = 0
+    var seen: [UInt8] = []
+    var rounds = 0
+    while true {
+        rounds += 1
+        check(rounds <= bytes.count + 2, "the reader does not progress")
+        arrived = min(arrived + chunk, bytes.count)
+        let n = min(arrived - read, peekSize, reader.peekLimit(taken: read))
+        seen = Array(bytes[0..<read]) + Array(bytes[read..<(read + n)])
+        let step = seen.withUnsafeBytes { reader.next($0, taken: read, peerClosed: false) }
+        switch step {
+        case .consume(let k):
+            check(k == n, "an incomplete header takes \(k) of \(n) peeked")
+            read += k
+            if n == 0 && arrived == bytes.count {
+                guard case .needMoreData = whole else {
+                    return check(false, "waits at \(read) where the whole is \(whole)")
+                }
+                check(read == bytes.count, "waits having taken \(read) of \(bytes.count)")
+                return
+            }
+        case .complete(let h, let k):
+            check(k >= 0 && k <= n, "consumes \(k) of \(n) peeked")
+            check(read + k == h.length, "took \(read + k) for a \(h.length)-byte header")
+            check(whole == .complete(h), "the reader decided \(h), the whole \(whole)")
+            return
+        case .failed(let error):
+            check(whole == .failed(error), "the reader refused with \(error), the whole \(whole)")
+            return
+        }
+    }
+}
+
+/// A header can only start with a signature.
+func checkSignature(_ bytes: UnsafeRawBufferPointer, _ whole: ProxyHeaderResult) {
+    let signed = ProxyHeaderDecoder.startsWithSignature(bytes)
+    if case .complete = whole { check(signed, "a decoded header without a signature") }
+    if !signed && bytes.count >= 12 {
+        if case .failed = whole { return }
+        check(false, "no signature in \(bytes.count) bytes, yet \(whole)")
     }
 }
 
