@@ -279,21 +279,12 @@ final class H3Connection {
     /// acknowledgements freed (QUIC reports no event for that unless a write
     /// was cut short). True while some stream still has bytes waiting.
     func offerPending() -> Bool {
-        var i = 0
-        while i < sendQueue.count {
-            let s = sendQueue[i]
-            if s.reset {
-                sendQueue.remove(at: i)
-                continue
-            }
+        // A stream that completes leaves the queue inside (checkDone).
+        for s in sendQueue where !s.reset {
             s.pushPending()
-            if !s.hasPendingOutput && (s.responseEnded || !s.endAfterPending) {
-                sendQueue.remove(at: i)
-                checkDone(s)
-                continue
-            }
-            i += 1
+            checkDone(s)
         }
+        sendQueue.removeAll { $0.reset || (!$0.hasPendingOutput && ($0.responseEnded || !$0.endAfterPending)) }
         notifyDrained()
         return !sendQueue.isEmpty && !closed
     }

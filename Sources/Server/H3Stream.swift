@@ -225,7 +225,6 @@ final class H3Stream {
             pendingOut.readerIndex += n
             if pendingOut.isEmpty { pendingOut.detach()?.deallocate() }
         }
-        Log.debug("h3 pushPending \(id): out \(pendingOut.readableCount) file \(pendingFile?.remaining ?? -1) space \(connection.quic.sendBufferSpace(stream: id))")
         if pendingOut.readableCount == 0, var file = pendingFile {
             let scratch = connection.worker.fileScratch
             while file.remaining > 0 {

@@ -306,6 +306,9 @@ final class QUICService: DatagramHandler {
     /// Builds and sends datagrams until the endpoint has none or the socket
     /// is full.
     func flush() {
+        // Sending arms timers (loss detection, PTO): under ASGI the loop's
+        // timer must follow, or a lost tail would wait for the idle timeout.
+        defer { worker.quicDeadlineChanged() }
         guard unsent.isEmpty else { return }
         let now = worker.now
         while true {
