@@ -57,7 +57,7 @@ fi
 step "test venv ($($python --version 2>&1)) and pip install ."
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q -r tests/requirements.txt -r tests/requirements-asgi.txt -r tests/requirements-ws.txt -r tests/requirements-h2.txt -r tests/requirements-frameworks.txt ruff mypy
+"$venv/bin/python" -m pip install -q -r tests/requirements.txt -r tests/requirements-asgi.txt -r tests/requirements-ws.txt -r tests/requirements-h2.txt -r tests/requirements-h3.txt -r tests/requirements-frameworks.txt ruff mypy
 "$venv/bin/python" -m pip install -q .
 "$venv/bin/peregrine" --version
 
