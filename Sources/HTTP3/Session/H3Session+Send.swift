@@ -46,15 +46,13 @@ extension H3Session {
     /// connection, keep-alive, proxy-connection, transfer-encoding and
     /// upgrade are dropped. set-cookie and authorization go out with the
     /// never-indexed bit (RFC 9204 §4.5.4), as over HTTP/2. Spaces and tabs
-    /// around the value are left out: RFC 9110 §5.5's field-value neither
-    /// starts nor ends with whitespace, and a client treats one that does as
-    /// malformed (RFC 9114 §4.1.2; aioquic closes the connection), while the
-    /// same value over HTTP/1.1 is read without them as OWS (RFC 9112 §5.1).
-    /// Django's WSGI handler, for one, sends `Set-Cookie: " name=value"`.
+    /// around the value are left out (FieldSyntax.trimmingWhitespace): a
+    /// client treats a value with them as malformed (RFC 9114 §4.1.2;
+    /// aioquic closes the connection).
     public func addField(name: UnsafeRawBufferPointer, value untrimmed: UnsafeRawBufferPointer) {
         guard let section = outgoing else { preconditionFailure("addField outside beginHeaders/endHeaders") }
         guard !section.discard else { return }
-        let value = Self.trimmingWhitespace(untrimmed)
+        let value = FieldSyntax.trimmingWhitespace(untrimmed)
         nameScratch.removeAll(keepingCapacity: true)
         for c in name { nameScratch.append(FieldSyntax.lower(c)) }
         nameScratch.withUnsafeBytes { lower in
@@ -62,14 +60,6 @@ extension H3Session {
             encoder.encode(name: lower, value: value, neverIndexed: Self.isSensitive(lower), into: &sendSection)
             outgoing!.size += lower.count + value.count + QPACKDynamicTable.entryOverhead
         }
-    }
-
-    /// `value` without the SP and HTAB at either end (RFC 9110 §5.6.3 OWS).
-    static func trimmingWhitespace(_ value: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-        var start = value.startIndex, end = value.endIndex
-        while start < end, value[start] == 0x20 || value[start] == 0x09 { start += 1 }
-        while end > start, value[end - 1] == 0x20 || value[end - 1] == 0x09 { end -= 1 }
-        return UnsafeRawBufferPointer(rebasing: value[start..<end])
     }
 
     /// Frames the open section as one HEADERS frame appended to `out`.
