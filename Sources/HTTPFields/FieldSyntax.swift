@@ -56,6 +56,19 @@ public enum FieldSyntax {
         return true
     }
 
+    /// `b` without the SP and HTAB at either end: RFC 9110 §5.5's
+    /// field-value neither starts nor ends with whitespace, which HTTP/1.1
+    /// reads as OWS around it (RFC 9112 §5.1) and HTTP/2 and HTTP/3 make a
+    /// malformed message (RFC 9113 §8.2.1, RFC 9114 §4.1.2). Applications
+    /// send such values anyway (Django's WSGI `Set-Cookie: " name=value"`).
+    @inlinable
+    public static func trimmingWhitespace(_ b: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        var start = b.startIndex, end = b.endIndex
+        while start < end, b[start] == 0x20 || b[start] == 0x09 { start += 1 }
+        while end > start, b[end - 1] == 0x20 || b[end - 1] == 0x09 { end -= 1 }
+        return UnsafeRawBufferPointer(rebasing: b[start..<end])
+    }
+
     @inlinable
     public static func isToken(_ b: UnsafeRawBufferPointer) -> Bool { !b.isEmpty && all(b, tokenLow, tokenHigh) }
 

@@ -16,6 +16,7 @@
 // is a server bug and traps.
 
 import Core
+import HTTPFields
 
 extension H2Connection {
     // MARK: field blocks
@@ -44,10 +45,13 @@ extension H2Connection {
 
     /// Adds a field to the open block. The name is lower-cased here;
     /// connection, keep-alive, proxy-connection, transfer-encoding and
-    /// upgrade are dropped.
-    public func addField(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    /// upgrade are dropped. Spaces and tabs around the value are left out
+    /// (FieldSyntax.trimmingWhitespace): §8.2.1 "A field value MUST NOT
+    /// start or end with an ASCII whitespace character".
+    public func addField(name: UnsafeRawBufferPointer, value untrimmed: UnsafeRawBufferPointer) {
         guard let block = outgoing else { preconditionFailure("addField outside beginHeaders/endHeaders") }
         guard !block.discard else { return }
+        let value = FieldSyntax.trimmingWhitespace(untrimmed)
         nameScratch.removeAll(keepingCapacity: true)
         for c in name { nameScratch.append(FieldSyntax.lower(c)) }
         nameScratch.withUnsafeBytes { lower in

@@ -45,10 +45,14 @@ extension H3Session {
     /// Adds a field to the open section. The name is lower-cased here;
     /// connection, keep-alive, proxy-connection, transfer-encoding and
     /// upgrade are dropped. set-cookie and authorization go out with the
-    /// never-indexed bit (RFC 9204 §4.5.4), as over HTTP/2.
-    public func addField(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    /// never-indexed bit (RFC 9204 §4.5.4), as over HTTP/2. Spaces and tabs
+    /// around the value are left out (FieldSyntax.trimmingWhitespace): a
+    /// client treats a value with them as malformed (RFC 9114 §4.1.2;
+    /// aioquic closes the connection).
+    public func addField(name: UnsafeRawBufferPointer, value untrimmed: UnsafeRawBufferPointer) {
         guard let section = outgoing else { preconditionFailure("addField outside beginHeaders/endHeaders") }
         guard !section.discard else { return }
+        let value = FieldSyntax.trimmingWhitespace(untrimmed)
         nameScratch.removeAll(keepingCapacity: true)
         for c in name { nameScratch.append(FieldSyntax.lower(c)) }
         nameScratch.withUnsafeBytes { lower in

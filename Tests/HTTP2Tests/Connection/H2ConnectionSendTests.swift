@@ -58,6 +58,25 @@ final class H2ConnectionSendTests: XCTestCase {
         XCTAssertEqual(h.drain(), [.headers(1, [[":status", "200"], ["x-custom", "V"], ["set-cookie", "s=1"]], endStream: true)])
     }
 
+    // §8.2.1: "A field value MUST NOT start or end with an ASCII whitespace
+    // character": the value goes out without it (Django's WSGI Set-Cookie
+    // starts with a space), in interim heads, final heads and trailers.
+    func testFieldValuesGoOutWithoutSurroundingWhitespace() {
+        let h = H2Harness()
+        _ = h.feed(h.headers(1, h.get()))
+        _ = h.drain()
+        h.respond(1, status: 103, [("link", " </a.css>; rel=preload\t")])
+        h.respond(1, status: 200, [("set-cookie", " flavour=oatmeal; Path=/"), ("x-tabs", "\t \tin  side \t"),
+                                   ("x-blank", " \t "), ("x-plain", "v")])
+        h.trailers(1, [("x-checksum", "42 ")])
+        XCTAssertEqual(h.drain(), [
+            .headers(1, [[":status", "103"], ["link", "</a.css>; rel=preload"]], endStream: false),
+            .headers(1, [[":status", "200"], ["set-cookie", "flavour=oatmeal; Path=/"], ["x-tabs", "in  side"],
+                         ["x-blank", ""], ["x-plain", "v"]], endStream: false),
+            .headers(1, [["x-checksum", "42"]], endStream: true),
+        ])
+    }
+
     func testLargeHeadIsSplitIntoContinuationAtThePeersMaxFrameSize() {
         let h = H2Harness()
         _ = h.feed(h.headers(1, h.get()))

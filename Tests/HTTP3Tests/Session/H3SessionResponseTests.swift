@@ -73,6 +73,30 @@ final class H3SessionResponseTests: XCTestCase {
         XCTAssertEqual(frames, [.headers([[":status", "200"], ["set-cookie", "id=1"]])])
     }
 
+    /// RFC 9110 §5.5: a field value neither starts nor ends with whitespace,
+    /// and RFC 9114 §4.1.2 makes a response carrying one malformed; the
+    /// session sends the value without it (Django's WSGI Set-Cookie starts
+    /// with a space), in heads, interim heads and trailers alike. Whitespace
+    /// inside the value stays; a value of only whitespace becomes empty.
+    func testFieldValuesGoOutWithoutSurroundingWhitespace() throws {
+        let g = Glue()
+        g.deliver(0, Wire.headers(Wire.get), fin: true)
+        _ = g.take()
+        let s = g.session
+        var out: [UInt8] = []
+        XCTAssertTrue(head(s, 0, 103, [("link", " </a.css>; rel=preload\t")], into: &out))
+        XCTAssertTrue(head(s, 0, 200, [("set-cookie", " flavour=oatmeal; Path=/"), ("x-tabs", "\t \tin  side \t"),
+                                        ("x-blank", " \t "), ("x-plain", "v")], into: &out))
+        XCTAssertTrue(trailers(s, 0, [("x-checksum", "42 ")], into: &out))
+        s.endResponse(streamID: 0)
+        XCTAssertEqual(try Parse.requestStream(out), [
+            .headers([[":status", "103"], ["link", "</a.css>; rel=preload"]]),
+            .headers([[":status", "200"], ["set-cookie", "flavour=oatmeal; Path=/"], ["x-tabs", "in  side"],
+                      ["x-blank", ""], ["x-plain", "v"]]),
+            .headers([["x-checksum", "42"]]),
+        ])
+    }
+
     // §4.2.2: "An implementation that has received this parameter SHOULD NOT
     // send an HTTP message header that exceeds the indicated size": endHeaders
     // refuses and leaves the response where it was, so a smaller head can go.
