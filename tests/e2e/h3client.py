@@ -80,6 +80,17 @@ class _Protocol(QuicConnectionProtocol):
         self.terminated: ConnectionTerminated | None = None
         #: The :authority the requests carry (set by `H3Client`).
         self.authority = b"localhost"
+        # aioquic's client checks a response's Content-Length against its DATA
+        # even for HEAD, whose Content-Length is the GET's (RFC 9110 §9.3.2):
+        # HEAD streams are exempt.
+        self._head_streams: set[int] = set()
+        check = self.http._check_content_length
+
+        def check_unless_head(stream: Any) -> None:  # noqa: ANN401 (aioquic's private stream type)
+            if stream.stream_id not in self._head_streams:
+                check(stream)
+
+        self.http._check_content_length = check_unless_head  # type: ignore[method-assign]
 
     def quic_event_received(self, event: QuicEvent) -> None:
         if isinstance(event, StreamDataReceived) and event.stream_id % 4 == 0:
@@ -152,6 +163,8 @@ class _Protocol(QuicConnectionProtocol):
         tracked. Not transmitted yet."""
         stream_id = self._quic.get_next_available_stream_id()
         self.track(stream_id)
+        if (b":method", b"HEAD") in fields:
+            self._head_streams.add(stream_id)
         self.http.send_headers(stream_id, fields, end_stream=end_stream)
         return stream_id
 

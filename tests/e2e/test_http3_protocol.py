@@ -503,3 +503,195 @@ def udp_send(port: int, datagrams: list[bytes]) -> None:
             sock.sendto(d, ("127.0.0.1", port))
 
 
+
+
+# MARK: - The client gives up: RESET_STREAM and STOP_SENDING (RFC 9114 §4.1.1, RFC 9000 §3.5)
+
+
+def _ident(name: str) -> str:
+    return f"{name}-{os.getpid()}-{time.monotonic_ns()}"
+
+
+def _logged(server: Server, before: int, *prefixes: str) -> Callable[[], str | None]:
+    def find() -> str | None:
+        for e in new_events(server, before):
+            if e.startswith(prefixes):
+                return e
+        return None
+
+    return find
+
+
+def test_client_reset_mid_body(shared: Server, tls_files: TLSFiles) -> None:
+    """The client resets its request stream halfway through the body: ASGI's receive() says
+    http.disconnect, WSGI's wsgi.input read raises; the server cancels its side
+    (H3_REQUEST_CANCELLED) and the connection goes on serving."""
+    ident = _ident("reset-body")
+    before = len(shared.events())
+    ended = _logged(shared, before, f"disconnect {ident} ", f"read-error {ident} ", f"complete {ident} ",
+                    f"read-short {ident} ")
+
+    async def work(c: _Protocol) -> tuple[int | None, H3Response]:
+        s = c.open([*c.fields(b"POST", f"/reader?id={ident}".encode()), (b"content-length", b"1000000")])
+        c.http.send_data(s, b"a" * 100_000, end_stream=False)
+        c.transmit()
+        assert await c.until(lambda: f"body {ident}" in new_events(shared, before), 10), "no body reached the app"
+        c._quic.reset_stream(s, ErrorCode.H3_REQUEST_CANCELLED)
+        c.transmit()
+        assert await c.until(lambda: ended() is not None, 10), "the application never learned of the reset"
+        await c.until(lambda: s in c.resets, 5)
+        return c.resets.get(s), await hello(c)
+
+    reset, good = client(shared, tls_files).session(work)
+    outcome = ended()
+    assert outcome is not None
+    if shared.args[-1].endswith("asgi"):
+        assert outcome.startswith(f"disconnect {ident} ")
+        assert 0 < int(outcome.split()[-1]) < 1_000_000
+    else:
+        assert outcome.startswith(f"read-error {ident} ")
+    assert reset == ErrorCode.H3_REQUEST_CANCELLED
+    assert good.status == 200
+
+
+@pytest.mark.parametrize("how", ["reset", "stop-sending"])
+def test_client_abandons_the_response(shared: Server, tls_files: TLSFiles, how: str) -> None:
+    """Mid-response, the client sends RESET_STREAM and STOP_SENDING (its request unfinished), or
+    only STOP_SENDING (request complete). RFC 9000 §3.5: the server answers STOP_SENDING with
+    RESET_STREAM; the application stops (ASGI: http.disconnect; WSGI: the iterable is closed
+    early) and the connection serves the next request."""
+    ident = _ident(how)
+    before = len(shared.events())
+    count = 20_000
+    path = f"/drip?id={ident}&chunk=16384&count={count}".encode()
+    ended = _logged(shared, before, f"disconnect {ident}", f"closed {ident} ", f"send-error {ident} ")
+
+    async def work(c: _Protocol) -> tuple[int | None, H3Response]:
+        s = c.open(c.fields(b"GET", path), end_stream=how == "stop-sending")
+        c.transmit()
+        assert await c.until(lambda: len(c.raw.get(s, b"")) > 40_000, 10), "no response body arrived"
+        if how == "reset":
+            c._quic.reset_stream(s, ErrorCode.H3_REQUEST_CANCELLED)
+        c._quic.stop_stream(s, ErrorCode.H3_REQUEST_CANCELLED)
+        c.transmit()
+        assert await c.until(lambda: s in c.resets, 10), "the server did not reset its response"
+        assert await c.until(lambda: ended() is not None, 10), "the application never learned of it"
+        return c.resets.get(s), await hello(c)
+
+    reset, good = client(shared, tls_files, timeout=60.0).session(work)
+    outcome = ended()
+    assert outcome is not None
+    if shared.args[-1].endswith("asgi"):
+        assert wait_for_events(shared, before, lambda e: f"disconnect {ident}" in e)
+    else:
+        assert outcome.startswith(f"closed {ident} after ")
+        assert int(outcome.split()[-1]) < count
+    assert reset == ErrorCode.H3_REQUEST_CANCELLED
+    assert good.status == 200
+
+
+# MARK: - Message shape: trailers, interim responses, bodiless responses (RFC 9114 §4.1)
+
+
+def http_frames(raw: bytes) -> list[int]:
+    """The DATA and HEADERS frames of a stream, in order (reserved types, §7.2.8, left out)."""
+    return [t for t in frame_types(raw) if t in (FrameType.DATA, FrameType.HEADERS)]
+
+
+def collapse(types: list[int]) -> list[int]:
+    """Runs of DATA frames as one."""
+    out: list[int] = []
+    for t in types:
+        if not (out and t == out[-1] == FrameType.DATA):
+            out.append(t)
+    return out
+
+
+def test_request_trailers_end_the_body(shared: Server, tls_files: TLSFiles) -> None:
+    """§4.1: a HEADERS frame after the DATA is the trailer section and completes the request.
+    Neither WSGI nor ASGI hands request trailers to the application: it sees the whole body
+    and its end."""
+    body = os.urandom(50_000)
+
+    async def work(c: _Protocol) -> H3Response:
+        s = c.open([*c.fields(b"POST", b"/echo"), (b"content-length", b"%d" % len(body)), (b"trailer", b"x-sum")])
+        c.http.send_data(s, body, end_stream=False)
+        c.http.send_headers(s, [(b"x-sum", b"abc")], end_stream=True)
+        c.transmit()
+        return await c.response(s)
+
+    response = client(shared, tls_files).session(work)
+    assert response.status == 200
+    assert json.loads(response.body)["length"] == len(body)
+
+
+def test_request_trailers_without_fin(shared: Server, tls_files: TLSFiles) -> None:
+    """The trailers end the request even before the client's FIN arrives."""
+
+    async def work(c: _Protocol) -> H3Response:
+        s = c.open(c.fields(b"POST", b"/echo"))
+        c.http.send_data(s, b"12345", end_stream=False)
+        c.send_frame(s, FrameType.HEADERS, c.headers_payload(s, [(b"x-sum", b"abc")]))
+        c.transmit()
+        return await c.response(s)
+
+    response = client(shared, tls_files).session(work)
+    assert response.status == 200
+    assert json.loads(response.body)["length"] == 5
+
+
+def test_response_trailers_are_a_trailing_headers_frame(server_pool: ServerPool, tls_files: TLSFiles) -> None:
+    """ASGI http.response.trailers: HEADERS, DATA, then a HEADERS frame with the trailer fields
+    (§4.1), which carries no pseudo-header field (§4.3)."""
+    server = server_pool.get("h3_apps:asgi", *tls_files.server_options("--http3"))
+
+    async def work(c: _Protocol) -> tuple[H3Response, bytes]:
+        s = c.open(c.fields(b"GET", b"/trailers"), end_stream=True)
+        c.transmit()
+        return await c.response(s), bytes(c.raw[s])
+
+    response, raw = client(server, tls_files).session(work)
+    assert response.status == 200
+    assert response.body == b"part one,part two"
+    assert response.trailers == [(b"x-checksum", b"sha256-of-body")]
+    assert collapse(http_frames(raw)) == [FrameType.HEADERS, FrameType.DATA, FrameType.HEADERS]
+
+
+def test_early_hints_precede_the_final_head(server_pool: ServerPool, tls_files: TLSFiles) -> None:
+    """ASGI http.response.early_hint: a 103 HEADERS frame before the final response's (§4.1:
+    "zero or more interim responses ... precede a final HTTP response")."""
+    server = server_pool.get("h3_apps:asgi", *tls_files.server_options("--http3"))
+
+    async def work(c: _Protocol) -> tuple[H3Response, bytes]:
+        s = c.open(c.fields(b"GET", b"/early-hint"), end_stream=True)
+        c.transmit()
+        return await c.response(s), bytes(c.raw[s])
+
+    response, raw = client(server, tls_files).session(work)
+    assert response.status == 200
+    assert response.body == b"final"
+    assert [dict(h)[b":status"] for h in response.informational] == [b"103"]
+    assert (b"link", b"</style.css>; rel=preload; as=style") in response.informational[0]
+    assert collapse(http_frames(raw)) == [FrameType.HEADERS, FrameType.HEADERS, FrameType.DATA]
+
+
+@pytest.mark.parametrize(("method", "path", "status"), [
+    ("HEAD", "/head", 200), ("GET", "/status?code=204", 204), ("GET", "/status?code=304", 304),
+    ("HEAD", "/status?code=404", 404),
+])
+def test_bodiless_responses_carry_no_data(shared: Server, tls_files: TLSFiles, method: str, path: str,
+                                          status: int) -> None:
+    """RFC 9110 §9.3.2, §15.3.5, §15.4.5: HEAD, 204 and 304 have no content, so the stream
+    carries the HEADERS frame and no DATA frame; HEAD keeps the Content-Length of the GET."""
+
+    async def work(c: _Protocol) -> tuple[H3Response, bytes]:
+        s = c.open(c.fields(method.encode(), path.encode()), end_stream=True)
+        c.transmit()
+        return await c.response(s), bytes(c.raw[s])
+
+    response, raw = client(shared, tls_files).session(work)
+    assert response.status == status
+    assert response.body == b""
+    assert http_frames(raw) == [FrameType.HEADERS]
+    if path == "/head":
+        assert response.header(b"content-length") == b"10"
