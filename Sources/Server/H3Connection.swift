@@ -144,7 +144,15 @@ final class H3Connection {
             if id != feeding { refeed.append(id) }
         case .data(let id, let bytes, let end):
             guard let s = streams[id] else { return }
-            s.receive(bytes, end: end)
+            // A body without Content-Length is held to --max-body as it
+            // grows (a declared one over it was refused with the head): past
+            // it, reads fail with 413 and the bytes are dropped, their
+            // flow-control credit returned (as over HTTP/2).
+            if s.exchange.receiveBody(count: bytes.count) == .tooLarge {
+                if end { s.bodyEnded = true }
+            } else {
+                s.receive(bytes, end: end)
+            }
             if s.body.readableCount >= H3Stream.bodyHighWater { s.readPaused = true }
             service.wakeReader(s)
         case .trailers(let id, _):

@@ -16,6 +16,8 @@ tests that need options of their own start a fresh server.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import os
 import socket
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 pytest_plugins = ("tls_support",)
 
 TARGETS = ["h3_apps:wsgi", "h3_apps:asgi"]
+#: SETTINGS_MAX_FIELD_SECTION_SIZE (RFC 9114 §7.2.4.1).
+MAX_FIELD_SECTION_SIZE = 0x06
 Headers = list[tuple[bytes, bytes]]
 
 
@@ -695,3 +699,161 @@ def test_bodiless_responses_carry_no_data(shared: Server, tls_files: TLSFiles, m
     assert http_frames(raw) == [FrameType.HEADERS]
     if path == "/head":
         assert response.header(b"content-length") == b"10"
+
+
+# MARK: - Limits
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_streams_beyond_the_limit_wait_for_max_streams(h3_server: Callable[..., Server], tls_files: TLSFiles,
+                                                       target: str) -> None:
+    """--http3-max-streams 2 is initial_max_streams_bidi (RFC 9000 §4.6): the client's third
+    concurrent request waits, blocked, until a finished stream brings MAX_STREAMS (§19.11) —
+    every request succeeds, and never more than two run at once."""
+    server = h3_server(target, "--http3-max-streams", "2")
+
+    async def work(c: _Protocol) -> tuple[list[H3Response], int]:
+        streams = [c.open(c.fields(b"GET", b"/slow?ms=300"), end_stream=True) for _ in range(6)]
+        c.transmit()
+        blocked = len(c._quic._streams_blocked_bidi)
+        return [await c.response(s, timeout=20) for s in streams], blocked
+
+    responses, blocked = client(server, tls_files, timeout=40.0).session(work)
+    assert blocked == 4, "aioquic should hold the streams beyond the server's limit"
+    assert [r.status for r in responses] == [200] * 6
+    assert [r.body for r in responses] == [b"slept"] * 6
+    peaks = [int(e.split()[1]) for e in server.events() if e.startswith("active ")]
+    assert len(peaks) == 6
+    assert max(peaks) == (2 if target.endswith("asgi") else 1)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("declared", [True, False])
+def test_max_body(h3_server: Callable[..., Server], tls_files: TLSFiles, target: str, declared: bool) -> None:
+    """--max-body over HTTP/3: a body over the limit is answered 413, whether its Content-Length
+    announced it or the DATA frames crossed it; the connection serves the next request."""
+    server = h3_server(target, "--max-body", "1k")
+    body = b"z" * 5000
+
+    async def work(c: _Protocol) -> tuple[H3Response, H3Response, H3Response]:
+        fields = c.fields(b"POST", b"/echo")
+        if declared:
+            fields.append((b"content-length", b"%d" % len(body)))
+        s = c.open(fields)
+        c.http.send_data(s, body, end_stream=True)
+        small = c.open([*c.fields(b"POST", b"/echo"), (b"content-length", b"1000")])
+        c.http.send_data(small, b"s" * 1000, end_stream=True)
+        c.transmit()
+        return await c.response(s), await c.response(small), await hello(c)
+
+    big, small, good = client(server, tls_files).session(work)
+    assert big.status == 413
+    assert small.status == 200
+    assert json.loads(small.body)["length"] == 1000
+    assert good.status == 200
+
+
+def test_head_over_the_field_section_limit_is_431(shared: Server, tls_files: TLSFiles) -> None:
+    """§4.2.2: over our SETTINGS_MAX_FIELD_SECTION_SIZE (--max-header-size; name + value + 32 per
+    field) the server answers 431 itself — the application never sees the request."""
+    before = len(shared.events())
+
+    async def work(c: _Protocol) -> tuple[int, H3Response, H3Response]:
+        assert await c.until(lambda: c.http.received_settings is not None, 5)
+        limit = (c.http.received_settings or {})[MAX_FIELD_SECTION_SIZE]
+        s = c.open([*c.fields(b"GET", b"/hello"), (b"x-big", b"b" * limit)], end_stream=True)
+        c.transmit()
+        return limit, await c.response(s), await hello(c)
+
+    limit, big, good = client(shared, tls_files).session(work)
+    assert limit == 32768  # --max-header-size's default
+    assert big.status == 431
+    assert good.status == 200
+    assert calls_since(shared, before) == ["call GET /hello"]
+
+
+def test_trailers_over_the_field_section_limit(shared: Server, tls_files: TLSFiles) -> None:
+    """A trailer section over the limit cannot be answered with 431 any more (the request is
+    already with the application): a stream error H3_MESSAGE_ERROR (H3Limits)."""
+
+    async def work(c: _Protocol) -> tuple[H3Response, H3Response]:
+        assert await c.until(lambda: c.http.received_settings is not None, 5)
+        limit = (c.http.received_settings or {})[MAX_FIELD_SECTION_SIZE]
+        s = c.open(c.fields(b"POST", b"/echo"))
+        c.http.send_data(s, b"body", end_stream=False)
+        c.http.send_headers(s, [(b"x-big", b"b" * limit)], end_stream=True)
+        c.transmit()
+        return await c.response(s), await hello(c)
+
+    bad, good = client(shared, tls_files).session(work)
+    assert bad.status == 0
+    assert bad.reset_code == ErrorCode.H3_MESSAGE_ERROR
+    assert good.status == 200
+
+
+def test_headers_frame_over_the_buffer_limit(shared: Server, tls_files: TLSFiles) -> None:
+    """A HEADERS frame longer than the session buffers (64 KiB): H3_EXCESSIVE_LOAD on that
+    stream before the buffer grows (H3Limits.maxHeadersFrameBytes, §10.5)."""
+
+    async def work(c: _Protocol) -> tuple[H3Response, H3Response]:
+        s = c._quic.get_next_available_stream_id()
+        c.track(s)
+        c.send_frame(s, FrameType.HEADERS, b"\x00\x00" + b"\x20" * 70_000, end_stream=True)
+        c.transmit()
+        return await c.response(s), await hello(c)
+
+    bad, good = client(shared, tls_files).session(work)
+    assert bad.status == 0
+    assert bad.reset_code == ErrorCode.H3_EXCESSIVE_LOAD
+    assert good.status == 200
+
+
+def _keep_client_alive(c: _Protocol) -> None:
+    """aioquic closes an idle connection by itself (after the smaller of both idle timeouts):
+    switched off, so only the server's timer can end it."""
+    quic = c._quic
+    quic._idle_timeout = lambda: 3600.0  # type: ignore[method-assign]
+    quic._close_at = c._loop.time() + 3600.0
+
+
+@pytest.mark.parametrize(("timeout_ms", "survives"), [(1000, False), (30000, True)])
+def test_idle_timeout(h3_server: Callable[..., Server], tls_files: TLSFiles, timeout_ms: int, survives: bool) -> None:
+    """--quic-idle-timeout (max_idle_timeout, RFC 9000 §10.1): a connection silent longer than it
+    is discarded by the server (silently: no CONNECTION_CLOSE, §10.1), so a request on it after
+    2.5 s gets no answer; under the default 30 s the same pause is harmless."""
+    server = h3_server("h3_apps:asgi", "--quic-idle-timeout", str(timeout_ms))
+
+    async def work(c: _Protocol) -> tuple[H3Response, H3Response | None]:
+        first = await hello(c)
+        _keep_client_alive(c)
+        await asyncio.sleep(2.5)
+        s = c.open(c.fields(), end_stream=True)
+        c.transmit()
+        try:
+            return first, await c.response(s, timeout=3)
+        except TimeoutError:
+            return first, None
+
+    first, later = client(server, tls_files).session(work)
+    assert first.status == 200
+    if survives:
+        assert later is not None
+        assert later.status == 200
+    else:
+        assert later is None or later.status == 0
+    assert client(server, tls_files).request("GET", "/hello").status == 200
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_uploads_larger_than_the_flow_control_windows(h3_server: Callable[..., Server], tls_files: TLSFiles,
+                                                      target: str) -> None:
+    """--quic-stream-window 64k and --quic-connection-window 128k: four concurrent uploads of
+    1 MiB each (far beyond both windows) complete, because the server returns credit
+    (MAX_STREAM_DATA, MAX_DATA; RFC 9000 §4.2) as the body is consumed."""
+    server = h3_server(target, "--quic-stream-window", "64k", "--quic-connection-window", "128k")
+    bodies = [os.urandom(1 << 20) for _ in range(4)]
+    responses = client(server, tls_files, timeout=60.0).gather([("POST", "/echo", b) for b in bodies])
+    assert [r.status for r in responses] == [200] * 4
+    assert [json.loads(r.body) for r in responses] == [
+        {"length": len(b), "sha256": hashlib.sha256(b).hexdigest()} for b in bodies
+    ]
