@@ -857,3 +857,135 @@ def test_uploads_larger_than_the_flow_control_windows(h3_server: Callable[..., S
     assert [json.loads(r.body) for r in responses] == [
         {"length": len(b), "sha256": hashlib.sha256(b).hexdigest()} for b in bodies
     ]
+
+
+# MARK: - QUIC: key updates, versions, stray datagrams (RFC 9001 §6, RFC 9369, RFC 9000 §5.2, §6)
+
+
+def test_client_initiated_key_updates(shared: Server, tls_files: TLSFiles) -> None:
+    """RFC 9001 §6: the client flips the key phase three times, a request after each; the server
+    follows each update (§6.2: it answers in the new phase, with keys it derived itself) and
+    every request is served."""
+
+    async def work(c: _Protocol) -> tuple[list[int], list[int]]:
+        from aioquic.tls import Epoch
+
+        statuses = [(await hello(c)).status]
+        phases = []
+        for _ in range(3):
+            c._quic.request_key_update()
+            statuses.append((await hello(c)).status)
+            # §6.5: the next update only after a packet of this phase was acknowledged.
+            await asyncio.sleep(0.2)
+            phases.append(c._quic._cryptos[Epoch.ONE_RTT].recv.key_phase)
+        return statuses, phases
+
+    statuses, phases = client(shared, tls_files).session(work)
+    assert statuses == [200] * 4
+    assert phases == [1, 0, 1]
+
+
+@pytest.mark.parametrize("versions", [["VERSION_2"], ["VERSION_2", "VERSION_1"]])
+def test_quic_version_2(shared: Server, tls_files: TLSFiles, versions: list[str]) -> None:
+    """RFC 9369: a client that starts with QUIC version 2 is served over version 2."""
+    from aioquic.quic.packet import QuicProtocolVersion
+
+    wanted = [QuicProtocolVersion[v] for v in versions]
+
+    def configure(configuration: object) -> None:
+        configuration.supported_versions = wanted  # type: ignore[attr-defined]
+
+    c = client(shared, tls_files, configure=configure)
+    assert c.request("GET", "/hello").body == b"hello"
+    assert c.connection_facts["version"] == QuicProtocolVersion.VERSION_2
+
+
+def test_quic_version_1_after_version_2_was_refused_elsewhere(shared: Server, tls_files: TLSFiles) -> None:
+    """A client preferring version 1 stays on version 1."""
+    from aioquic.quic.packet import QuicProtocolVersion
+
+    def configure(configuration: object) -> None:
+        configuration.supported_versions = [QuicProtocolVersion.VERSION_1, QuicProtocolVersion.VERSION_2]  # type: ignore[attr-defined]
+
+    c = client(shared, tls_files, configure=configure)
+    assert c.request("GET", "/hello").status == 200
+    assert c.connection_facts["version"] == QuicProtocolVersion.VERSION_1
+
+
+def _version_negotiation_probe() -> tuple[bytes, bytes, bytes]:
+    """A long header of the reserved version 0x?a?a?a?a (RFC 9000 §15) in a 1200-byte datagram."""
+    dcid, scid = os.urandom(8), os.urandom(8)
+    header = bytes([0xC0]) + bytes.fromhex("1a2a3a4a") + bytes([len(dcid)]) + dcid + bytes([len(scid)]) + scid
+    return header + os.urandom(1200 - len(header)), dcid, scid
+
+
+def test_unknown_version_gets_version_negotiation(shared: Server) -> None:
+    """RFC 9000 §6.1: a first datagram of an unsupported version, at least 1200 bytes, is answered
+    with Version Negotiation: version 0, the connection IDs swapped (§17.2.1), and the versions
+    we speak (1 and 2)."""
+    probe, dcid, scid = _version_negotiation_probe()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(5)
+        sock.sendto(probe, ("127.0.0.1", shared.port))
+        answer = sock.recv(2048)
+    assert answer[0] & 0x80
+    assert answer[1:5] == b"\x00\x00\x00\x00"
+    assert answer[5] == len(scid)
+    assert answer[6:6 + len(scid)] == scid
+    offset = 6 + len(scid)
+    assert answer[offset] == len(dcid)
+    assert answer[offset + 1:offset + 1 + len(dcid)] == dcid
+    listed = answer[offset + 1 + len(dcid):]
+    versions = {int.from_bytes(listed[i:i + 4], "big") for i in range(0, len(listed), 4)}
+    assert {0x00000001, 0x6B3343CF} <= versions
+
+
+def _garbage() -> list[bytes]:
+    """Datagrams no QUIC endpoint could accept: runts, random bytes, an Initial whose payload fails
+    to decrypt, short headers for connections that do not exist, a short unknown-version probe
+    (§14.1: too small to answer)."""
+    initial = bytes([0xC0]) + (1).to_bytes(4, "big") + bytes([8]) + os.urandom(8) + bytes([8]) + os.urandom(8)
+    initial += bytes([0x00]) + encode_uint_var(1200) + os.urandom(1200)
+    probe, _, _ = _version_negotiation_probe()
+    return [b"", b"\x00", os.urandom(7), os.urandom(100), os.urandom(1500), initial,
+            bytes([0x40]) + os.urandom(60), bytes([0x40]) + os.urandom(1300), probe[:300]]
+
+
+def test_garbage_datagrams_between_requests(shared: Server, tls_files: TLSFiles) -> None:
+    """RFC 9000 §5.2, RFC 9001 §5.5: datagrams that match no connection or fail to decrypt are
+    dropped — from other sockets and on the connection's own path, with its connection ID —
+    and the connection serves the next request."""
+
+    async def work(c: _Protocol) -> list[int]:
+        statuses = [(await hello(c)).status]
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            for d in _garbage():
+                sock.sendto(d, ("127.0.0.1", shared.port))
+        statuses.append((await hello(c)).status)
+        # On this connection's path: a short header with the server's connection ID, then noise.
+        transport = c._transport
+        assert transport is not None
+        server_cid = c._quic._peer_cid.cid
+        address = c._quic._network_paths[0].addr
+        for size in (1, 20, 200, 1200):
+            transport.sendto(bytes([0x40]) + server_cid + os.urandom(size), address)  # type: ignore[attr-defined]
+        # And a long-header Initial on it, whose keys are long gone.
+        initial = bytes([0xC0]) + (1).to_bytes(4, "big") + bytes([len(server_cid)]) + server_cid + bytes([0, 0])
+        transport.sendto(initial + encode_uint_var(1200) + os.urandom(1200), address)  # type: ignore[attr-defined]
+        statuses.append((await hello(c)).status)
+        return statuses
+
+    assert client(shared, tls_files).session(work) == [200, 200, 200]
+
+
+def test_forged_initial_leaves_no_connection_behind(h3_server: Callable[..., Server]) -> None:
+    """A datagram shaped like a client's first Initial (version 1, 1200 bytes, an 8-byte connection
+    ID) whose packet fails authentication (RFC 9001 §5.2) leaves no state: a worker told to stop
+    right after has no connection to wait for. (It used to hold one until the graceful timeout.)"""
+    server = h3_server("h3_apps:asgi")
+    initial = bytes([0xC0]) + (1).to_bytes(4, "big") + bytes([8]) + os.urandom(8) + bytes([8]) + os.urandom(8)
+    udp_send(server.port, [initial + bytes([0x00]) + encode_uint_var(1200) + os.urandom(1200)])
+    time.sleep(0.3)
+    started = time.monotonic()
+    assert server.stop() == 0
+    assert time.monotonic() - started < 3.0

@@ -87,6 +87,15 @@ public final class QUICEndpoint {
                                                   makeHandshake: makeHandshake) else { return }
             context.connections[ObjectIdentifier(connection)] = connection
             connection.receive(datagram, path: path, now: now)
+            // Noise shaped like an Initial (no packet in it authenticated,
+            // RFC 9001 §5.2: Initial keys come from the client's connection
+            // ID, so only a real client's packet opens) leaves no state: it
+            // would otherwise hold a connection until the idle timeout, and
+            // keep a stopping worker waiting for it.
+            guard connection.hasReceivedPacket else {
+                connection.terminate()
+                return
+            }
             connection.scheduleUpdate()
         case .unsupportedVersion:
             answerWithVersionNegotiation(datagram, path: path)
