@@ -91,8 +91,10 @@ public final class QUICEndpoint {
             // RFC 9001 §5.2: Initial keys come from the client's connection
             // ID, so only a real client's packet opens) leaves no state: it
             // would otherwise hold a connection until the idle timeout, and
-            // keep a stopping worker waiting for it.
-            guard connection.hasReceivedPacket else {
+            // keep a stopping worker waiting for it. (A packet that opened
+            // but failed, say the TLS handshake, left the connection closing
+            // with its CONNECTION_CLOSE to send.)
+            guard connection.hasReceivedPacket || !connection.isOpen else {
                 connection.terminate()
                 return
             }
