@@ -103,7 +103,9 @@ final class H3Connection {
                     handle(event)
                     if let s = streams[id], s.readPaused { break }
                 }
-                progressed = offset > 0 && offset < bytes.count
+                // A stream paused by its body buffer stops here: the rest
+                // waits in QUIC (parked) until the application reads.
+                progressed = offset > 0 && offset < bytes.count && !(streams[id]?.readPaused ?? false)
                 return (offset, ())
             }
         }
@@ -153,7 +155,14 @@ final class H3Connection {
             } else {
                 s.receive(bytes, end: end)
             }
-            if s.body.readableCount >= H3Stream.bodyHighWater { s.readPaused = true }
+            if s.body.readableCount >= H3Stream.bodyHighWater && !s.readPaused {
+                // Parked in QUIC too: what the client sends meanwhile waits
+                // in the stream's window without taking the connection's
+                // from the streams that are read (a WSGI request running
+                // while others queue behind it).
+                s.readPaused = true
+                quic.setReadingParked(stream: id, true)
+            }
             service.wakeReader(s)
         case .trailers(let id, _):
             if id != feeding { refeed.append(id) }
