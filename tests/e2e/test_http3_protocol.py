@@ -25,14 +25,26 @@ import time
 from typing import TYPE_CHECKING
 
 import pytest
-from h3client import H3Client, H3Response, _Protocol, frame_types
-from tls_support import TLSFiles
+
+pytest.importorskip("aioquic")
 
 from aioquic.buffer import encode_uint_var
-from aioquic.h3.connection import ErrorCode, FrameType, H3Connection, StreamType, encode_frame, encode_settings
+from aioquic.h3.connection import (
+    ErrorCode,
+    FrameType,
+    H3Connection,
+    StreamType,
+    encode_frame,
+    encode_settings,
+)
+from aioquic.quic.packet import QuicProtocolVersion
+from aioquic.tls import Epoch
+from h3client import H3Client, H3Response, _Protocol, frame_types
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from tls_support import TLSFiles
 
     from conftest import Server, ServerPool
 
@@ -312,7 +324,7 @@ def test_invalid_request_frame_sequence_closes_the_connection(shared: Server, tl
     before = len(shared.events())
 
     async def work(c: _Protocol) -> int | None:
-        stream_id = c._quic.get_next_available_stream_id()  # noqa: SLF001
+        stream_id = c._quic.get_next_available_stream_id()
         c.track(stream_id)
         send(c, stream_id)
         c.transmit()
@@ -357,7 +369,7 @@ def _close_control(c: _Protocol) -> None:
 
 
 def _reset_control(c: _Protocol) -> None:
-    c._quic.reset_stream(c.control_stream, ErrorCode.H3_NO_ERROR)  # noqa: SLF001
+    c._quic.reset_stream(c.control_stream, ErrorCode.H3_NO_ERROR)
 
 
 def _close_encoder(c: _Protocol) -> None:
@@ -366,7 +378,7 @@ def _close_encoder(c: _Protocol) -> None:
 
 def _stop_server_control(c: _Protocol) -> None:
     # The server's control stream is its first unidirectional stream (3).
-    c._quic.stop_stream(3, ErrorCode.H3_NO_ERROR)  # noqa: SLF001
+    c._quic.stop_stream(3, ErrorCode.H3_NO_ERROR)
 
 
 def _goaway_up(c: _Protocol) -> None:
@@ -438,10 +450,11 @@ def test_control_stream_violation_closes_the_connection(shared: Server, tls_file
     assert client(shared, tls_files).request("GET", "/hello").status == 200
 
 
-def test_settings_with_an_http2_identifier(shared: Server, tls_files: TLSFiles, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_with_an_http2_identifier(shared: Server, tls_files: TLSFiles,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """§7.2.4.1: HTTP/2 setting identifiers (here 0x02, SETTINGS_ENABLE_PUSH) "MUST be treated
     as a connection error of type H3_SETTINGS_ERROR"."""
-    original = H3Connection._get_local_settings  # noqa: SLF001
+    original = H3Connection._get_local_settings
 
     def with_http2_setting(self: H3Connection) -> dict[int, int]:
         return {**original(self), 0x02: 0}
@@ -463,11 +476,11 @@ def test_control_stream_must_start_with_settings(shared: Server, tls_files: TLSF
     treated as a connection error of type H3_MISSING_SETTINGS.\""""
 
     def init_without_settings(self: H3Connection) -> None:
-        self._local_control_stream_id = self._create_uni_stream(StreamType.CONTROL)  # noqa: SLF001
-        self._quic.send_stream_data(self._local_control_stream_id,  # noqa: SLF001
+        self._local_control_stream_id = self._create_uni_stream(StreamType.CONTROL)
+        self._quic.send_stream_data(self._local_control_stream_id,
                                     encode_frame(FrameType.MAX_PUSH_ID, encode_uint_var(8)))
-        self._local_encoder_stream_id = self._create_uni_stream(StreamType.QPACK_ENCODER)  # noqa: SLF001
-        self._local_decoder_stream_id = self._create_uni_stream(StreamType.QPACK_DECODER)  # noqa: SLF001
+        self._local_encoder_stream_id = self._create_uni_stream(StreamType.QPACK_ENCODER)
+        self._local_decoder_stream_id = self._create_uni_stream(StreamType.QPACK_DECODER)
 
     monkeypatch.setattr(H3Connection, "_init_connection", init_without_settings)
 
@@ -868,8 +881,6 @@ def test_client_initiated_key_updates(shared: Server, tls_files: TLSFiles) -> No
     every request is served."""
 
     async def work(c: _Protocol) -> tuple[list[int], list[int]]:
-        from aioquic.tls import Epoch
-
         statuses = [(await hello(c)).status]
         phases = []
         for _ in range(3):
@@ -888,8 +899,6 @@ def test_client_initiated_key_updates(shared: Server, tls_files: TLSFiles) -> No
 @pytest.mark.parametrize("versions", [["VERSION_2"], ["VERSION_2", "VERSION_1"]])
 def test_quic_version_2(shared: Server, tls_files: TLSFiles, versions: list[str]) -> None:
     """RFC 9369: a client that starts with QUIC version 2 is served over version 2."""
-    from aioquic.quic.packet import QuicProtocolVersion
-
     wanted = [QuicProtocolVersion[v] for v in versions]
 
     def configure(configuration: object) -> None:
@@ -900,9 +909,9 @@ def test_quic_version_2(shared: Server, tls_files: TLSFiles, versions: list[str]
     assert c.connection_facts["version"] == QuicProtocolVersion.VERSION_2
 
 
-def test_quic_version_1_after_version_2_was_refused_elsewhere(shared: Server, tls_files: TLSFiles) -> None:
-    """A client preferring version 1 stays on version 1."""
-    from aioquic.quic.packet import QuicProtocolVersion
+def test_client_preferring_version_1_stays_on_it(shared: Server, tls_files: TLSFiles) -> None:
+    """A client preferring version 1 stays on version 1 (RFC 9368 §2.1: the server may switch
+    only to a compatible version the client listed first)."""
 
     def configure(configuration: object) -> None:
         configuration.supported_versions = [QuicProtocolVersion.VERSION_1, QuicProtocolVersion.VERSION_2]  # type: ignore[attr-defined]
