@@ -103,7 +103,9 @@ final class H3Connection {
                     handle(event)
                     if let s = streams[id], s.readPaused { break }
                 }
-                progressed = offset > 0 && offset < bytes.count
+                // A stream paused by its body buffer stops here: the rest
+                // waits in QUIC (parked) until the application reads.
+                progressed = offset > 0 && offset < bytes.count && !(streams[id]?.readPaused ?? false)
                 return (offset, ())
             }
         }
@@ -144,8 +146,23 @@ final class H3Connection {
             if id != feeding { refeed.append(id) }
         case .data(let id, let bytes, let end):
             guard let s = streams[id] else { return }
-            s.receive(bytes, end: end)
-            if s.body.readableCount >= H3Stream.bodyHighWater { s.readPaused = true }
+            // A body without Content-Length is held to --max-body as it
+            // grows (a declared one over it was refused with the head): past
+            // it, reads fail with 413 and the bytes are dropped, their
+            // flow-control credit returned (as over HTTP/2).
+            if s.exchange.receiveBody(count: bytes.count) == .tooLarge {
+                if end { s.bodyEnded = true }
+            } else {
+                s.receive(bytes, end: end)
+            }
+            if s.body.readableCount >= H3Stream.bodyHighWater && !s.readPaused {
+                // Parked in QUIC too: what the client sends meanwhile waits
+                // in the stream's window without taking the connection's
+                // from the streams that are read (a WSGI request running
+                // while others queue behind it).
+                s.readPaused = true
+                quic.setReadingParked(stream: id, true)
+            }
             service.wakeReader(s)
         case .trailers(let id, _):
             if id != feeding { refeed.append(id) }

@@ -13,6 +13,8 @@ import QUIC
 /// the QUIC stream while more than `bodyHighWater` bytes wait here for the
 /// application, so the rest stays in QUIC's receive buffer, whose size the
 /// stream's flow-control window bounds; the client is held by that window.
+/// Such a stream is parked in QUIC (`setReadingParked`): its bytes do not
+/// hold the connection's window, which the streams being read need.
 /// Response: what QUIC's send buffer does not take waits in `pendingOut`
 /// and makes ASGI `send()` wait past `H3Connection.highWater`; a WSGI
 /// application waits in the call.
@@ -100,6 +102,7 @@ final class H3Stream {
         if body.isEmpty { body.detach()?.deallocate() }
         if readPaused && body.readableCount < H3Stream.bodyHighWater / 2 {
             readPaused = false
+            connection.quic.setReadingParked(stream: id, false)
             connection.resumeReading(self)
         }
         return n

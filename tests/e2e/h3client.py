@@ -1,19 +1,22 @@
 """An HTTP/3 client for the end-to-end tests, on aioquic (an independent QUIC and HTTP/3 stack).
 
 The tests are synchronous; each call here runs its own event loop. One
-`H3Client` is one QUIC connection: `request()` sends one request on a new
-stream, `gather()` sends many at once on one connection. What the tests want
-to see of the connection (the TLS facts, whether it resumed, the cipher
-suite) is read from aioquic's connection object after the exchange.
+`H3Client` call is one QUIC connection: `request()` sends one request on a new
+stream, `gather()` sends many at once on one connection, and `session()`
+runs a coroutine of the test's own against the connection (the `_Protocol`),
+which can send what a well-behaved client never would: raw frames, bad
+field sections, resets, key updates. What the tests want to see of the
+connection (the TLS facts, whether it resumed, the cipher suite, the QUIC
+version) is read from aioquic's connection object after the exchange.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Sequence
+import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -21,13 +24,23 @@ aioquic = pytest.importorskip("aioquic")
 
 from aioquic.asyncio.client import connect  # noqa: E402
 from aioquic.asyncio.protocol import QuicConnectionProtocol  # noqa: E402
-from aioquic.h3.connection import H3_ALPN, H3Connection  # noqa: E402
+from aioquic.buffer import encode_uint_var  # noqa: E402
+from aioquic.h3.connection import H3_ALPN, H3Connection, encode_frame  # noqa: E402
 from aioquic.h3.events import DataReceived, H3Event, HeadersReceived  # noqa: E402
 from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
-from aioquic.quic.events import QuicEvent, StreamReset  # noqa: E402
+from aioquic.quic.events import (  # noqa: E402
+    ConnectionTerminated,
+    QuicEvent,
+    StopSendingReceived,
+    StreamDataReceived,
+    StreamReset,
+)
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
     from pathlib import Path
+
+T = TypeVar("T")
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -38,6 +51,8 @@ class H3Response:
     headers: Headers = field(default_factory=list)
     body: bytes = b""
     trailers: Headers = field(default_factory=list)
+    #: Interim (1xx) heads, in arrival order, with their pseudo-header fields.
+    informational: list[Headers] = field(default_factory=list)
     reset_code: int | None = None
 
     def header(self, name: bytes) -> bytes | None:
@@ -48,7 +63,7 @@ class H3Response:
 
 
 class _Protocol(QuicConnectionProtocol):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: ANN401 (QuicConnectionProtocol's own)
         super().__init__(*args, **kwargs)
         self.http = H3Connection(self._quic)
         self._responses: dict[int, H3Response] = {}
@@ -56,12 +71,41 @@ class _Protocol(QuicConnectionProtocol):
         # Bodies grow in place (bytes concatenation would copy the whole
         # body per DATA frame).
         self._bodies: dict[int, bytearray] = {}
+        #: RESET_STREAM and STOP_SENDING codes the server sent, by stream.
+        self.resets: dict[int, int] = {}
+        self.stops: dict[int, int] = {}
+        #: The bytes of each request stream as received (frames unparsed).
+        self.raw: dict[int, bytearray] = {}
+        #: How the connection ended, once it has (the server's CONNECTION_CLOSE).
+        self.terminated: ConnectionTerminated | None = None
+        #: The :authority the requests carry (set by `H3Client`).
+        self.authority = b"localhost"
+        # aioquic's client checks a response's Content-Length against its DATA
+        # even for HEAD, whose Content-Length is the GET's (RFC 9110 §9.3.2):
+        # HEAD streams are exempt.
+        self._head_streams: set[int] = set()
+        check = self.http._check_content_length
+
+        def check_unless_head(stream: Any) -> None:  # noqa: ANN401 (aioquic's private stream type)
+            if stream.stream_id not in self._head_streams:
+                check(stream)
+
+        self.http._check_content_length = check_unless_head  # type: ignore[method-assign]
 
     def quic_event_received(self, event: QuicEvent) -> None:
-        if isinstance(event, StreamReset) and event.stream_id in self._done:
-            response = self._responses[event.stream_id]
-            response.reset_code = event.error_code
-            self._finish(event.stream_id)
+        if isinstance(event, StreamDataReceived) and event.stream_id % 4 == 0:
+            self.raw.setdefault(event.stream_id, bytearray()).extend(event.data)
+        if isinstance(event, StopSendingReceived):
+            self.stops[event.stream_id] = event.error_code
+        if isinstance(event, StreamReset):
+            self.resets[event.stream_id] = event.error_code
+            if event.stream_id in self._done:
+                self._responses[event.stream_id].reset_code = event.error_code
+                self._finish(event.stream_id)
+        if isinstance(event, ConnectionTerminated):
+            self.terminated = event
+            for stream_id in list(self._done):
+                self._finish(stream_id)
         for h3_event in self.http.handle_event(event):
             self._h3_event(h3_event)
 
@@ -75,6 +119,8 @@ class _Protocol(QuicConnectionProtocol):
                 if int(status) >= 200:
                     response.status = int(status)
                     response.headers = [(k, v) for k, v in event.headers if not k.startswith(b":")]
+                else:
+                    response.informational.append(list(event.headers))
             else:
                 response.trailers = list(event.headers)
         else:
@@ -89,19 +135,92 @@ class _Protocol(QuicConnectionProtocol):
             waiter.set_result(self._responses[stream_id])
 
     async def request(self, method: str, path: str, authority: str, headers: Headers, body: bytes | None) -> H3Response:
-        stream_id = self._quic.get_next_available_stream_id()
-        self._responses[stream_id] = H3Response()
-        waiter: asyncio.Future[H3Response] = asyncio.get_running_loop().create_future()
-        self._done[stream_id] = waiter
         fields = [(b":method", method.encode()), (b":scheme", b"https"), (b":authority", authority.encode()),
                   (b":path", path.encode()), *headers]
         if body and not any(k == b"content-length" for k, _ in headers):
             fields.append((b"content-length", str(len(body)).encode()))
-        self.http.send_headers(stream_id, fields, end_stream=not body)
+        stream_id = self.open(fields, end_stream=not body)
         if body:
             self.http.send_data(stream_id, body, end_stream=True)
         self.transmit()
-        return await waiter
+        return await self.response(stream_id)
+
+    # MARK: what a test drives by hand
+
+    def fields(self, method: bytes = b"GET", path: bytes = b"/hello", *extra: tuple[bytes, bytes]) -> Headers:
+        """A well-formed request head (pseudo-header fields first), then `extra`."""
+        return [(b":method", method), (b":scheme", b"https"), (b":authority", self.authority), (b":path", path),
+                *extra]
+
+    def track(self, stream_id: int) -> None:
+        """Collects the response on `stream_id` (await it with `response`)."""
+        self._responses[stream_id] = H3Response()
+        self._done[stream_id] = asyncio.get_running_loop().create_future()
+
+    def open(self, fields: Headers, *, end_stream: bool = False) -> int:
+        """A new request stream whose HEADERS carry `fields` exactly as given
+        (aioquic's client does not validate what it sends); the response is
+        tracked. Not transmitted yet."""
+        stream_id = self._quic.get_next_available_stream_id()
+        self.track(stream_id)
+        if (b":method", b"HEAD") in fields:
+            self._head_streams.add(stream_id)
+        self.http.send_headers(stream_id, fields, end_stream=end_stream)
+        return stream_id
+
+    def headers_payload(self, stream_id: int, fields: Headers) -> bytes:
+        """A HEADERS frame payload for `stream_id` (encoder-stream bytes, if
+        any, are queued on our QPACK encoder stream)."""
+        return self.http._encode_headers(stream_id, fields)
+
+    def send_frame(self, stream_id: int, frame_type: int, payload: bytes, *, end_stream: bool = False) -> None:
+        """One frame as raw stream bytes, whatever the HTTP/3 state (not transmitted yet)."""
+        self._quic.send_stream_data(stream_id, encode_frame(frame_type, payload), end_stream)
+
+    def send_raw(self, stream_id: int, data: bytes, *, end_stream: bool = False) -> None:
+        """Raw bytes on a stream (not transmitted yet)."""
+        self._quic.send_stream_data(stream_id, data, end_stream)
+
+    def open_uni(self, stream_type: int) -> int:
+        """A new unidirectional stream starting with its type (not transmitted yet)."""
+        stream_id = self._quic.get_next_available_stream_id(is_unidirectional=True)
+        self._quic.send_stream_data(stream_id, encode_uint_var(stream_type))
+        return stream_id
+
+    @property
+    def control_stream(self) -> int:
+        """Our control stream (aioquic sent SETTINGS and MAX_PUSH_ID on it)."""
+        stream_id = self.http._local_control_stream_id
+        assert stream_id is not None
+        return stream_id
+
+    @property
+    def encoder_stream(self) -> int:
+        """Our QPACK encoder stream."""
+        stream_id = self.http._local_encoder_stream_id
+        assert stream_id is not None
+        return stream_id
+
+    async def response(self, stream_id: int, timeout: float = 10.0) -> H3Response:
+        """The response on a tracked stream, once it ended (FIN, reset, or the connection closed)."""
+        waiter = self._done.get(stream_id)
+        if waiter is not None:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout)
+        return self._responses[stream_id]
+
+    async def until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+        """Whether `predicate` became true within `timeout` seconds (the connection runs meanwhile)."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.01)
+        return True
+
+    async def closed_by_server(self, timeout: float = 10.0) -> ConnectionTerminated | None:
+        """The server's CONNECTION_CLOSE, if one arrives within `timeout`."""
+        await self.until(lambda: self.terminated is not None, timeout)
+        return self.terminated
 
 
 @dataclass
@@ -116,6 +235,8 @@ class H3Client:
     session_ticket: Any = None
     tickets: list[Any] = field(default_factory=list)
     timeout: float = 20.0
+    #: Adjusts aioquic's settings (QUIC versions, idle timeout, windows) before connecting.
+    configure: Callable[[QuicConfiguration], None] | None = None
     connection_facts: dict[str, Any] = field(default_factory=dict)
 
     def _configuration(self) -> QuicConfiguration:
@@ -127,14 +248,17 @@ class H3Client:
         if self.cipher_suites is not None:
             configuration.cipher_suites = list(self.cipher_suites)
         configuration.session_ticket = self.session_ticket
+        if self.configure is not None:
+            self.configure(configuration)
         return configuration
 
-    async def _run(self, work: Any) -> Any:
+    async def _run(self, work: Callable[[_Protocol], Awaitable[T]]) -> T:
         async with connect(
             self.host, self.port, configuration=self._configuration(), create_protocol=_Protocol,
             session_ticket_handler=self.tickets.append, wait_connected=True,
         ) as client:
             assert isinstance(client, _Protocol)
+            client.authority = f"{self.server_name}:{self.port}".encode()
             result = await work(client)
             quic = client._quic
             tls = quic.tls
@@ -142,6 +266,7 @@ class H3Client:
                 "alpn": tls.alpn_negotiated,
                 "resumed": tls.session_resumed,
                 "cipher_suite": tls.key_schedule.cipher_suite if tls.key_schedule else None,
+                "version": quic._version,
             }
             return result
 
@@ -160,3 +285,28 @@ class H3Client:
             return list(await asyncio.gather(*(client.request(m, p, authority, [], b) for m, p, b in requests)))
 
         return asyncio.run(asyncio.wait_for(self._run(work), self.timeout))
+
+    def session(self, work: Callable[[_Protocol], Awaitable[T]]) -> T:
+        """Runs `work(connection)` on one new connection; its result."""
+        return asyncio.run(asyncio.wait_for(self._run(work), self.timeout))
+
+
+def frame_types(stream: bytes) -> list[int]:
+    """The types of the HTTP/3 frames in a stream's bytes, in order (RFC 9114 §7.1)."""
+    types = []
+    offset = 0
+    while offset < len(stream):
+        frame_type, offset = _varint(stream, offset)
+        length, offset = _varint(stream, offset)
+        types.append(frame_type)
+        offset += length
+    return types
+
+
+def _varint(data: bytes, offset: int) -> tuple[int, int]:
+    """RFC 9000 §16: a variable-length integer at `offset`; the value and the offset after it."""
+    size = 1 << (data[offset] >> 6)
+    value = data[offset] & 0x3F
+    for byte in data[offset + 1 : offset + size]:
+        value = (value << 8) | byte
+    return value, offset + size

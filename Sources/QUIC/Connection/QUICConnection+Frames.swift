@@ -235,7 +235,7 @@ extension QUICConnection {
             throw error.inFrame(type)
         }
         try countReceived(result.growth, frameType: type)
-        if s.receive!.abandoned { returnCredit(stream: s, bytes: result.growth) }
+        if s.receive!.abandoned || s.readingParked { returnCredit(stream: s) }
         if result.readable { post(.streamReadable(s.id)) }
         closeIfDone(s)
     }
@@ -249,7 +249,7 @@ extension QUICConnection {
     private func receiveResetStream(_ f: ResetStreamFrame) throws(QUICError) {
         let type = FrameType.resetStream
         guard let s = try stream(f.streamID, needsReceive: true, frameType: type), s.receive != nil else { return }
-        let result: (growth: UInt64, credit: UInt64, notify: Bool)
+        let result: (growth: UInt64, notify: Bool)
         do {
             result = try s.receive!.receiveReset(finalSize: f.finalSize)
         } catch {
@@ -257,7 +257,7 @@ extension QUICConnection {
         }
         try countReceived(result.growth, frameType: type)
         // The bytes up to the final size will never be read: credit back.
-        returnCredit(stream: s, bytes: result.credit)
+        returnCredit(stream: s)
         if result.notify {
             post(.streamReset(s.id, errorCode: f.errorCode))
             s.receive!.resetRead()

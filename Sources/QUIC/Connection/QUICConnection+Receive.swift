@@ -43,6 +43,9 @@ extension QUICConnection {
         scheduleUpdate()
     }
 
+    /// Some packet of the peer's was authenticated and processed.
+    var hasReceivedPacket: Bool { spaces.contains { $0.received.largest != nil } }
+
     private func receivePacket(_ header: PacketHeader, in datagram: UnsafeMutableRawBufferPointer, now: Instant) throws(QUICError) {
         switch header {
         case .long(let h):

@@ -197,10 +197,10 @@ extension QUICConnection {
         }
         let fin = recv.finAfterReadable
         let (consumed, result) = recv.withReadableBytes { body($0, fin) }
-        let credit = recv.consume(consumed)
+        _ = recv.consume(consumed)
         if fin && recv.buffer.contiguousCount == 0 { recv.finRead() }
         s.receive = recv
-        returnCredit(stream: s, bytes: credit)
+        returnCredit(stream: s)
         closeIfDone(s)
         scheduleUpdate()
         return result
@@ -256,11 +256,11 @@ extension QUICConnection {
     public func stopSending(_ id: UInt64, errorCode: UInt64) {
         guard isOpen, let s = streams[id], s.receive != nil else { return }
         let wasTerminal = s.receive!.isTerminal
-        let credit = s.receive!.abandon()
+        s.receive!.abandon()
         if !wasTerminal && s.receive!.state != .dataRead && s.receive!.state != .resetRead {
             s.requestStopSending(errorCode)
         }
-        returnCredit(stream: s, bytes: credit)
+        returnCredit(stream: s)
         queueForSend(s)
         closeIfDone(s)
         scheduleUpdate()
@@ -276,15 +276,28 @@ extension QUICConnection {
     }
 
     /// Application-read bytes become credit (§4.2): the stream's and the
-    /// connection's limits move up once half a window was consumed.
-    func returnCredit(stream s: QUICStream, bytes: UInt64) {
-        guard bytes > 0 else { return }
-        consumedTotal += bytes
-        if s.receive?.limitUpdate != nil && !s.maxStreamDataPending {
+    /// connection's limits move up once half a window was consumed (a parked
+    /// stream's bytes count for the connection as they arrive).
+    func returnCredit(stream s: QUICStream) {
+        guard s.receive != nil else { return }
+        let bytes = s.takeConnectionCredit()
+        if s.receive!.limitUpdate != nil && !s.maxStreamDataPending {
             s.maxStreamDataPending = true
             queueForSend(s)
         }
+        guard bytes > 0 else { return }
+        consumedTotal += bytes
         if connectionLimitUpdate != nil { maxDataPending = true }
+    }
+
+    /// The application stops reading `stream` for a while (`parked`), or
+    /// reads it again: while parked, what the peer sends on it no longer
+    /// holds the connection's window (StreamReceiveSide), only the stream's.
+    public func setReadingParked(stream id: UInt64, _ parked: Bool) {
+        guard isOpen, let s = streams[id], s.receive != nil, s.readingParked != parked else { return }
+        s.readingParked = parked
+        returnCredit(stream: s)
+        scheduleUpdate()
     }
 
     /// The MAX_DATA limit to send, when half the window was consumed.

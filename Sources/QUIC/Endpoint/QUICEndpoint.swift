@@ -87,6 +87,17 @@ public final class QUICEndpoint {
                                                   makeHandshake: makeHandshake) else { return }
             context.connections[ObjectIdentifier(connection)] = connection
             connection.receive(datagram, path: path, now: now)
+            // Noise shaped like an Initial (no packet in it authenticated,
+            // RFC 9001 §5.2: Initial keys come from the client's connection
+            // ID, so only a real client's packet opens) leaves no state: it
+            // would otherwise hold a connection until the idle timeout, and
+            // keep a stopping worker waiting for it. (A packet that opened
+            // but failed, say the TLS handshake, left the connection closing
+            // with its CONNECTION_CLOSE to send.)
+            guard connection.hasReceivedPacket || !connection.isOpen else {
+                connection.terminate()
+                return
+            }
             connection.scheduleUpdate()
         case .unsupportedVersion:
             answerWithVersionNegotiation(datagram, path: path)

@@ -11,6 +11,15 @@ final class QUICStream {
     var queuedForSend = false
     /// A MAX_STREAM_DATA for this stream is owed (the value is computed when sent).
     var maxStreamDataPending = false
+    /// The application stopped reading for now (`setReadingParked`): what
+    /// arrives is credited to the connection at once (StreamReceiveSide).
+    /// This and `connectionCredited` live here, not in the receive side,
+    /// which `withReadableBytes` works on as a copy while the application,
+    /// inside it, may park the stream.
+    var readingParked = false
+    /// The offset up to which the receive side's bytes were credited back
+    /// to the connection (MAX_DATA).
+    private(set) var connectionCredited: UInt64 = 0
     /// A STOP_SENDING with this code is owed (§3.5).
     var stopSendingPending: UInt64?
     private(set) var stopSendingCode: UInt64?
@@ -29,6 +38,17 @@ final class QUICStream {
         if maxStreamDataPending || stopSendingPending != nil { return true }
         guard let send else { return false }
         return send.resetPending || send.blockedPending != nil || send.hasFrameToSend(connectionCredit: connectionCredit)
+    }
+
+    /// Connection credit owed since the last call: up to what was read, or
+    /// up to everything received while parked, abandoned or reset. Each
+    /// byte is credited once, however the side's state changes.
+    func takeConnectionCredit() -> UInt64 {
+        guard let receive else { return 0 }
+        let offset = readingParked ? receive.highestReceived : receive.creditOffset
+        guard offset > connectionCredited else { return 0 }
+        defer { connectionCredited = offset }
+        return offset - connectionCredited
     }
 
     func requestStopSending(_ code: UInt64) {

@@ -21,6 +21,14 @@
 // at a time once half of it is used. An application that gives up on the
 // receive side (`abandon`) has further data discarded, its flow-control
 // credit still returned.
+//
+// Connection credit (MAX_DATA, §4.1) follows the same reading, with one
+// exception: a side the application has parked (it stopped reading for
+// now, its own buffer full; `QUICStream.readingParked`) gives the
+// connection its bytes back as they arrive. Otherwise streams nobody reads (requests queued behind a WSGI
+// application, or applications that do not read) would hold the whole
+// connection window and starve the stream that is being read; the stream's
+// own window still bounds what it holds.
 
 struct StreamReceiveSide {
     enum State: Equatable {
@@ -47,7 +55,7 @@ struct StreamReceiveSide {
 
     /// Where the application has read up to, for credit: everything received
     /// counts as read once the side is abandoned or reset.
-    private var creditOffset: UInt64 {
+    var creditOffset: UInt64 {
         abandoned || state == .resetReceived || state == .resetRead ? highestReceived : buffer.readOffset
     }
 
@@ -87,24 +95,23 @@ struct StreamReceiveSide {
     }
 
     /// Applies a RESET_STREAM (§3.2, §4.5). Returns the growth of
-    /// `highestReceived`, the credit released (bytes that will never be
-    /// read) and whether the application must be told (false when the reset
-    /// changes nothing).
-    mutating func receiveReset(finalSize size: UInt64) throws(QUICError) -> (growth: UInt64, credit: UInt64, notify: Bool) {
+    /// `highestReceived` and whether the application must be told (false
+    /// when the reset changes nothing). The bytes up to the final size will
+    /// never be read: `QUICStream.takeConnectionCredit` returns them.
+    mutating func receiveReset(finalSize size: UInt64) throws(QUICError) -> (growth: UInt64, notify: Bool) {
         if let finalSize, finalSize != size { throw .finalSizeChanged }
         guard size >= highestReceived else { throw .finalSizeBelowReceived }
         guard size <= maxData else { throw .streamFlowControl }
         let growth = size - highestReceived
-        let before = creditOffset
         highestReceived = size
         finalSize = size
         switch state {
         case .receiving, .sizeKnown:
             state = .resetReceived
             buffer.discard(upTo: size)
-            return (growth, creditOffset - before, !abandoned)
+            return (growth, !abandoned)
         default:
-            return (growth, creditOffset - before, false)
+            return (growth, false)
         }
     }
 
@@ -135,15 +142,13 @@ struct StreamReceiveSide {
     }
 
     /// The application will not read any more (§3.5 STOP_SENDING): data is
-    /// dropped; returns the credit released by the bytes dropped.
-    mutating func abandon() -> UInt64 {
-        guard !abandoned else { return 0 }
-        let before = creditOffset
+    /// dropped, its credit returned (`limitUpdate`, `QUICStream.takeConnectionCredit`).
+    mutating func abandon() {
+        guard !abandoned else { return }
         abandoned = true
         buffer.discard(upTo: highestReceived)
         if state == .dataReceived || (state == .sizeKnown && highestReceived == finalSize) { state = .dataRead }
         if state == .resetReceived { state = .resetRead }
-        return creditOffset - before
     }
 
     /// The new limit to advertise, if the application has read enough of

@@ -96,6 +96,22 @@ final class QUICEndpointTests: XCTestCase {
         XCTAssertNil(h.endpoint.nextDeadline)
     }
 
+    /// An Initial-shaped datagram whose packet fails authentication (RFC
+    /// 9001 §5.2) leaves no connection behind: none to count, no deadline,
+    /// no answer; the real Initial after it makes one.
+    func testInitialThatFailsAuthenticationLeavesNoConnection() {
+        let h = ConnectionHarness()
+        var forged = h.client.initialDatagram(Frames.crypto(h.client.clientHello))
+        forged[forged.count - 1] ^= 0x01  // inside the AEAD tag
+        h.deliver(forged)
+        XCTAssertEqual(h.endpoint.connectionCount, 0)
+        XCTAssertTrue(h.drain().isEmpty)
+        XCTAssertNil(h.endpoint.nextDeadline)
+        h.deliver(h.client.initialDatagram(Frames.crypto(h.client.clientHello)))
+        XCTAssertEqual(h.endpoint.connectionCount, 1)
+        XCTAssertFalse(h.drain().isEmpty)
+    }
+
     func testStopAcceptingNewConnections() {
         let h = ConnectionHarness()
         h.endpoint.acceptsNewConnections = false
