@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 pytest_plugins = ("tls_support",)
 
+CipherSuite = pytest.importorskip("aioquic.tls").CipherSuite
+
 TARGETS = ["tls_apps:wsgi", "tls_apps:asgi"]
 TEN_MIB = 10 * 1024 * 1024
 
@@ -106,8 +108,6 @@ def test_session_resumption(h3_server: Callable[..., Server], tls_files: TLSFile
 
 
 def test_chacha20_only_client(h3_server: Callable[..., Server], tls_files: TLSFiles) -> None:
-    from aioquic.tls import CipherSuite
-
     server = h3_server("tls_apps:asgi")
     c = client(server, tls_files, cipher_suites=[CipherSuite.CHACHA20_POLY1305_SHA256])
     body = os.urandom(300_000)
