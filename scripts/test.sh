@@ -17,6 +17,10 @@
 #   7. the ASGI, HTTP/2 and WebSocket end-to-end tests again on a debug build,
 #      which keeps Swift's run-time exclusivity checks (not the 100k-request
 #      leak test: it measures the release binary, and takes minutes on debug);
+#   7b. TLS for QUIC on OpenSSL 3.5 (scripts/check-openssl35.sh --e2e: the
+#      build cached in ~/.cache/peregrine/openssl-3.5, about 9 minutes when
+#      missing; then about 1.5 minutes): TLSTests, QUICTests and the aioquic
+#      HTTP/3 end-to-end tests against it;
 #   8. a free-threaded CPython 3.13t (scripts/build-free-threaded-python.sh,
 #      cached in ~/.cache/peregrine/python3.13t, about 4 minutes to build when
 #      missing), peregrine and the test applications' frameworks
@@ -91,6 +95,9 @@ for product in peregrine-worker peregrine; do
 done
 PEREGRINE_BIN="$root/.build/debug/peregrine" "$venv/bin/python" -m pytest tests/e2e -q -p no:cacheprovider \
     -k "(asgi or http2 or websocket) and not test_leaks"
+
+step "OpenSSL 3.5: TLSTests, QUICTests and tests/e2e/test_http3_aioquic.py against it"
+PYTHON="$venv/bin/python" scripts/check-openssl35.sh --e2e
 
 # The worker threads share one interpreter: with the GIL gone they run in
 # parallel, which only a free-threaded build shows. The servers run from the

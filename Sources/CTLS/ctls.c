@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -173,6 +174,12 @@ void ctls_conn_free(ctls_conn *c) {
     free(c->fbuf);
     free(c);
 }
+
+unsigned long ctls_openssl_version_num(void) { return OpenSSL_version_num(); }
+
+const char *ctls_openssl_version_text(void) { return OpenSSL_version(OPENSSL_VERSION); }
+
+unsigned long ctls_openssl_header_version_num(void) { return OPENSSL_VERSION_NUMBER; }
 
 static __thread char last_error[160];
 

@@ -5,6 +5,7 @@
 // KeyUpdate), each as the TLS alert that closes the connection (§4.8).
 
 import XCTest
+import CTLS
 import QUIC
 @testable import TLS
 
@@ -158,14 +159,25 @@ final class QUICHandshakeSessionTests: XCTestCase {
             "send application",  // NewSessionTicket
         ])
         // OpenSSL's client derives its application read secret as it reads
-        // the server's Finished, then its handshake write secret.
-        XCTAssertEqual(kinds(pipe.clientEvents), [
+        // the server's Finished. Its handshake write secret comes when it
+        // switches its own record layer: OpenSSL 3.0 does so just before it
+        // writes Finished (after both read secrets), 3.2 and later as soon as
+        // it has read the ServerHello, when neither early data nor middlebox
+        // compatibility is on (statem_clnt.c, tls_process_server_hello). The
+        // rule both keep: it comes after the ClientHello and before the
+        // handshake bytes it protects.
+        let client = kinds(pipe.clientEvents)
+        XCTAssertEqual(client.filter { $0 != "write handshake" }, [
             "send initial",  // ClientHello
-            "read handshake", "read application", "write handshake",
+            "read handshake", "read application",
             "send handshake",  // Finished
             "write application",
             "complete",
         ])
+        let writeHandshake = try XCTUnwrap(client.firstIndex(of: "write handshake"))
+        XCTAssertEqual(client.filter { $0 == "write handshake" }.count, 1)
+        XCTAssertGreaterThan(writeHandshake, try XCTUnwrap(client.firstIndex(of: "send initial")))
+        XCTAssertLessThan(writeHandshake, try XCTUnwrap(client.firstIndex(of: "send handshake")))
     }
 
     // MARK: - Cipher suites (RFC 9001 §5.3)
@@ -219,6 +231,51 @@ final class QUICHandshakeSessionTests: XCTestCase {
             XCTAssertEqual(Array(hellos[0].body[2..<34]), hrrRandom)
             XCTAssertNotEqual(Array(hellos[1].body[2..<34]), hrrRandom)
         }
+    }
+
+    /// The ML-KEM hybrid X25519MLKEM768 (codepoint 0x11EC), which the server
+    /// prefers where OpenSSL has it (3.5 and later): a client sending only
+    /// that share gets it straight away, no HelloRetryRequest, and its
+    /// ClientHello (a 1,216-byte share) is larger than one Initial packet
+    /// carries, so it arrives in pieces. On older OpenSSL the group does
+    /// not exist and a client cannot even ask for it.
+    func testMLKEMHybridKeyShareIsTakenWhereOpenSSLHasIt() throws {
+        guard ctls_openssl_version_num() >= 0x3050_0000 else {
+            XCTAssertThrowsError(try QUICTLSClientContext(groups: "X25519MLKEM768"))
+            return
+        }
+        let hybrid = try QUICTLSClientContext(groups: "X25519MLKEM768")
+        for cut in [Cut.whole, .everyByte, .at(1200)] {
+            let pipe = try HandshakePipe(server, hybrid)
+            assertCompleted(pipe, pipe.run(cut: cut))
+            let clientHellos = messages(pipe.sent(by: .client, at: .initial))
+            XCTAssertEqual(clientHellos.map(\.type), [HandshakeType.clientHello])
+            XCTAssertGreaterThan(clientHellos[0].body.count, 1216)
+            let serverHellos = messages(pipe.sent(by: .server, at: .initial))
+            XCTAssertEqual(serverHellos.map(\.type), [HandshakeType.serverHello])
+            // RFC 9846 §4.2.8: the ServerHello's key_share (51) holds one
+            // KeyShareEntry, the group first; ML-KEM-768's ciphertext (1,088
+            // bytes) then X25519's share (32).
+            let share = try XCTUnwrap(serverHelloExtension(serverHellos[0].body, type: 51))
+            XCTAssertEqual(Array(share.prefix(4)), [0x11, 0xEC, 0x04, 0x60])
+            XCTAssertEqual(share.count, 4 + 1088 + 32)
+        }
+    }
+
+    /// The body of extension `type` in a ServerHello body (RFC 9846 §4.1.3).
+    func serverHelloExtension(_ body: [UInt8], type: UInt16) -> [UInt8]? {
+        // legacy_version, random, legacy_session_id_echo, cipher_suite,
+        // legacy_compression_method, then the extensions.
+        guard body.count > 35 else { return nil }
+        var at = 2 + 32 + 1 + Int(body[34]) + 2 + 1 + 2
+        while at + 4 <= body.count {
+            let extType = UInt16(body[at]) << 8 | UInt16(body[at + 1])
+            let length = Int(body[at + 2]) << 8 | Int(body[at + 3])
+            guard at + 4 + length <= body.count else { return nil }
+            if extType == type { return Array(body[at + 4 ..< at + 4 + length]) }
+            at += 4 + length
+        }
+        return nil
     }
 
     /// A finite-field group alone is no group this server shares.

@@ -98,6 +98,15 @@ void ctls_free(void *p);
 // Why the last handshake of this thread failed (OpenSSL's reason), or "".
 const char *ctls_last_error(void);
 
+// The OpenSSL this process runs on: its version as OpenSSL_version_num
+// (0xMNN00PP0: major, minor, patch) and its text ("OpenSSL 3.5.7 ..."), and
+// the version of the headers CTLS was compiled against. OpenSSL 3 keeps its
+// ABI within the major version, so the library may be newer than the
+// headers, never older (scripts/check-openssl35.sh builds against 3.5).
+unsigned long ctls_openssl_version_num(void);
+const char *ctls_openssl_version_text(void);
+unsigned long ctls_openssl_header_version_num(void);
+
 // The session-ticket secret travels from the supervisor to the workers it
 // spawns in an environment variable, as hex (the supervisor sets it with
 // csys_export_random_secret). Import reads it into `out` and removes it
