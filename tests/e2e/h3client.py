@@ -21,15 +21,45 @@ aioquic = pytest.importorskip("aioquic")
 
 from aioquic.asyncio.client import connect  # noqa: E402
 from aioquic.asyncio.protocol import QuicConnectionProtocol  # noqa: E402
+from aioquic.buffer import Buffer  # noqa: E402
 from aioquic.h3.connection import H3_ALPN, H3Connection  # noqa: E402
 from aioquic.h3.events import DataReceived, H3Event, HeadersReceived  # noqa: E402
 from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
-from aioquic.quic.events import QuicEvent, StreamReset  # noqa: E402
+from aioquic.quic.events import ConnectionTerminated, QuicEvent, StreamReset  # noqa: E402
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 Headers = list[tuple[bytes, bytes]]
+
+#: RFC 9114 §7.2.6.
+GOAWAY_FRAME = 0x7
+#: RFC 9114 §8.1: the request was not processed (safe to retry, §4.1.1).
+H3_REQUEST_REJECTED = 0x10B
+
+
+class ConnectionClosedError(Exception):
+    """The QUIC connection ended while a request waited for its response."""
+
+    def __init__(self, error_code: int, reason: str) -> None:
+        super().__init__(f"connection closed (error 0x{error_code:x}: {reason})")
+        self.error_code = error_code
+
+
+class _GoawayAwareH3(H3Connection):
+    """aioquic's HTTP/3 side, which parses GOAWAY but drops it; this keeps the identifiers (RFC 9114 §5.2).
+
+    It overrides a private hook (the control frame handler): aioquic has no public one for GOAWAY.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.goaways: list[int] = []
+
+    def _handle_control_frame(self, frame_type: int, frame_data: bytes) -> None:
+        if frame_type == GOAWAY_FRAME:
+            self.goaways.append(Buffer(data=frame_data).pull_uint_var())
+        super()._handle_control_frame(frame_type, frame_data)
 
 
 @dataclass
@@ -50,14 +80,24 @@ class H3Response:
 class _Protocol(QuicConnectionProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.http = H3Connection(self._quic)
+        self.http = _GoawayAwareH3(self._quic)
         self._responses: dict[int, H3Response] = {}
         self._done: dict[int, asyncio.Future[H3Response]] = {}
         # Bodies grow in place (bytes concatenation would copy the whole
         # body per DATA frame).
         self._bodies: dict[int, bytearray] = {}
 
+    @property
+    def goaways(self) -> list[int]:
+        """The GOAWAY identifiers received so far, in order."""
+        return self.http.goaways
+
     def quic_event_received(self, event: QuicEvent) -> None:
+        if isinstance(event, ConnectionTerminated):
+            for waiter in self._done.values():
+                if not waiter.done():
+                    waiter.set_exception(ConnectionClosedError(event.error_code, event.reason_phrase))
+            self._done.clear()
         if isinstance(event, StreamReset) and event.stream_id in self._done:
             response = self._responses[event.stream_id]
             response.reset_code = event.error_code
@@ -89,6 +129,7 @@ class _Protocol(QuicConnectionProtocol):
             waiter.set_result(self._responses[stream_id])
 
     async def request(self, method: str, path: str, authority: str, headers: Headers, body: bytes | None) -> H3Response:
+        """One request on a new stream; the response, or `reset_code` when the server reset the stream."""
         stream_id = self._quic.get_next_available_stream_id()
         self._responses[stream_id] = H3Response()
         waiter: asyncio.Future[H3Response] = asyncio.get_running_loop().create_future()
@@ -102,6 +143,10 @@ class _Protocol(QuicConnectionProtocol):
             self.http.send_data(stream_id, body, end_stream=True)
         self.transmit()
         return await waiter
+
+
+#: One open connection of an `H3Client` (see `H3Client.open`).
+H3ClientConnection = _Protocol
 
 
 @dataclass
@@ -129,11 +174,16 @@ class H3Client:
         configuration.session_ticket = self.session_ticket
         return configuration
 
-    async def _run(self, work: Any) -> Any:
-        async with connect(
+    def open(self) -> Any:
+        """One connection, for tests that run their own event loop: `async with client.open() as connection`
+        (an `H3Connection`: `await connection.request(...)`, `connection.goaways`)."""
+        return connect(
             self.host, self.port, configuration=self._configuration(), create_protocol=_Protocol,
             session_ticket_handler=self.tickets.append, wait_connected=True,
-        ) as client:
+        )
+
+    async def _run(self, work: Any) -> Any:
+        async with self.open() as client:
             assert isinstance(client, _Protocol)
             result = await work(client)
             quic = client._quic

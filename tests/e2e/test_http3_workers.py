@@ -1,0 +1,134 @@
+"""HTTP/3 across the process model (issue 14 point 7): several workers, SIGHUP, SIGTERM, worker threads, WSGI threads.
+
+With `--workers N --http3` each worker context reads a UDP socket of its own in one SO_REUSEPORT group, and the
+supervisor's classic BPF program steers every datagram by the connection ID the worker issued
+(ARCHITECTURE.md "QUIC across workers"). What the tests check from outside:
+
+- connections spread over the workers, and every request of one connection is answered by the same worker
+  (a datagram steered elsewhere would be dropped as an unknown connection: its requests would time out);
+- on SIGHUP the old worker keeps its connections' datagrams while it drains: it sends GOAWAY (RFC 9114 §5.2:
+  first 2^62-4, then after a probe timeout the real identifier), finishes the streams in flight and closes with
+  H3_NO_ERROR, while the new worker takes new connections; a client that honours GOAWAY loses no request;
+- SIGTERM with --graceful-timeout lets a long request finish, and cuts what is still open past the timeout.
+
+Applications: process_apps (`/pid?ms=N` answers the worker's pid, `/slow?s=S`) and tls_apps (`/info` JSON with
+the pid, `/echo`, `/big`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+from h3client import H3Client
+from h3load import H3Load, describe, failures, per_worker, pids_per_connection
+from process_support import TARGETS, log_after, wait_for_workers
+from tls_support import pattern
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from conftest import Server
+    from h3client import H3ClientConnection
+    from tls_support import TLSFiles
+
+pytest_plugins = ("tls_support", "process_support")
+
+TLS_TARGETS = ["tls_apps:wsgi", "tls_apps:asgi"]
+READY = r"worker (\d+) ready; worker (\d+) draining"
+
+
+def client(server: Server, files: TLSFiles, **settings: object) -> H3Client:
+    return H3Client(port=server.port, ca=files.ca, **settings)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def h3_serve(serve: Callable[..., Server], tls_files: TLSFiles) -> Callable[..., Server]:
+    """`h3_serve(target, *options)`: a fresh `--http3` server over the test certificate (process_support's
+    `serve`: after the test it must stop cleanly and leave no worker behind)."""
+
+    def starter(target: str, *options: str) -> Server:
+        return serve(target, *tls_files.server_options("--http3", *options))
+
+    return starter
+
+
+def wait_for_handovers(server: Server, count: int, start: int, timeout: float = 15.0) -> list[tuple[int, int]]:
+    """The first `count` `worker NEW ready; worker OLD draining` lines logged from line `start`."""
+    deadline = time.monotonic() + timeout
+    found: list[tuple[int, int]] = []
+    while time.monotonic() < deadline:
+        found = []
+        for line in list(server.stderr.lines)[start:]:
+            if "ready; worker" in line and "draining" in line:
+                words = line.split()
+                found.append((int(words[words.index("ready;") - 1]), int(words[words.index("draining") - 1])))
+        if len(found) >= count:
+            return found[:count]
+        time.sleep(0.05)
+    pytest.fail(f"expected {count} handovers within {timeout:.0f}s, saw {found}; stderr:\n{server.excerpt(80)}")
+
+
+# MARK: - Connections across workers
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("target", TLS_TARGETS)
+def test_connections_spread_over_two_workers_and_each_stays_on_its_own(
+    h3_serve: Callable[..., Server], tls_files: TLSFiles, target: str
+) -> None:
+    server = h3_serve(target, "--workers", "2")
+    started = wait_for_workers(server, 2)
+    h3 = client(server, tls_files, timeout=90.0)
+    body = bytes(range(256)) * 200  # 51,200 bytes: about 40 datagrams each way per upload
+
+    async def one_connection() -> list[tuple[int, bool]]:
+        """Six requests on one connection: /info, an upload, a download, three at once; (pid, checks) each."""
+        async with h3.open() as connection:
+            c: H3ClientConnection = connection
+            authority = f"localhost:{server.port}"
+            seen: list[tuple[int, bool]] = []
+            info = await c.request("GET", "/info", authority, [], None)
+            pid = json.loads(info.body)["pid"]
+            seen.append((pid, info.status == 200))
+            echo = await c.request("POST", "/echo", authority, [], body)
+            seen.append((pid, echo.status == 200 and json.loads(echo.body)["length"] == len(body)))
+            big = await c.request("GET", "/big?n=300000", authority, [], None)
+            seen.append((pid, big.body == pattern(300_000)))
+            for response in await asyncio.gather(*(c.request("GET", "/info", authority, [], None) for _ in range(3))):
+                seen.append((json.loads(response.body)["pid"], response.status == 200))
+            return seen
+
+    async def many() -> list[list[tuple[int, bool]]]:
+        return list(await asyncio.gather(*(one_connection() for _ in range(24))))
+
+    results = asyncio.run(asyncio.wait_for(many(), 90.0))
+    assert all(ok for seen in results for _, ok in seen), results
+    per_connection = [{pid for pid, _ in seen} for seen in results]
+    assert all(len(pids) == 1 for pids in per_connection), per_connection
+    used = {next(iter(pids)) for pids in per_connection}
+    # 24 connections whose first datagrams carry random connection IDs: all on one of two workers by chance
+    # has probability 2^-23.
+    assert used == started, (used, started)
+    counts = {pid: sum(1 for pids in per_connection if pid in pids) for pid in used}
+    assert all(n >= 2 for n in counts.values()), counts
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["wsgi", "asgi"])
+def test_steady_load_on_two_workers_keeps_every_connection_on_one_worker(
+    h3_serve: Callable[..., Server], tls_files: TLSFiles, kind: str
+) -> None:
+    server = h3_serve(TARGETS[kind], "--workers", "2")
+    started = wait_for_workers(server, 2)
+    with H3Load(client(server, tls_files), clients=6, path="/pid?ms=2", per_connection=(3, 12)) as load:
+        load.wait_for_count(300, 60.0)
+    outcomes = load.snapshot()
+    assert not failures(outcomes), describe(failures(outcomes))
+    assert len(outcomes) >= 300, len(outcomes)
+    assert all(len(pids) == 1 for pids in pids_per_connection(outcomes).values())
+    assert set(per_worker(outcomes)) == started, per_worker(outcomes)
