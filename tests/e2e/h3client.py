@@ -10,8 +10,8 @@ suite) is read from aioquic's connection object after the exchange.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,10 @@ from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
 from aioquic.quic.events import ConnectionTerminated, QuicEvent, StreamReset  # noqa: E402
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
     from pathlib import Path
+
+    from aioquic.quic.connection import QuicConnection
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -52,8 +55,8 @@ class _GoawayAwareH3(H3Connection):
     It overrides a private hook (the control frame handler): aioquic has no public one for GOAWAY.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, quic: QuicConnection) -> None:
+        super().__init__(quic)
         self.goaways: list[int] = []
 
     def _handle_control_frame(self, frame_type: int, frame_data: bytes) -> None:
@@ -78,8 +81,8 @@ class H3Response:
 
 
 class _Protocol(QuicConnectionProtocol):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, quic: QuicConnection, stream_handler: Any = None) -> None:  # noqa: ANN401  (aioquic's type)
+        super().__init__(quic, stream_handler)
         self.http = _GoawayAwareH3(self._quic)
         self._responses: dict[int, H3Response] = {}
         self._done: dict[int, asyncio.Future[H3Response]] = {}
@@ -134,8 +137,13 @@ class _Protocol(QuicConnectionProtocol):
         self._responses[stream_id] = H3Response()
         waiter: asyncio.Future[H3Response] = asyncio.get_running_loop().create_future()
         self._done[stream_id] = waiter
-        fields = [(b":method", method.encode()), (b":scheme", b"https"), (b":authority", authority.encode()),
-                  (b":path", path.encode()), *headers]
+        fields = [
+            (b":method", method.encode()),
+            (b":scheme", b"https"),
+            (b":authority", authority.encode()),
+            (b":path", path.encode()),
+            *headers,
+        ]
         if body and not any(k == b"content-length" for k, _ in headers):
             fields.append((b"content-length", str(len(body)).encode()))
         self.http.send_headers(stream_id, fields, end_stream=not body)
@@ -174,17 +182,23 @@ class H3Client:
         configuration.session_ticket = self.session_ticket
         return configuration
 
-    def open(self) -> Any:
+    @contextlib.asynccontextmanager
+    async def open(self) -> AsyncIterator[_Protocol]:
         """One connection, for tests that run their own event loop: `async with client.open() as connection`
-        (an `H3Connection`: `await connection.request(...)`, `connection.goaways`)."""
-        return connect(
-            self.host, self.port, configuration=self._configuration(), create_protocol=_Protocol,
-            session_ticket_handler=self.tickets.append, wait_connected=True,
-        )
-
-    async def _run(self, work: Any) -> Any:
-        async with self.open() as client:
+        (an `H3ClientConnection`: `await connection.request(...)`, `connection.goaways`)."""
+        async with connect(
+            self.host,
+            self.port,
+            configuration=self._configuration(),
+            create_protocol=_Protocol,
+            session_ticket_handler=self.tickets.append,
+            wait_connected=True,
+        ) as client:
             assert isinstance(client, _Protocol)
+            yield client
+
+    async def _run(self, work: Callable[[_Protocol], Awaitable[Any]]) -> Any:  # noqa: ANN401  (what `work` returns)
+        async with self.open() as client:
             result = await work(client)
             quic = client._quic
             tls = quic.tls
@@ -195,8 +209,9 @@ class H3Client:
             }
             return result
 
-    def request(self, method: str = "GET", path: str = "/", headers: Headers | None = None,
-                body: bytes | None = None) -> H3Response:
+    def request(
+        self, method: str = "GET", path: str = "/", headers: Headers | None = None, body: bytes | None = None
+    ) -> H3Response:
         async def work(client: _Protocol) -> H3Response:
             return await client.request(method, path, f"localhost:{self.port}", headers or [], body)
 

@@ -19,22 +19,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import time
 from typing import TYPE_CHECKING
 
 import pytest
 from h3client import H3Client
 from h3load import H3Load, describe, failures, per_worker, pids_per_connection
-from process_support import TARGETS, log_after, wait_for_workers
+from process_support import TARGETS, wait_for_workers
 from tls_support import pattern
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from conftest import Server
     from h3client import H3ClientConnection
     from tls_support import TLSFiles
+
+    from conftest import Server
 
 pytest_plugins = ("tls_support", "process_support")
 
