@@ -21,11 +21,11 @@ aioquic = pytest.importorskip("aioquic")
 
 from aioquic.asyncio.client import connect  # noqa: E402
 from aioquic.asyncio.protocol import QuicConnectionProtocol  # noqa: E402
-from aioquic.buffer import Buffer  # noqa: E402
+from aioquic.buffer import Buffer, BufferReadError  # noqa: E402
 from aioquic.h3.connection import H3_ALPN, H3Connection  # noqa: E402
 from aioquic.h3.events import DataReceived, H3Event, HeadersReceived  # noqa: E402
 from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
-from aioquic.quic.events import ConnectionTerminated, QuicEvent, StreamReset  # noqa: E402
+from aioquic.quic.events import ConnectionTerminated, QuicEvent, StreamDataReceived, StreamReset  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -49,20 +49,40 @@ class ConnectionClosedError(Exception):
         self.error_code = error_code
 
 
-class _GoawayAwareH3(H3Connection):
-    """aioquic's HTTP/3 side, which parses GOAWAY but drops it; this keeps the identifiers (RFC 9114 §5.2).
+class _ControlStreamReader:
+    """The server's unidirectional streams read beside aioquic, which skips GOAWAY frames without telling: the
+    control stream (type 0x00, RFC 9114 §6.2.1) is parsed frame by frame for the GOAWAY identifiers (§5.2)."""
 
-    It overrides a private hook (the control frame handler): aioquic has no public one for GOAWAY.
-    """
-
-    def __init__(self, quic: QuicConnection) -> None:
-        super().__init__(quic)
+    def __init__(self) -> None:
         self.goaways: list[int] = []
+        self._pending: dict[int, bytearray] = {}
+        self._control: int | None = None
+        self._ignored: set[int] = set()
 
-    def _handle_control_frame(self, frame_type: int, frame_data: bytes) -> None:
-        if frame_type == GOAWAY_FRAME:
-            self.goaways.append(Buffer(data=frame_data).pull_uint_var())
-        super()._handle_control_frame(frame_type, frame_data)
+    def feed(self, stream_id: int, data: bytes) -> None:
+        if stream_id in self._ignored or not data:
+            return
+        pending = self._pending.setdefault(stream_id, bytearray())
+        pending += data
+        buffer = Buffer(data=bytes(pending))
+        try:
+            if self._control != stream_id:
+                if buffer.pull_uint_var() != 0x00:
+                    self._ignored.add(stream_id)
+                    del self._pending[stream_id]
+                    return
+                self._control = stream_id
+                del pending[: buffer.tell()]
+                buffer = Buffer(data=bytes(pending))
+            while True:
+                frame_type = buffer.pull_uint_var()
+                payload = buffer.pull_bytes(buffer.pull_uint_var())
+                if frame_type == GOAWAY_FRAME:
+                    self.goaways.append(Buffer(data=payload).pull_uint_var())
+                del pending[: buffer.tell()]
+                buffer = Buffer(data=bytes(pending))
+        except BufferReadError:
+            return  # a frame not complete yet
 
 
 @dataclass
@@ -83,7 +103,8 @@ class H3Response:
 class _Protocol(QuicConnectionProtocol):
     def __init__(self, quic: QuicConnection, stream_handler: Any = None) -> None:  # noqa: ANN401  (aioquic's type)
         super().__init__(quic, stream_handler)
-        self.http = _GoawayAwareH3(self._quic)
+        self.http = H3Connection(self._quic)
+        self._control = _ControlStreamReader()
         self._responses: dict[int, H3Response] = {}
         self._done: dict[int, asyncio.Future[H3Response]] = {}
         # Bodies grow in place (bytes concatenation would copy the whole
@@ -93,7 +114,7 @@ class _Protocol(QuicConnectionProtocol):
     @property
     def goaways(self) -> list[int]:
         """The GOAWAY identifiers received so far, in order."""
-        return self.http.goaways
+        return self._control.goaways
 
     def quic_event_received(self, event: QuicEvent) -> None:
         if isinstance(event, ConnectionTerminated):
@@ -101,6 +122,8 @@ class _Protocol(QuicConnectionProtocol):
                 if not waiter.done():
                     waiter.set_exception(ConnectionClosedError(event.error_code, event.reason_phrase))
             self._done.clear()
+        if isinstance(event, StreamDataReceived) and event.stream_id % 4 == 3:  # server-initiated unidirectional
+            self._control.feed(event.stream_id, event.data)
         if isinstance(event, StreamReset) and event.stream_id in self._done:
             response = self._responses[event.stream_id]
             response.reset_code = event.error_code

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import threading
 import time
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ class Outcome:
     """One request sent by an `H3Load` client."""
 
     client: str
-    connection: int  # unique to the QUIC connection the request went on
+    connection: int  # unique to the QUIC connection the request went on (across every H3Load)
     started: float
     ended: float
     pid: int | None = None
@@ -46,6 +47,8 @@ class Outcome:
 
 class H3Load:
     """`clients` concurrent HTTP/3 clients sending GET `path` until stopped (see the module docstring)."""
+
+    _numbers = itertools.count(1)  # connection numbers, shared so that several loads' outcomes can be merged
 
     def __init__(
         self,
@@ -64,9 +67,10 @@ class H3Load:
         self.timeout = timeout
         self.parse = parse
         self.outcomes: list[Outcome] = []
+        #: (connection number, when the attempt began, how long the handshake took) for each connection made.
+        self.connects: list[tuple[int, float, float]] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._connections = 0
         self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
 
     def __enter__(self) -> H3Load:
@@ -113,13 +117,14 @@ class H3Load:
             await self._connection(name, low + seed % (high - low + 1))
 
     async def _connection(self, name: str, requests: int) -> None:
-        self._connections += 1
-        number = self._connections
+        number = next(H3Load._numbers)
         started = time.monotonic()
         async with contextlib.AsyncExitStack() as stack:
             try:
                 async with asyncio.timeout(self.timeout):
                     connection: H3ClientConnection = await stack.enter_async_context(self.client.open())
+                with self._lock:
+                    self.connects.append((number, started, time.monotonic() - started))
             except (OSError, TimeoutError, ConnectionError) as error:
                 self._add(Outcome(name, number, started, time.monotonic(), error=f"connect: {error!r}"))
                 return
@@ -189,3 +194,17 @@ def describe(outcomes: list[Outcome], limit: int = 15) -> str:
     if len(outcomes) > limit:
         lines.append(f"... {len(outcomes) - limit} more")
     return "\n".join(lines)
+
+
+def timeline(outcomes: list[Outcome], marks: dict[str, float] | None = None) -> str:
+    """When each worker answered (first and last response, count), and the test's `marks`, in time order."""
+    spans: dict[int, list[float]] = {}
+    for o in outcomes:
+        if o.pid is not None:
+            span = spans.setdefault(o.pid, [o.ended, o.ended, 0])
+            span[0], span[1], span[2] = min(span[0], o.ended), max(span[1], o.ended), span[2] + 1
+    events = [
+        (first, f"worker {pid}: {int(n)} answers {first:.3f}..{last:.3f}") for pid, (first, last, n) in spans.items()
+    ]
+    events += [(t, f"{name} at {t:.3f}") for name, t in (marks or {}).items()]
+    return "\n".join(text for _, text in sorted(events))

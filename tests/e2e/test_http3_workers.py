@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 from typing import TYPE_CHECKING
 
 import pytest
 from h3client import H3Client
-from h3load import H3Load, describe, failures, per_worker, pids_per_connection
-from process_support import TARGETS, wait_for_workers
+from h3load import H3Load, describe, failures, per_worker, pids_per_connection, timeline
+from process_support import TARGETS, log_after, wait_for_workers
 from tls_support import pattern
 
 if TYPE_CHECKING:
@@ -132,3 +133,65 @@ def test_steady_load_on_two_workers_keeps_every_connection_on_one_worker(
     assert len(outcomes) >= 300, len(outcomes)
     assert all(len(pids) == 1 for pids in pids_per_connection(outcomes).values())
     assert set(per_worker(outcomes)) == started, per_worker(outcomes)
+
+
+# MARK: - SIGHUP and SIGTERM
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["wsgi", "asgi"])
+def test_sighup_under_http3_load_fails_no_request(
+    h3_serve: Callable[..., Server], tls_files: TLSFiles, kind: str
+) -> None:
+    server = h3_serve(TARGETS[kind], "--workers", "2")
+    first = wait_for_workers(server, 2)
+    h3 = client(server, tls_files)
+    # Quick requests on connections of 1-20 requests, and slower ones always in flight during the handovers.
+    with (
+        H3Load(h3, clients=6, path="/pid?ms=1", per_connection=(1, 20)) as quick,
+        H3Load(h3, clients=3, path="/pid?ms=300", per_connection=(2, 6)) as slow,
+    ):
+        marks: dict[str, float] = {}
+
+        def answered_by(pids: set[int], what: str) -> None:
+            """Wait until one of `pids` answered (a generation of WSGI workers busy with 300 ms requests can
+            take seconds to drain, and only then do their clients reconnect to the next one)."""
+            deadline = time.monotonic() + 20
+            while not pids & set(per_worker(quick.snapshot() + slow.snapshot())) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            marks[what] = time.monotonic()
+
+        def handover(what: str) -> list[tuple[int, int]]:
+            mark = len(server.stderr.lines)
+            marks[f"SIGHUP {what}"] = time.monotonic()
+            server.process.send_signal(signal.SIGHUP)
+            found = wait_for_handovers(server, 2, mark)
+            marks[f"handovers {what}"] = time.monotonic()
+            return found
+
+        answered_by(first, "first answered")
+        time.sleep(0.5)
+        handovers = handover("1")
+        second = {new for new, _ in handovers}
+        assert {old for _, old in handovers} == first
+        answered_by(second, "second answered")
+        time.sleep(0.5)
+        handovers = handover("2")
+        third = {new for new, _ in handovers}
+        assert {old for _, old in handovers} == second
+        answered_by(third, "third answered")
+        time.sleep(0.5)
+    outcomes = quick.snapshot() + slow.snapshot()
+    bad = failures(outcomes)
+    assert not bad, f"{len(bad)} of {len(outcomes)} failed:\n" + describe(bad)
+    rejected = [o for o in outcomes if o.rejected]
+    assert not rejected, f"{len(rejected)} of {len(outcomes)} rejected:\n" + describe(rejected)
+    assert len(outcomes) > 50, f"only {len(outcomes)} requests"
+    assert all(len(pids) == 1 for pids in pids_per_connection(outcomes).values())
+    counts = per_worker(outcomes)
+    for generation in (first, second, third):
+        assert generation & set(counts), timeline(outcomes, marks)
+    assert any(o.after_goaway for o in outcomes), "no response came after a GOAWAY"
+    assert wait_for_workers(server, 2, exclude=first | second) == third
+    for pid in first | second:
+        assert log_after(server, rf"worker {pid} exited with status 0", timeout=10), server.excerpt(80)
