@@ -13,15 +13,15 @@ import QUIC
 ///   request already on its way is still taken. --drain-delay and
 ///   --max-connection-age announce; a stop or drain also schedules the next
 ///   step a round trip later ("after allowing time for any in-flight
-///   requests ... to arrive", §5.2: the probe timeout, with a floor).
+///   requests ... to arrive", §5.2: the probe timeout, within bounds).
 /// - **refusing**: the final GOAWAY names the lowest request stream not
 ///   seen: those below it are served, later ones get H3_REQUEST_REJECTED
 ///   (the client may retry them elsewhere, §4.1.1).
 /// - **settling**: no request is left. The close waits until everything
 ///   sent (the last responses, the GOAWAY) is acknowledged — QUIC's
 ///   closing state sends nothing but CONNECTION_CLOSE (RFC 9000 §10.2.1),
-///   so closing earlier would lose them — or for `settleLimit` probe
-///   timeouts, whichever comes first, then CONNECTION_CLOSE with
+///   so closing earlier would lose them — or for three probe timeouts
+///   (within bounds), whichever comes first, then CONNECTION_CLOSE with
 ///   H3_NO_ERROR ("an endpoint that completes a graceful shutdown SHOULD
 ///   use the H3_NO_ERROR error code").
 ///
@@ -40,11 +40,16 @@ enum H3ShutdownPhase {
 }
 
 extension H3Connection {
-    /// The shortest wait between the announcing and the final GOAWAY: a
+    /// The wait between the announcing and the final GOAWAY, at least: a
     /// loaded client may read the first a little late.
     static let minimumGoAwayGraceMilliseconds = 100
-    /// How many probe timeouts the close waits for acknowledgments.
-    static let settleLimit: Int64 = 3
+    /// ... and at most. The probe timeout can be far longer than the path's
+    /// round trip: RTT samples are taken when the worker reads the ACK, so
+    /// an inline WSGI call that held the loop for seconds inflates them.
+    static let maximumGoAwayGraceMilliseconds = 1000
+    /// The close waits this long for acknowledgments at most (and at least
+    /// the minimum grace): then the peer is taken to be gone.
+    static let maximumSettleMilliseconds = 3000
 
     /// --drain-delay or --max-connection-age: the client is to open new
     /// requests elsewhere; nothing is refused (the final GOAWAY follows only
@@ -79,8 +84,15 @@ extension H3Connection {
     }
 
     private var goAwayGraceMilliseconds: Int {
-        max(Int(quic.probeTimeout / 1_000_000), H3Connection.minimumGoAwayGraceMilliseconds)
+        min(max(probeTimeoutMilliseconds, H3Connection.minimumGoAwayGraceMilliseconds), H3Connection.maximumGoAwayGraceMilliseconds)
     }
+
+    /// Three probe timeouts: time for a lost packet to be sent again twice.
+    private var settleMilliseconds: Int {
+        min(max(3 * probeTimeoutMilliseconds, H3Connection.minimumGoAwayGraceMilliseconds), H3Connection.maximumSettleMilliseconds)
+    }
+
+    private var probeTimeoutMilliseconds: Int { Int(quic.probeTimeout / 1_000_000) }
 
     /// Takes the shutdown as far as it can go now (after input, at its
     /// deadline, when a request ends). False once the connection is closed.
@@ -92,7 +104,7 @@ extension H3Connection {
             shutdown = .refusing
         }
         if case .refusing = shutdown, core.isFinished {
-            shutdown = .settling(until: Instant(nanoseconds: now.nanoseconds + H3Connection.settleLimit * quic.probeTimeout))
+            shutdown = .settling(until: now.adding(milliseconds: settleMilliseconds))
         }
         if case .settling(let until) = shutdown, now >= until || (!hasLocalOutput && quic.allStreamDataAcknowledged) {
             closeNormally()

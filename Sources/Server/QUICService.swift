@@ -403,11 +403,19 @@ final class QUICService: DatagramHandler {
         flush()
     }
 
-    /// Stopping, and every QUIC connection is gone.
-    var isIdle: Bool { endpoint.connectionCount == 0 }
+    /// Stopping, and no QUIC connection is open (handshakes included), or
+    /// the graceful timeout cut them. Connections in the closing or draining
+    /// state (RFC 9000 §10.2) are not waited for: their CONNECTION_CLOSE
+    /// went out, and three probe timeouts can be seconds (see
+    /// H3Connection.maximumGoAwayGraceMilliseconds on inflated RTTs).
+    var isIdle: Bool { wasCut || endpoint.openConnectionCount == 0 }
+    private var wasCut = false
 
-    /// Past --graceful-timeout: whatever is open is closed now.
+    /// Past --graceful-timeout: whatever is open is closed now; handshakes
+    /// still under way are abandoned (the client tries again elsewhere or
+    /// times out).
     func cut() {
+        wasCut = true
         for c in Array(connections.values) { c.cut() }
         flush()
     }

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -105,11 +106,32 @@ class _Protocol(QuicConnectionProtocol):
         super().__init__(quic, stream_handler)
         self.http = H3Connection(self._quic)
         self._control = _ControlStreamReader()
+        #: How the connection ended, once it did (the peer's CONNECTION_CLOSE, an idle timeout, or ours).
+        self.terminated: ConnectionTerminated | None = None
+        self._terminated = asyncio.Event()
+        #: When the server's CONNECTION_CLOSE arrived (aioquic reports the end only after its draining period,
+        #: three of its probe timeouts later, RFC 9000 §10.2.2), and its error code.
+        self.close_received: tuple[float, int] | None = None
+        self._close_received = asyncio.Event()
         self._responses: dict[int, H3Response] = {}
         self._done: dict[int, asyncio.Future[H3Response]] = {}
         # Bodies grow in place (bytes concatenation would copy the whole
         # body per DATA frame).
         self._bodies: dict[int, bytearray] = {}
+
+    def datagram_received(self, data: bytes | str, addr: Any) -> None:  # noqa: ANN401  (aioquic's address type)
+        super().datagram_received(data, addr)
+        # aioquic keeps the peer's close in a private field until its draining period ends.
+        close = self._quic._close_event
+        if close is not None and self.close_received is None:
+            self.close_received = (time.monotonic(), close.error_code)
+            self._close_received.set()
+
+    async def wait_close_received(self) -> tuple[float, int]:
+        """Wait for the server's CONNECTION_CLOSE; when it came (monotonic) and its error code."""
+        await self._close_received.wait()
+        assert self.close_received is not None
+        return self.close_received
 
     @property
     def goaways(self) -> list[int]:
@@ -118,6 +140,8 @@ class _Protocol(QuicConnectionProtocol):
 
     def quic_event_received(self, event: QuicEvent) -> None:
         if isinstance(event, ConnectionTerminated):
+            self.terminated = event
+            self._terminated.set()
             for waiter in self._done.values():
                 if not waiter.done():
                     waiter.set_exception(ConnectionClosedError(event.error_code, event.reason_phrase))
@@ -153,6 +177,12 @@ class _Protocol(QuicConnectionProtocol):
         waiter = self._done.pop(stream_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(self._responses[stream_id])
+
+    async def wait_terminated(self) -> ConnectionTerminated:
+        """Wait until the connection ends; how it ended."""
+        await self._terminated.wait()
+        assert self.terminated is not None
+        return self.terminated
 
     async def request(self, method: str, path: str, authority: str, headers: Headers, body: bytes | None) -> H3Response:
         """One request on a new stream; the response, or `reset_code` when the server reset the stream."""

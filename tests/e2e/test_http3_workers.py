@@ -24,9 +24,9 @@ import time
 from typing import TYPE_CHECKING
 
 import pytest
-from h3client import H3Client
+from h3client import ConnectionClosedError, H3Client
 from h3load import H3Load, describe, failures, per_worker, pids_per_connection, timeline
-from process_support import TARGETS, log_after, wait_for_workers
+from process_support import TARGETS, expect_exit, log_after, wait_for_workers
 from tls_support import pattern
 
 if TYPE_CHECKING:
@@ -53,8 +53,11 @@ def h3_serve(serve: Callable[..., Server], tls_files: TLSFiles) -> Callable[...,
     `serve`: after the test it must stop cleanly and leave no worker behind)."""
 
     def starter(target: str, *options: str) -> Server:
-        return serve(target, *tls_files.server_options("--http3", *options))
+        server = serve(target, *tls_files.server_options("--http3", *options))
+        starter.servers.append(server)  # type: ignore[attr-defined]
+        return server
 
+    starter.servers = []  # type: ignore[attr-defined]
     return starter
 
 
@@ -195,3 +198,97 @@ def test_sighup_under_http3_load_fails_no_request(
     assert wait_for_workers(server, 2, exclude=first | second) == third
     for pid in first | second:
         assert log_after(server, rf"worker {pid} exited with status 0", timeout=10), server.excerpt(80)
+
+
+def wait_slow_started(server: Server, timeout: float = 10.0) -> int:
+    """Wait for process_apps' /slow to start; the worker running it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for event in server.events():
+            if event.startswith("slow started "):
+                return int(event.rsplit(" ", 1)[1])
+        time.sleep(0.02)
+    pytest.fail(f"the slow request did not start within {timeout:.0f}s: {server.events()}")
+
+
+async def cannot_connect(h3: H3Client, seconds: float) -> bool:
+    """Whether a new connection's handshake gets no answer for `seconds` (a stopping worker drops Initials)."""
+    try:
+        async with asyncio.timeout(seconds), h3.open():
+            return False
+    except TimeoutError:
+        return True
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["wsgi", "asgi"])
+def test_sigterm_lets_a_slow_http3_request_finish_then_closes_with_h3_no_error(
+    h3_serve: Callable[..., Server], tls_files: TLSFiles, kind: str
+) -> None:
+    server = h3_serve(TARGETS[kind], "--workers", "2")
+    wait_for_workers(server, 2)
+    h3 = client(server, tls_files)
+
+    async def scenario() -> tuple[float, float, bool, int, list[int], float]:
+        async with h3.open() as connection:
+            c: H3ClientConnection = connection
+            authority = f"localhost:{server.port}"
+            slow = asyncio.ensure_future(c.request("GET", "/slow?s=2", authority, [], None))
+            await asyncio.to_thread(wait_slow_started, server)
+            server.process.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            refused = await cannot_connect(h3, 1.0)
+            response = await slow
+            finished = time.monotonic() - signalled
+            assert (response.status, response.body) == (200, b"slow done"), response
+            async with asyncio.timeout(5):
+                received, code = await c.wait_close_received()
+            # Before leaving the connection: aioquic's close waits out its draining period.
+            exited = await asyncio.to_thread(expect_exit, server, 0, 10)
+            return finished, received - signalled, refused, code, list(c.goaways), exited - signalled
+
+    finished, closed, refused, code, goaways, exited = asyncio.run(scenario())
+    assert 1.2 < finished < 3.5, f"the slow request ended {finished:.1f}s after SIGTERM"
+    assert closed - finished < 2.0, f"the connection closed {closed - finished:.1f}s after the last response"
+    assert code == 0x100, f"CONNECTION_CLOSE with 0x{code:x}, not H3_NO_ERROR"
+    # RFC 9114 §5.2: first 2^62-4, then the first request stream not taken (the slow one was stream 0).
+    assert goaways == [2**62 - 4, 4], goaways
+    assert refused, "a new HTTP/3 connection was accepted after SIGTERM"
+    assert exited - closed < 2, f"exited {exited - closed:.1f}s after the connection closed"
+    assert server.crash_text() is None, server.excerpt()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["wsgi", "asgi"])
+def test_graceful_timeout_cuts_the_http3_request_that_remains(
+    h3_serve: Callable[..., Server], tls_files: TLSFiles, kind: str
+) -> None:
+    """ASGI: past the timeout the worker closes the connection (H3_REQUEST_CANCELLED) and exits. WSGI: the
+    worker is inside the call, so its signal thread ends the process at the deadline, as over TCP; but a QUIC
+    connection has no kernel state to reset, and without stateless resets (RFC 9000 §10.3, not done) the
+    client learns at its idle timeout: the test sets --quic-idle-timeout 3000."""
+    server = h3_serve(TARGETS[kind], "--graceful-timeout", "1000", "--quic-idle-timeout", "3000")
+    wait_for_workers(server, 1)
+    h3 = client(server, tls_files)
+
+    async def scenario() -> tuple[float, float, int]:
+        async with h3.open() as connection:
+            c: H3ClientConnection = connection
+            slow = asyncio.ensure_future(c.request("GET", "/slow?s=8", f"localhost:{server.port}", [], None))
+            await asyncio.to_thread(wait_slow_started, server)
+            server.process.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            exited = await asyncio.to_thread(expect_exit, server, 0, 10)
+            with pytest.raises(ConnectionClosedError):
+                await asyncio.wait_for(slow, 10)
+            assert c.terminated is not None
+            return exited - signalled, time.monotonic() - signalled, c.terminated.error_code
+
+    exited, cut, code = asyncio.run(scenario())
+    assert 0.7 < exited < 3.0, f"exited {exited:.1f}s after SIGTERM with --graceful-timeout 1000"
+    if kind == "asgi":
+        assert cut < 3.0, f"the request was cut {cut:.1f}s after SIGTERM"
+        assert code == 0x10C, f"CONNECTION_CLOSE with 0x{code:x}, not H3_REQUEST_CANCELLED"
+    else:
+        assert cut < 5.5, f"the client learnt {cut:.1f}s after SIGTERM (idle timeout 3 s)"
+    assert server.crash_text() is None, server.excerpt()
