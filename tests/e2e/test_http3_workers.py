@@ -292,3 +292,74 @@ def test_graceful_timeout_cuts_the_http3_request_that_remains(
     else:
         assert cut < 5.5, f"the client learnt {cut:.1f}s after SIGTERM (idle timeout 3 s)"
     assert server.crash_text() is None, server.excerpt()
+
+
+# MARK: - Worker threads and WSGI threads
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("target", ["context_apps:wsgi", "context_apps:asgi"])
+def test_two_worker_threads_serve_http3_on_their_own_sockets(
+    two_worker_threads: Callable[..., Server], tls_files: TLSFiles, target: str
+) -> None:
+    """Each worker thread (context) reads a UDP socket of its own; every request comes back whole to its own
+    stream (context_apps echoes the tag and body), each connection is served by one thread, and both serve."""
+    server = two_worker_threads(target, *tls_files.server_options("--http3"))
+    h3 = client(server, tls_files, timeout=90.0)
+    authority = f"localhost:{server.port}"
+
+    async def one_connection(number: int) -> tuple[list[str], set[str]]:
+        async with h3.open() as connection:
+            c: H3ClientConnection = connection
+            problems: list[str] = []
+            threads: set[str] = set()
+
+            async def one(index: int) -> None:
+                tag = f"c{number}r{index}"
+                body = (f"{tag}-" * (1 + (number * 7 + index) % 40)).encode()
+                response = await c.request("POST", "/", authority, [(b"x-tag", tag.encode())], body)
+                if response.status != 200 or response.body != b"tag=" + tag.encode() + b";body=" + body:
+                    problems.append(f"{tag}: {response.status} {response.body[:60]!r}")
+                if response.header(b"x-tag") != tag.encode():
+                    problems.append(f"{tag}: x-tag {response.header(b'x-tag')!r}")
+                threads.add((response.header(b"x-thread") or b"?").decode())
+
+            await asyncio.gather(*(one(index) for index in range(4)))
+            return problems, threads
+
+    async def many() -> list[tuple[list[str], set[str]]]:
+        return list(await asyncio.gather(*(one_connection(number) for number in range(16))))
+
+    results = asyncio.run(asyncio.wait_for(many(), 90.0))
+    problems = [problem for found, _ in results for problem in found]
+    assert not problems, problems
+    assert all(len(threads) == 1 for _, threads in results), [threads for _, threads in results]
+    used = {thread for _, threads in results for thread in threads}
+    assert len(used) == 2, f"16 connections all served by {used}"
+
+
+@pytest.mark.timeout(120)
+def test_wsgi_threads_serve_http3_requests_concurrently(h3_serve: Callable[..., Server], tls_files: TLSFiles) -> None:
+    """--wsgi-threads 4: HTTP/3 requests go to the pool (QUICService.servePooled): four 500 ms requests on one
+    connection take about 500 ms, not 2 s, and more requests than threads wait for one, none lost."""
+    server = h3_serve("process_apps:wsgi", "--wsgi-threads", "4", "--workers", "1")
+    wait_for_workers(server, 1)
+    h3 = client(server, tls_files)
+    authority = f"localhost:{server.port}"
+
+    async def scenario() -> tuple[float, list[int], float, list[int]]:
+        async with h3.open() as connection:
+            c: H3ClientConnection = connection
+            started = time.monotonic()
+            four = await asyncio.gather(*(c.request("GET", "/pid?ms=500", authority, [], None) for _ in range(4)))
+            four_took = time.monotonic() - started
+            started = time.monotonic()
+            ten = await asyncio.gather(*(c.request("GET", "/pid?ms=200", authority, [], None) for _ in range(10)))
+            return four_took, [r.status for r in four], time.monotonic() - started, [r.status for r in ten]
+
+    four_took, four, ten_took, ten = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert four == [200] * 4
+    assert four_took < 1.2, f"four 500 ms requests took {four_took:.2f}s with 4 WSGI threads"
+    assert ten == [200] * 10
+    # Three rounds of 200 ms on four threads; serially it would be 2 s.
+    assert 0.55 < ten_took < 1.6, f"ten 200 ms requests took {ten_took:.2f}s with 4 WSGI threads"
