@@ -165,6 +165,10 @@ final class QUICService: DatagramHandler {
         quic.applicationContext = h3
         connections[ObjectIdentifier(h3)] = h3
         h3.start()
+        // A handshake that completes while the worker stops: GOAWAY at once,
+        // or a client that sends nothing would hold the stop until its idle
+        // timeout.
+        if worker.stopping { h3.beginShutdown() }
         return h3
     }
 
