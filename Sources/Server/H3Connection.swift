@@ -30,8 +30,13 @@ final class H3Connection {
     let peer: PeerInfo
     var streams: [UInt64: H3Stream] = [:]
     private(set) var closed = false
-    /// The client sent GOAWAY, or we are stopping: finish, then close.
-    private var goingAway = false
+    /// Where a graceful shutdown stands (H3Connection+Shutdown.swift).
+    var shutdown = H3ShutdownPhase.serving
+    /// In the service's list of connections shutting down.
+    var shutdownWatched = false
+    /// --max-connection-age: past it, the next request begins a graceful
+    /// shutdown (nil: no limit).
+    private let ageDeadline: Instant?
     /// Streams with response bytes QUIC has not taken yet.
     private var sendQueue: [H3Stream] = []
     /// Streams whose sender waits for output to drain (ASGI backpressure).
@@ -56,6 +61,7 @@ final class H3Connection {
         self.quic = quic
         core = H3Session(limits: service.limits, greaseSeed: UInt64.random(in: 0...UInt64.max))
         peer = H3Connection.peerInfo(quic)
+        ageDeadline = service.worker.admission.connectionDeadline(now: service.worker.now)
     }
 
     /// Our control stream and QPACK streams (RFC 9114 §6.2: first, in this
@@ -185,7 +191,9 @@ final class H3Connection {
         case .settings:
             break
         case .goAway:
-            goingAway = true
+            // The client's GOAWAY limits server push (RFC 9114 §5.2), which
+            // we never use: nothing changes for its requests.
+            break
         case .connectionError(let code, let reason):
             fail(code, "\(reason)")
         }
@@ -196,6 +204,13 @@ final class H3Connection {
         let s = H3Stream(connection: self, id: id, head: head)
         s.bodyEnded = endStream
         streams[id] = s
+        // This request is served either way: GOAWAY announces, and the real
+        // identifier is above it (H3Connection+Shutdown).
+        if let ageDeadline, worker.now >= ageDeadline {
+            beginShutdown()  // --max-connection-age
+        } else if worker.draining {
+            announceGoingAway()  // --drain-delay: new requests go elsewhere
+        }
         guard s.prepareRequest(head, peer: peer) else {
             // CONNECT: nothing here serves it (RFC 9114 §4.4).
             respondDirectly(s, status: 501)
@@ -205,6 +220,17 @@ final class H3Connection {
         if let status = s.exchange.refusal {
             respondDirectly(s, status: status)
             return
+        }
+        switch worker.admission.admit(path: s.request.bytes(s.request.path)) {
+        case .health:
+            respondDirectly(s, status: worker.draining ? 503 : 200)
+            return
+        case .overLimit:
+            if worker.accessLog.enabled { worker.accessLog.recordRejected(status: 503, peer: peer) }
+            respondDirectly(s, status: 503, field: Admission.retryAfter)
+            return
+        case .application:
+            s.counted = true
         }
         s.accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(s.request) : nil
         worker.requestsServed += 1
@@ -216,13 +242,17 @@ final class H3Connection {
     }
 
     /// A response the server makes itself (the application never sees the
-    /// request): the status and its reason phrase as the body.
-    func respondDirectly(_ s: H3Stream, status: Int) {
+    /// request): the status and its reason phrase as the body, with at most
+    /// one extra field.
+    func respondDirectly(_ s: H3Stream, status: Int, field: ResponseField? = nil) {
         let reason = ReasonPhrase.reason(status)
         let body = UnsafeRawBufferPointer(start: reason.utf8Start, count: reason.utf8CodeUnitCount)
-        s.encodeHead(ResponseHead(status: status, reason: body, fields: UnsafeBufferPointer(start: nil, count: 0),
-                                  contentLength: Int64(body.count), close: false),
-                     endStream: false)
+        var extra = field ?? ResponseField(name: body, value: body)
+        withUnsafePointer(to: &extra) { p in
+            let fields = UnsafeBufferPointer<ResponseField>(start: p, count: field == nil ? 0 : 1)
+            s.encodeHead(ResponseHead(status: status, reason: body, fields: fields, contentLength: Int64(body.count), close: false),
+                         endStream: false)
+        }
         _ = s.frame(s.admitted(body), force: true)
         s.endResponse()
     }
@@ -237,8 +267,7 @@ final class H3Connection {
         }
         guard !closed else { return }
         writeLocalOutput()
-        if worker.stopping && !goingAway { beginShutdown() }
-        if core.isFinished { closeNormally() }
+        if worker.stopping { beginShutdown() }
     }
 
     /// An application read body and the stream's buffer is low again.
@@ -254,7 +283,10 @@ final class H3Connection {
 
     // MARK: - Our unidirectional streams
 
-    private func writeLocalOutput() {
+    /// Our control or QPACK streams have bytes QUIC has not taken yet.
+    var hasLocalOutput: Bool { core.hasPendingOutput || localPending.contains { !$0.isEmpty } }
+
+    func writeLocalOutput() {
         guard core.hasPendingOutput || localPending.contains(where: { !$0.isEmpty }) else { return }
         for s in H3LocalStream.allCases {
             core.writeOutput(for: s, into: &localPending[s.rawValue])
@@ -342,11 +374,21 @@ final class H3Connection {
             quic.stopSending(s.id, errorCode: H3ErrorCode.noError.rawValue)
         }
         s.body.detach()?.deallocate()
+        endCounted(s)
         record(s)
         let d = s.delegate
         s.delegate = nil
         d?.exchangeEnded(disconnected: false)
-        if core.isFinished { closeNormally() }
+        // The last request of a shutdown: the close waits for its response
+        // to be acknowledged (H3Connection+Shutdown).
+        if shutdown.isUnderway { _ = advanceShutdown(now: worker.now) }
+    }
+
+    /// The stream counted for --limit-concurrency ended.
+    private func endCounted(_ s: H3Stream) {
+        guard s.counted else { return }
+        s.counted = false
+        worker.admission.ended()
     }
 
     /// A WSGI application returned: a response it did not complete is cut.
@@ -376,6 +418,7 @@ final class H3Connection {
             _ = csys_close(file.fd)
             s.pendingFile = nil
         }
+        endCounted(s)
         if s.exchange.headSent || s.accessLine != nil { record(s) }
         service.wakeReader(s)
         let d = s.delegate
@@ -391,17 +434,8 @@ final class H3Connection {
 
     // MARK: - Connection
 
-    /// Stopping (SIGTERM) or draining (replaced): GOAWAY with the next
-    /// request stream; requests already opened finish (RFC 9114 §5.2).
-    func beginShutdown() {
-        guard !closed else { return }
-        goingAway = true
-        core.goAway()
-        writeLocalOutput()
-        if core.isFinished { closeNormally() }
-    }
-
-    private func closeNormally() {
+    /// The end of a graceful shutdown: everything sent was acknowledged.
+    func closeNormally() {
         guard !closed else { return }
         quic.close(errorCode: H3ErrorCode.noError.rawValue, reason: [], application: true)
         teardown()

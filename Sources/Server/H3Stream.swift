@@ -55,6 +55,8 @@ final class H3Stream {
     var finishedByApplication = false
 
     var delegate: AsyncExchangeDelegate?
+    /// In flight for --limit-concurrency (`Admission.ended` when it ends).
+    var counted = false
 
     /// Body bytes held here before the stream's reading pauses.
     static let bodyHighWater = 256 * 1024

@@ -79,19 +79,26 @@ final class QUICService: DatagramHandler {
         afterInput()
     }
 
-    /// The earliest QUIC or body-wait deadline, for the worker's loop.
+    /// The earliest QUIC, body-wait or shutdown deadline, for the worker's
+    /// loop.
     var nextDeadline: Instant? {
-        guard let body = bodyDeadline else { return endpoint.nextDeadline }
-        guard let quic = endpoint.nextDeadline else { return body }
-        return min(body, quic)
+        var earliest = endpoint.nextDeadline
+        for d in [bodyDeadline, shutdownDeadline] {
+            if let d { earliest = earliest.map { min($0, d) } ?? d }
+        }
+        return earliest
     }
 
     /// The loop woke at or after `nextDeadline`.
     func expireIfDue(now: Instant) {
         if let body = bodyDeadline, body <= now { expireBodyWaits(now: now) }
-        guard let deadline = endpoint.nextDeadline, deadline <= now else { return }
-        endpoint.expire(now: now)
-        afterInput()
+        if let deadline = endpoint.nextDeadline, deadline <= now {
+            endpoint.expire(now: now)
+            afterInput()
+        } else if let deadline = shutdownDeadline, deadline <= now {
+            advanceShutdowns()
+            flush()
+        }
     }
 
     /// Hands out the endpoint's events and sends what is ready. Queued WSGI
@@ -101,6 +108,7 @@ final class QUICService: DatagramHandler {
         handlingInput = true
         dispatchEvents()
         offerPending()
+        advanceShutdowns()
         handlingInput = false
         flush()
     }
@@ -157,6 +165,10 @@ final class QUICService: DatagramHandler {
         quic.applicationContext = h3
         connections[ObjectIdentifier(h3)] = h3
         h3.start()
+        // A handshake that completes while the worker stops: GOAWAY at once,
+        // or a client that sends nothing would hold the stop until its idle
+        // timeout.
+        if worker.stopping { h3.beginShutdown() }
         return h3
     }
 
@@ -350,6 +362,43 @@ final class QUICService: DatagramHandler {
 
     // MARK: - Stopping
 
+    /// Connections in a graceful shutdown (H3Connection+Shutdown), moved on
+    /// after each input and at their deadlines.
+    private var shuttingDown: [H3Connection] = []
+
+    func watchShutdown(_ h3: H3Connection) {
+        if !h3.shutdownWatched {
+            h3.shutdownWatched = true
+            shuttingDown.append(h3)
+        }
+        worker.quicDeadlineChanged()
+    }
+
+    private func advanceShutdowns() {
+        guard !shuttingDown.isEmpty else { return }
+        let now = worker.now
+        let list = shuttingDown
+        shuttingDown.removeAll(keepingCapacity: true)
+        for h3 in list {
+            if h3.advanceShutdown(now: now) { shuttingDown.append(h3) } else { h3.shutdownWatched = false }
+        }
+    }
+
+    private var shutdownDeadline: Instant? {
+        var earliest: Instant?
+        for h3 in shuttingDown {
+            if let d = h3.shutdownDeadline { earliest = earliest.map { min($0, d) } ?? d }
+        }
+        return earliest
+    }
+
+    /// --drain-delay began: every connection announces GOAWAY (RFC 9114
+    /// §5.2, nothing refused yet); new connections are still served.
+    func announceGoingAway() {
+        for c in Array(connections.values) { c.announceGoingAway() }
+        flush()
+    }
+
     /// SIGTERM or a drain: no new connections; each connection sends
     /// GOAWAY, finishes its requests and closes.
     func beginStopping() {
@@ -358,11 +407,19 @@ final class QUICService: DatagramHandler {
         flush()
     }
 
-    /// Stopping, and every QUIC connection is gone.
-    var isIdle: Bool { endpoint.connectionCount == 0 }
+    /// Stopping, and no QUIC connection is open (handshakes included), or
+    /// the graceful timeout cut them. Connections in the closing or draining
+    /// state (RFC 9000 §10.2) are not waited for: their CONNECTION_CLOSE
+    /// went out, and three probe timeouts can be seconds (see
+    /// H3Connection.maximumGoAwayGraceMilliseconds on inflated RTTs).
+    var isIdle: Bool { wasCut || endpoint.openConnectionCount == 0 }
+    private var wasCut = false
 
-    /// Past --graceful-timeout: whatever is open is closed now.
+    /// Past --graceful-timeout: whatever is open is closed now; handshakes
+    /// still under way are abandoned (the client tries again elsewhere or
+    /// times out).
     func cut() {
+        wasCut = true
         for c in Array(connections.values) { c.cut() }
         flush()
     }

@@ -519,6 +519,7 @@ final class Worker {
             Log.info("draining: serving \(config.drainDelayMilliseconds) ms more (--drain-delay) before stopping")
         }
         for c in connections.openConnections { c.announceGoingAway() }
+        quic?.announceGoingAway()
         if context == 0 { group?.delayOthers() }
         if asgi != nil { scheduleTimer() }
     }

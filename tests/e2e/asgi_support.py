@@ -53,8 +53,6 @@ def raw_on(pool: ServerPool, loop: str, *options: str) -> Server:
     return server
 
 
-
-
 def served_loops() -> list[str]:
     """The loops the server's interpreter offers: both, or `asyncio` where uvloop cannot be imported."""
     try:

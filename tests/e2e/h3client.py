@@ -13,6 +13,7 @@ version) is read from aioquic's connection object after the exchange.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 import time
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ aioquic = pytest.importorskip("aioquic")
 
 from aioquic.asyncio.client import connect  # noqa: E402
 from aioquic.asyncio.protocol import QuicConnectionProtocol  # noqa: E402
-from aioquic.buffer import encode_uint_var  # noqa: E402
+from aioquic.buffer import Buffer, BufferReadError, encode_uint_var  # noqa: E402
 from aioquic.h3.connection import H3_ALPN, H3Connection, encode_frame  # noqa: E402
 from aioquic.h3.events import DataReceived, H3Event, HeadersReceived  # noqa: E402
 from aioquic.quic.configuration import QuicConfiguration  # noqa: E402
@@ -37,12 +38,63 @@ from aioquic.quic.events import (  # noqa: E402
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
     from pathlib import Path
+
+    from aioquic.quic.connection import QuicConnection
 
 T = TypeVar("T")
 
 Headers = list[tuple[bytes, bytes]]
+
+#: RFC 9114 §7.2.6.
+GOAWAY_FRAME = 0x7
+#: RFC 9114 §8.1: the request was not processed (safe to retry, §4.1.1).
+H3_REQUEST_REJECTED = 0x10B
+
+
+class ConnectionClosedError(Exception):
+    """The QUIC connection ended while a request waited for its response."""
+
+    def __init__(self, error_code: int, reason: str) -> None:
+        super().__init__(f"connection closed (error 0x{error_code:x}: {reason})")
+        self.error_code = error_code
+
+
+class _ControlStreamReader:
+    """The server's unidirectional streams read beside aioquic, which skips GOAWAY frames without telling: the
+    control stream (type 0x00, RFC 9114 §6.2.1) is parsed frame by frame for the GOAWAY identifiers (§5.2)."""
+
+    def __init__(self) -> None:
+        self.goaways: list[int] = []
+        self._pending: dict[int, bytearray] = {}
+        self._control: int | None = None
+        self._ignored: set[int] = set()
+
+    def feed(self, stream_id: int, data: bytes) -> None:
+        if stream_id in self._ignored or not data:
+            return
+        pending = self._pending.setdefault(stream_id, bytearray())
+        pending += data
+        buffer = Buffer(data=bytes(pending))
+        try:
+            if self._control != stream_id:
+                if buffer.pull_uint_var() != 0x00:
+                    self._ignored.add(stream_id)
+                    del self._pending[stream_id]
+                    return
+                self._control = stream_id
+                del pending[: buffer.tell()]
+                buffer = Buffer(data=bytes(pending))
+            while True:
+                frame_type = buffer.pull_uint_var()
+                payload = buffer.pull_bytes(buffer.pull_uint_var())
+                if frame_type == GOAWAY_FRAME:
+                    self.goaways.append(Buffer(data=payload).pull_uint_var())
+                del pending[: buffer.tell()]
+                buffer = Buffer(data=bytes(pending))
+        except BufferReadError:
+            return  # a frame not complete yet
 
 
 @dataclass
@@ -63,9 +115,17 @@ class H3Response:
 
 
 class _Protocol(QuicConnectionProtocol):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: ANN401 (QuicConnectionProtocol's own)
-        super().__init__(*args, **kwargs)
+    def __init__(self, quic: QuicConnection, stream_handler: Any = None) -> None:  # noqa: ANN401  (aioquic's type)
+        super().__init__(quic, stream_handler)
         self.http = H3Connection(self._quic)
+        self._control = _ControlStreamReader()
+        #: How the connection ended, once it did (the peer's CONNECTION_CLOSE, an idle timeout, or ours).
+        self.terminated: ConnectionTerminated | None = None
+        self._terminated = asyncio.Event()
+        #: When the server's CONNECTION_CLOSE arrived (aioquic reports the end only after its draining period,
+        #: three of its probe timeouts later, RFC 9000 §10.2.2), and its error code.
+        self.close_received: tuple[float, int] | None = None
+        self._close_received = asyncio.Event()
         self._responses: dict[int, H3Response] = {}
         self._done: dict[int, asyncio.Future[H3Response]] = {}
         # Bodies grow in place (bytes concatenation would copy the whole
@@ -92,9 +152,30 @@ class _Protocol(QuicConnectionProtocol):
 
         self.http._check_content_length = check_unless_head  # type: ignore[method-assign]
 
+    def datagram_received(self, data: bytes | str, addr: Any) -> None:  # noqa: ANN401  (aioquic's address type)
+        super().datagram_received(data, addr)
+        # aioquic keeps the peer's close in a private field until its draining period ends.
+        close = self._quic._close_event
+        if close is not None and self.close_received is None:
+            self.close_received = (time.monotonic(), close.error_code)
+            self._close_received.set()
+
+    async def wait_close_received(self) -> tuple[float, int]:
+        """Wait for the server's CONNECTION_CLOSE; when it came (monotonic) and its error code."""
+        await self._close_received.wait()
+        assert self.close_received is not None
+        return self.close_received
+
+    @property
+    def goaways(self) -> list[int]:
+        """The GOAWAY identifiers received so far, in order."""
+        return self._control.goaways
+
     def quic_event_received(self, event: QuicEvent) -> None:
         if isinstance(event, StreamDataReceived) and event.stream_id % 4 == 0:
             self.raw.setdefault(event.stream_id, bytearray()).extend(event.data)
+        if isinstance(event, StreamDataReceived) and event.stream_id % 4 == 3:  # server-initiated unidirectional
+            self._control.feed(event.stream_id, event.data)
         if isinstance(event, StopSendingReceived):
             self.stops[event.stream_id] = event.error_code
         if isinstance(event, StreamReset):
@@ -103,7 +184,10 @@ class _Protocol(QuicConnectionProtocol):
                 self._responses[event.stream_id].reset_code = event.error_code
                 self._finish(event.stream_id)
         if isinstance(event, ConnectionTerminated):
+            # Waiters finish with what arrived; `request` turns an unfinished
+            # response into ConnectionClosedError.
             self.terminated = event
+            self._terminated.set()
             for stream_id in list(self._done):
                 self._finish(stream_id)
         for h3_event in self.http.handle_event(event):
@@ -134,16 +218,32 @@ class _Protocol(QuicConnectionProtocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(self._responses[stream_id])
 
+    async def wait_terminated(self) -> ConnectionTerminated:
+        """Wait until the connection ends; how it ended."""
+        await self._terminated.wait()
+        assert self.terminated is not None
+        return self.terminated
+
     async def request(self, method: str, path: str, authority: str, headers: Headers, body: bytes | None) -> H3Response:
-        fields = [(b":method", method.encode()), (b":scheme", b"https"), (b":authority", authority.encode()),
-                  (b":path", path.encode()), *headers]
+        """One request on a new stream; the response, or `reset_code` when the server reset the stream.
+        Raises ConnectionClosedError when the connection ends before the response does."""
+        fields = [
+            (b":method", method.encode()),
+            (b":scheme", b"https"),
+            (b":authority", authority.encode()),
+            (b":path", path.encode()),
+            *headers,
+        ]
         if body and not any(k == b"content-length" for k, _ in headers):
             fields.append((b"content-length", str(len(body)).encode()))
         stream_id = self.open(fields, end_stream=not body)
         if body:
             self.http.send_data(stream_id, body, end_stream=True)
         self.transmit()
-        return await self.response(stream_id)
+        response = await self.response(stream_id)
+        if self.terminated is not None and response.status == 0 and response.reset_code is None:
+            raise ConnectionClosedError(self.terminated.error_code, self.terminated.reason_phrase)
+        return response
 
     # MARK: what a test drives by hand
 
@@ -223,6 +323,10 @@ class _Protocol(QuicConnectionProtocol):
         return self.terminated
 
 
+#: One open connection of an `H3Client` (see `H3Client.open`).
+H3ClientConnection = _Protocol
+
+
 @dataclass
 class H3Client:
     """Settings for one or more HTTP/3 connections to the server under test."""
@@ -252,13 +356,24 @@ class H3Client:
             self.configure(configuration)
         return configuration
 
-    async def _run(self, work: Callable[[_Protocol], Awaitable[T]]) -> T:
+    @contextlib.asynccontextmanager
+    async def open(self) -> AsyncIterator[_Protocol]:
+        """One connection, for tests that run their own event loop: `async with client.open() as connection`
+        (an `H3ClientConnection`: `await connection.request(...)`, `connection.goaways`)."""
         async with connect(
-            self.host, self.port, configuration=self._configuration(), create_protocol=_Protocol,
-            session_ticket_handler=self.tickets.append, wait_connected=True,
+            self.host,
+            self.port,
+            configuration=self._configuration(),
+            create_protocol=_Protocol,
+            session_ticket_handler=self.tickets.append,
+            wait_connected=True,
         ) as client:
             assert isinstance(client, _Protocol)
             client.authority = f"{self.server_name}:{self.port}".encode()
+            yield client
+
+    async def _run(self, work: Callable[[_Protocol], Awaitable[T]]) -> T:
+        async with self.open() as client:
             result = await work(client)
             quic = client._quic
             tls = quic.tls
@@ -270,8 +385,9 @@ class H3Client:
             }
             return result
 
-    def request(self, method: str = "GET", path: str = "/", headers: Headers | None = None,
-                body: bytes | None = None) -> H3Response:
+    def request(
+        self, method: str = "GET", path: str = "/", headers: Headers | None = None, body: bytes | None = None
+    ) -> H3Response:
         async def work(client: _Protocol) -> H3Response:
             return await client.request(method, path, f"localhost:{self.port}", headers or [], body)
 

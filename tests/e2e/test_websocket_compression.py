@@ -147,8 +147,10 @@ def test_not_negotiated_without_the_option(plain_server: Server) -> None:
             "permessage-deflate; server_no_context_takeover; server_no_context_takeover, permessage-deflate",
             "permessage-deflate",
         ),
-        ("permessage-deflate; server_max_window_bits=16, permessage-deflate; client_no_context_takeover",
-         "permessage-deflate; client_no_context_takeover"),
+        (
+            "permessage-deflate; server_max_window_bits=16, permessage-deflate; client_no_context_takeover",
+            "permessage-deflate; client_no_context_takeover",
+        ),
         ("permessage-deflate; server_max_window_bits", None),
         ("permessage-deflate; client_max_window_bits=7", None),
         ("permessage-deflate; client_no_context_takeover=1", None),
