@@ -71,8 +71,26 @@ def test_table_rows_name_minor_versions_counts_and_what_does_not_apply(script: M
     assert lines[1] == "| Framework | Versions | Interface | HTTP/1.1 | HTTP/2 (h2c) | Not applicable |"
     assert lines[3] == f"| Alpha | alpha 1.2 | ASGI | ✓ {n}/{n} | ✓ {n}/{n} | — |"
     assert lines[4] == f"| Beta¹ | beta 10.20, gamma 0.5 | WSGI | ✓ {n - 1}/{n - 1} | ✓ {n - 1}/{n - 1} | websocket |"
-    assert "HTTP/3: not yet." in lines[6]
+    assert "HTTP/3 with aioquic" in lines[6]
+    assert "WebSocket over" not in lines[6]  # every protocol here carries WebSocket
     assert lines[8] == "¹ Odd."
+
+
+def test_a_protocol_without_websocket_names_it_missing_for_frameworks_that_have_it(script: ModuleType) -> None:
+    data = report(script)
+    data["protocols"].append({"name": "h3", "title": "HTTP/3", "websocket": False})
+    for framework in data["frameworks"]:
+        framework["websocket"] = framework["name"] == "alpha"
+        checks = [r["check"] for r in data["results"] if r["framework"] == framework["name"] and r["protocol"] == "h1"]
+        data["results"] += [
+            {"framework": framework["name"], "protocol": "h3", "check": c, "outcome": "passed"}
+            for c in checks
+            if c != "websocket"
+        ]
+    lines = script.table(data).splitlines()
+    n = len(script.CHECKS)
+    assert lines[3].endswith(f"| ✓ {n - 1}/{n - 1} (websocket: not yet) | — |"), lines[3]
+    assert "WebSocket over HTTP/3" in lines[6]
 
 
 @pytest.mark.parametrize("outcome", ["failed", "skipped"])
