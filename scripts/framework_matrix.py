@@ -90,7 +90,8 @@ def table(report: dict[str, Any]) -> str:
                 raise ReportError(f"no results for {framework['name']} over {protocol['name']}")
             ran.update(found)
             # A framework with WebSockets over a protocol the server has no WebSocket for (HTTP/3: RFC 9220).
-            missing = ("websocket",) if framework.get("websocket", False) and not protocol.get("websocket", True) else ()
+            lacks_websocket = framework.get("websocket", False) and not protocol.get("websocket", True)
+            missing = ("websocket",) if lacks_websocket else ()
             row.append(cell(found, missing))
         row.append(", ".join(check for check in CHECKS if check not in ran) or "—")
         if framework["note"]:
