@@ -237,6 +237,14 @@ def test_sigterm_lets_a_slow_http3_request_finish_then_closes_with_h3_no_error(
             await asyncio.to_thread(wait_slow_started, server)
             server.process.send_signal(signal.SIGTERM)
             signalled = time.monotonic()
+            # The supervisor passes the signal on: a new handshake that reaches
+            # a worker before the signal does is still (rightly) accepted, so
+            # the check starts once a worker has begun to stop (the idle one;
+            # the busy one is inside the slow call and reads no datagrams).
+            stopping = await asyncio.to_thread(
+                server.stderr.wait_for, lambda line: line.endswith("signal 15: stopping"), 5.0
+            )
+            assert stopping is not None, server.excerpt()
             refused = await cannot_connect(h3, 1.0)
             response = await slow
             finished = time.monotonic() - signalled
