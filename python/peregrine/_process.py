@@ -11,10 +11,14 @@ With a log level that hides that line (warning, error or silent, given as
 `log_level` or $PEREGRINE_LOG_LEVEL), the port is read from the kernel instead:
 the TCP socket the supervisor listens on, in /proc (Linux). Ready then means
 listening; a request sent before a worker is ready waits in the backlog.
+
+A server does not outlive the interpreter that started it: its log pipe would
+have no reader. Servers still running at exit are stopped (SIGTERM) then.
 """
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import re
@@ -23,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -39,6 +44,16 @@ QUIET_LEVELS = frozenset({"warning", "error", "silent"})
 KEPT_LINES = 1000
 #: /proc/net/tcp state of a listening socket.
 TCP_LISTEN = "0A"
+
+
+#: Servers started by this interpreter and not yet seen to exit, stopped at exit.
+_RUNNING: weakref.WeakSet[ServerProcess] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_running_servers() -> None:
+    for server in list(_RUNNING):
+        server.stop()
 
 
 class ServerStartError(PeregrineError):
@@ -97,6 +112,7 @@ class ServerProcess:
             target=self._pump, args=(process.stderr,), name=f"peregrine {process.pid} stderr", daemon=True
         )
         self._reader.start()
+        _RUNNING.add(self)
 
     def _pump(self, pipe: IO[bytes]) -> None:
         for raw in pipe:
@@ -191,6 +207,7 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"the server (pid {self.pid}) still runs after {timeout:g} s") from None
         self._reader.join(1.0)
+        _RUNNING.discard(self)
         return code
 
     def stop(self, timeout: float = 15.0) -> int:

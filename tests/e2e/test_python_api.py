@@ -206,10 +206,20 @@ def test_stop_kills_a_server_that_does_not_stop_in_time(app_dir: Path) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
+def test_a_server_left_running_is_stopped_when_the_interpreter_exits(app_dir: Path) -> None:
+    code = "import peregrine; s = peregrine.run('hello_pyapi:app', port=0, block=False); print(s.pid, flush=True)"
+    process = start_python(["-c", code], app_dir, stdout=subprocess.PIPE)
+    output, errors = process.communicate(timeout=60)
+    assert process.returncode == 0, errors
+    pid = int(output.split()[0])
+    assert gone(pid), f"the server {pid} outlived the interpreter that started it"
+    assert "signal 15: stopping gracefully" in errors
+
+
 # --- block=True: the process becomes the server -------------------------------------------------------------
 
 
-def start_python(code_or_script: list[str], cwd: Path) -> subprocess.Popen[str]:
+def start_python(code_or_script: list[str], cwd: Path, stdout: int | None = None) -> subprocess.Popen[str]:
     """The server's interpreter running `code_or_script`, with the package from the source tree."""
     environment = dict(os.environ)
     environment["PYTHONPATH"] = os.pathsep.join([str(REPO / "python"), environment.get("PYTHONPATH", "")])
@@ -218,6 +228,7 @@ def start_python(code_or_script: list[str], cwd: Path) -> subprocess.Popen[str]:
         cwd=cwd,
         env=environment,
         stdin=subprocess.DEVNULL,
+        stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,
     )
