@@ -166,8 +166,9 @@ class ServerProcess:
             self._reader.join(1.0)
             raise ServerStartError(f"the server exited with status {code} before it was ready", self.log, code)
         self.stop()
+        hint = "" if self._quiet else " (if a config file sets a log level above info, pass log_level to run())"
         raise ServerStartError(
-            f"the server did not start listening within {timeout:g} s (stopped it)", self.log, self.returncode
+            f"the server did not start listening within {timeout:g} s (stopped it){hint}", self.log, self.returncode
         )
 
     @property

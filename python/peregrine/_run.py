@@ -95,6 +95,15 @@ def run(
     ready_timeout: float = READY_TIMEOUT,
     **options: object,
 ) -> ServerProcess: ...
+@overload
+def run(
+    app: str | Callable[..., object],
+    /,
+    *,
+    block: bool,
+    ready_timeout: float = READY_TIMEOUT,
+    **options: object,
+) -> ServerProcess: ...
 def run(
     app: str | Callable[..., object],
     /,
