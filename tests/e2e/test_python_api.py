@@ -7,8 +7,8 @@
   `module:attr` string and for an application object of a script run as a file;
 - a module that calls `run()` at import time is refused inside the server.
 
-The package comes from the source tree; the server is the one under test (PEREGRINE_BIN), given to the
-package as $PEREGRINE_BINARY.
+Without a server: tests/test_python_api_mapping.py. The package comes from the source tree; the server
+is the one under test (PEREGRINE_BIN), given to the package as $PEREGRINE_BINARY.
 """
 
 from __future__ import annotations
