@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from tls_files_support import CA, Leaf, encrypt_key
 pytest_plugins = ("process_support", "tls_files_support")
 
 if TYPE_CHECKING:
+    import ssl
     from collections.abc import Callable
     from pathlib import Path
 
@@ -33,9 +33,10 @@ TARGET = "tls_apps:wsgi"
 
 def fetch(server: Server, context: ssl.SSLContext) -> bytes:
     """One request on a fresh TLS connection: the DER certificate the server presented (the response checked)."""
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw, context.wrap_socket(
-        raw, server_hostname="localhost"
-    ) as sock:
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="localhost") as sock,
+    ):
         der = sock.getpeercert(binary_form=True)
         sock.sendall(b"GET /info HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         response = b""
@@ -104,7 +105,7 @@ def install(leaf: Leaf, cert: Path, key: Path) -> None:
     for source, target in ((leaf.cert, cert), (leaf.key, key)):
         temporary = target.with_suffix(".new")
         temporary.write_bytes(source.read_bytes())
-        os.replace(temporary, target)
+        temporary.replace(target)
 
 
 def errors_since(server: Server, start: int) -> list[str]:
@@ -139,7 +140,8 @@ def test_rotation_under_load_fails_no_request_and_serves_the_new_certificate(
         time.sleep(0.5)
     assert load.failures == [], load.failures[:5]
     assert len(load.seen) > 20
-    assert old.der in load.seen and new.der in load.seen
+    assert old.der in load.seen
+    assert new.der in load.seen
     # Every new connection now meets the new certificate.
     assert {fetch(server, context) for _ in range(20)} == {new.der}
     assert errors_since(server, mark) == []
@@ -226,7 +228,7 @@ def test_http3_workers_serve_the_rotated_certificate(
         async def work(connection: object) -> bytes:
             response = await connection.request("GET", "/info", f"localhost:{server.port}", [], None)  # type: ignore[attr-defined]
             assert response.status == 200
-            peer = connection._quic.tls._peer_certificate  # type: ignore[attr-defined]  # noqa: SLF001
+            peer = connection._quic.tls._peer_certificate  # type: ignore[attr-defined]
             return peer.public_bytes(serialization.Encoding.DER)  # type: ignore[no-any-return]
 
         return client.session(work)  # type: ignore[no-any-return]

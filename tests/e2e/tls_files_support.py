@@ -10,6 +10,7 @@ Modules load the fixtures with `pytest_plugins = ("tls_support", "tls_files_supp
 
 from __future__ import annotations
 
+import datetime
 import shutil
 import ssl
 import subprocess
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 trustme = pytest.importorskip("trustme")
 serialization = pytest.importorskip("cryptography.hazmat.primitives.serialization")
 x509 = pytest.importorskip("cryptography.x509")
+hashes = pytest.importorskip("cryptography.hazmat.primitives.hashes")
+ocsp = pytest.importorskip("cryptography.x509.ocsp")
 
 
 @dataclass
@@ -38,7 +41,12 @@ class Leaf:
 
 def issue(ca: trustme.CA, directory: Path, name: str, *, with_issuer: bool = False) -> Leaf:
     """A localhost/127.0.0.1 certificate in `directory`; `with_issuer` appends the CA to the chain file."""
-    leaf = ca.issue_cert("localhost", "127.0.0.1")
+    return issue_for(ca, directory, name, ("localhost", "127.0.0.1"), with_issuer=with_issuer)
+
+
+def issue_for(ca: trustme.CA, directory: Path, name: str, names: tuple[str, ...], *, with_issuer: bool = False) -> Leaf:
+    """A certificate for `names` in `directory`, as `issue`."""
+    leaf = ca.issue_cert(*names)
     cert, key = directory / f"{name}.pem", directory / f"{name}.key"
     chain = b"".join(blob.bytes() for blob in leaf.cert_chain_pems)
     cert.write_bytes(chain + (ca.cert_pem.bytes() if with_issuer else b""))
@@ -68,9 +76,11 @@ def openssl() -> str:
     return path
 
 
-def ocsp_response(ca_cert: Path, ca_key: Path, leaf: Leaf, target: Path, *, status: str = "V", days: int = 2) -> Path:
+def ocsp_response(
+    ca_cert: Path, ca_key: Path, leaf: Leaf, target: Path, *, status: str = "V", days: int | None = 2
+) -> Path:
     """A signed DER OCSP response for `leaf` made by `openssl ocsp` from an index file (status `V` valid or
-    `R` revoked), the CA signing as its own responder, valid for `days`."""
+    `R` revoked), the CA signing as its own responder, its nextUpdate `days` after now (None: none)."""
     cert = x509.load_der_x509_certificate(leaf.der)
     serial = format(cert.serial_number, "X")
     serial = serial if len(serial) % 2 == 0 else "0" + serial
@@ -88,11 +98,46 @@ def ocsp_response(ca_cert: Path, ca_key: Path, leaf: Leaf, target: Path, *, stat
         capture_output=True,
     )
     subprocess.run(
-        [*run, "-index", str(index), "-CA", str(ca_cert), "-rsigner", str(ca_cert), "-rkey", str(ca_key),
-         "-reqin", str(request), "-respout", str(target), "-ndays", str(days)],
+        [
+            *run,
+            "-index",
+            str(index),
+            "-CA",
+            str(ca_cert),
+            "-rsigner",
+            str(ca_cert),
+            "-rkey",
+            str(ca_key),
+            "-reqin",
+            str(request),
+            "-respout",
+            str(target),
+            *(["-ndays", str(days)] if days is not None else []),
+        ],
         check=True,
         capture_output=True,
     )
+    return target
+
+
+def expired_ocsp_response(ca_cert: Path, ca_key: Path, leaf: Leaf, target: Path) -> Path:
+    """A good response for `leaf` whose nextUpdate passed an hour ago (`openssl ocsp` makes none such), signed
+    by the CA with the `cryptography` package's builder."""
+    issuer = x509.load_pem_x509_certificate(ca_cert.read_bytes())
+    key = serialization.load_pem_private_key(ca_key.read_bytes(), password=None)
+    now = datetime.datetime.now(datetime.UTC)
+    builder = ocsp.OCSPResponseBuilder().add_response(
+        cert=x509.load_der_x509_certificate(leaf.der),
+        issuer=issuer,
+        algorithm=hashes.SHA1(),
+        cert_status=ocsp.OCSPCertStatus.GOOD,
+        this_update=now - datetime.timedelta(days=2),
+        next_update=now - datetime.timedelta(hours=1),
+        revocation_time=None,
+        revocation_reason=None,
+    )
+    response = builder.responder_id(ocsp.OCSPResponderEncoding.HASH, issuer).sign(key, hashes.SHA256())  # type: ignore[arg-type]
+    target.write_bytes(response.public_bytes(serialization.Encoding.DER))
     return target
 
 
