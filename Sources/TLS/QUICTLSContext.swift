@@ -93,8 +93,10 @@ public final class QUICTLSClientContext {
     ///   - trustedCertificates: a PEM bundle the server's certificate must
     ///     chain to, its name checked against the server name (nil: none
     ///     verified).
+    ///   - requestOCSPStatus: send status_request, so the server staples
+    ///     its OCSP response (`QUICHandshakeSession.stapledOCSPResponse`).
     public init(cipherSuites: String? = nil, groups: String? = nil,
-                trustedCertificates: String? = nil) throws(TLSConfigurationError) {
+                trustedCertificates: String? = nil, requestOCSPStatus: Bool = false) throws(TLSConfigurationError) {
         var err = [CChar](repeating: 0, count: 512)
         let client = withOptionalCString(cipherSuites) { suites in
             withOptionalCString(groups) { groups in
@@ -105,6 +107,7 @@ public final class QUICTLSClientContext {
         }
         guard let client else { throw TLSConfigurationError(message: text(err)) }
         raw = client
+        if requestOCSPStatus { ctls_quic_tls_client_request_status(raw) }
     }
 
     deinit { ctls_quic_tls_client_free(raw) }

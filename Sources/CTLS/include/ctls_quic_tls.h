@@ -110,5 +110,9 @@ int ctls_quic_tls_conn_pair_index(ctls_quic_tls_conn *c);
 // Client: the latest session the server's NewSessionTicket made, serialized
 // for ctls_quic_tls_conn_new_client, or NULL.
 const uint8_t *ctls_quic_tls_conn_session(ctls_quic_tls_conn *c, size_t *len);
+// Client: connections made afterwards send status_request (RFC 6066 §8).
+void ctls_quic_tls_client_request_status(ctls_quic_tls_client *c);
+// Client: the OCSP response the server stapled (DER), or NULL.
+const uint8_t *ctls_quic_tls_conn_stapled_ocsp(ctls_quic_tls_conn *c, size_t *len);
 
 #endif
