@@ -109,16 +109,16 @@ final class TLSOperationsTests: XCTestCase {
             ("empty.der", [], "is empty"),
             ("pem.der", Array("-----BEGIN CERTIFICATE-----\n".utf8), "is not a DER OCSP response"),
             // Trailing bytes after a whole response.
-            ("trailing.der", try read(Fixture.path("a-ocsp.der")) + [0], "is not a DER OCSP response"),
+            ("trailing.der", try readBytes(Fixture.path("a-ocsp.der")) + [0], "is not a DER OCSP response"),
             // Cut one byte short.
-            ("short.der", Array(try read(Fixture.path("a-ocsp.der")).dropLast()), "is not a DER OCSP response"),
+            ("short.der", Array(try readBytes(Fixture.path("a-ocsp.der")).dropLast()), "is not a DER OCSP response"),
             // OCSPResponse { responseStatus tryLater (3) } (RFC 6960 §4.2.1).
             ("later.der", [0x30, 0x03, 0x0A, 0x01, 0x03], "is not a successful one (trylater)"),
             ("big.der", [UInt8](repeating: 0x30, count: 64 * 1024 + 1), "is larger than 64 KiB"),
         ]
         for (name, bytes, expected) in cases {
             let path = directory + "/peregrine-ocsp-test-" + name
-            try write(bytes, to: path)
+            try writeBytes(bytes, to: path)
             let text = message { _ = try TLSContext(pairs: [ocspPair("a.pem", "a.key", path)], alpn: []) }
             XCTAssertTrue(text.contains(path) && text.contains(expected), "\(name): \(text)")
         }
@@ -129,7 +129,7 @@ final class TLSOperationsTests: XCTestCase {
     /// QUIC staples the pair's response when the client asks: in the
     /// leaf's CertificateEntry, byte for byte the file's.
     func testQUICStaplesTheResponseWhenAsked() throws {
-        let response = try read(Fixture.path("b-ocsp.der"))
+        let response = try readBytes(Fixture.path("b-ocsp.der"))
         let server = try QUICTLSContext(pairs: [Fixture.pair("a"), ocspPair("b.pem", "b.key", Fixture.path("b-ocsp.der"))])
         let asking = try QUICTLSClientContext(requestOCSPStatus: true)
         for cut in [Cut.whole, .everyByte] {
@@ -147,7 +147,7 @@ final class TLSOperationsTests: XCTestCase {
     }
 }
 
-func read(_ path: String) throws -> [UInt8] {
+func readBytes(_ path: String) throws -> [UInt8] {
     guard let file = fopen(path, "rb") else { throw TLSConfigurationError(message: "cannot open \(path)") }
     defer { fclose(file) }
     var bytes: [UInt8] = []
@@ -160,7 +160,7 @@ func read(_ path: String) throws -> [UInt8] {
     return bytes
 }
 
-func write(_ bytes: [UInt8], to path: String) throws {
+func writeBytes(_ bytes: [UInt8], to path: String) throws {
     guard let file = fopen(path, "wb") else { throw TLSConfigurationError(message: "cannot create \(path)") }
     defer { fclose(file) }
     _ = bytes.withUnsafeBufferPointer { fwrite($0.baseAddress, 1, $0.count, file) }
