@@ -237,5 +237,18 @@ public struct Config: Sendable {
     /// what only it can (certificates and keys, with OpenSSL) and exit.
     public var checkOnly = false
 
+    /// `--config`: the TOML file the supervisor read (ConfigSources);
+    /// workers get the resolved options instead.
+    public var configFile: String?
+    /// `--env-file`: dotenv variables the supervisor loads into the
+    /// application's environment (those already set win).
+    public var envFile: String?
+    /// `--app-dir`: the worker changes to this directory and puts it first
+    /// on sys.path before Python starts (uvicorn's `--app-dir`, plus the
+    /// working directory).
+    public var appDir: String?
+    /// `--print-config`: print the effective configuration and exit.
+    public var printConfig = false
+
     public init() {}
 }

@@ -1,0 +1,401 @@
+/// Where an option's effective value came from, for error messages and
+/// `--print-config`.
+public enum ConfigOrigin: Sendable, Equatable, CustomStringConvertible {
+    case defaultValue
+    case file(path: String, line: Int, key: String)
+    case environment(String)
+    case commandLine
+
+    public var description: String {
+        switch self {
+        case .defaultValue: "default"
+        case .file(let path, let line, let key): "\(path):\(line) (key \(key))"
+        case .environment(let name): "environment variable \(name)"
+        case .commandLine: "command line"
+        }
+    }
+}
+
+/// What one source says about one option.
+public enum OptionSetting: Sendable, Equatable {
+    /// A flag: true given, false not given (a higher source can turn a
+    /// lower one's flag off).
+    case flag(Bool)
+    /// The value(s) of a value (one) or repeatable (any number) option.
+    case values([String])
+}
+
+public struct ConfigEntry: Sendable, Equatable {
+    public let option: String
+    public let setting: OptionSetting
+    public let origin: ConfigOrigin
+}
+
+/// The configuration from every source, resolved once by the supervisor.
+public struct ResolvedConfiguration: Sendable {
+    public let config: Config
+    /// The winning entry of each option that some source set, in catalog
+    /// order (`app` apart).
+    public let entries: [ConfigEntry]
+    public let app: String
+    public let appOrigin: ConfigOrigin
+    /// What the workers run with: every effective option as command-line
+    /// arguments, then `-- MODULE:ATTR`. Neither --config, --env-file nor
+    /// --print-config: a worker never reads the file or PEREGRINE_*.
+    public let arguments: [String]
+    /// `--env-file`'s variables, read at startup, for the application.
+    public let environmentFile: [(name: String, value: String)]
+    public let printConfig: Bool
+    public let configFile: String?
+}
+
+/// Layers the configuration sources, lowest to highest:
+///
+///     defaults < WEB_CONCURRENCY, FORWARDED_ALLOW_IPS < TOML file (--config)
+///              < PEREGRINE_<OPTION> < command line
+///
+/// Each source becomes (option, value, origin) entries; for each option
+/// the highest source that has it wins wholesale (a repeatable option's
+/// list is not merged across sources). The winners become the argument
+/// list `CommandLineParser` parses, so a value is validated by exactly the
+/// code that validates it on the command line. A value that fails is
+/// reported with its origin (file:line and key, or the variable).
+public enum ConfigSources {
+    /// `PEREGRINE_APP` / `app` in a file: the MODULE:ATTR when the command
+    /// line names none.
+    public static let appKey = "app"
+
+    public enum Outcome {
+        case resolved(ResolvedConfiguration)
+        case printAndExit(String, status: Int32)
+    }
+
+    /// Resolves `commandLine` (the arguments after the program name)
+    /// against the environment (`environment` looks a variable up) and the
+    /// file --config or PEREGRINE_CONFIG names (`readFile` returns its
+    /// bytes or nil if it cannot be read).
+    public static func resolve(commandLine: [String], environment: (String) -> String?,
+                               readFile: (String) -> [UInt8]?) throws(UsageError) -> Outcome {
+        let scanned = try scanCommandLine(commandLine)
+        if scanned.asksForHelpOrVersion {
+            // --help and --version print whatever else is there, as before.
+            switch try CommandLineParser.parse(commandLine, environment: environment) {
+            case .printAndExit(let text, let status): return .printAndExit(text, status: status)
+            case .run: break
+            }
+        }
+        let commandLineEntries = scanned.entries
+        let env = try environmentEntries(environment)
+        let legacy = try legacyEnvironmentEntries(environment)
+        var configPath: (path: String, origin: ConfigOrigin)?
+        if let e = commandLineEntries.last(where: { $0.option == "config" }) ?? env.last(where: { $0.option == "config" }),
+           case .values(let v) = e.setting, let path = v.last {
+            configPath = (path, e.origin)
+        }
+        var fileEntries: [ConfigEntry] = []
+        if let (path, origin) = configPath {
+            if path.isEmpty { throw UsageError(message: "--config needs a path (\(origin))") }
+            guard let bytes = readFile(path) else {
+                throw UsageError(message: "--config: cannot read \(path) (\(origin))")
+            }
+            fileEntries = try entries(fromFile: bytes, path: path)
+        }
+        // Highest first: the first layer that has an option wins.
+        let layers = [commandLineEntries, env, fileEntries, legacy]
+        var winners: [ConfigEntry] = []
+        for spec in OptionCatalog.options {
+            for layer in layers {
+                if let e = layer.last(where: { $0.option == spec.name }) {
+                    winners.append(e)
+                    break
+                }
+            }
+        }
+        var app: (String, ConfigOrigin)?
+        for layer in layers {
+            if let e = layer.last(where: { $0.option == appKey }), case .values(let v) = e.setting, let a = v.last {
+                app = (a, e.origin)
+                break
+            }
+        }
+        if let a = scanned.app { app = (a, .commandLine) }
+        for e in winners where e.origin != .commandLine { try validate(e, environment: environment) }
+        var arguments: [String] = []
+        for e in winners where !supervisorOnly.contains(e.option) {
+            switch e.setting {
+            case .flag(let on): if on { arguments.append("--" + e.option) }
+            case .values(let values): for v in values { arguments += ["--" + e.option, v] }
+            }
+        }
+        if let (a, _) = app { arguments += ["--", a] }
+        let config: Config
+        do {
+            switch try CommandLineParser.parse(arguments, environment: environment) {
+            case .run(let c): config = c
+            case .printAndExit(let text, let status): return .printAndExit(text, status: status)
+            }
+        } catch {
+            throw UsageError(message: annotate(error.message, winners: winners, app: app))
+        }
+        var environmentFile: [(name: String, value: String)] = []
+        if let e = winners.first(where: { $0.option == "env-file" }), case .values(let v) = e.setting, let path = v.last {
+            guard let bytes = readFile(path) else { throw UsageError(message: "--env-file: cannot read \(path) (\(e.origin))") }
+            do {
+                environmentFile = try DotEnv.read(bytes, environment: environment)
+            } catch {
+                throw UsageError(message: "--env-file \(path):\(error.line): \(error.message)")
+            }
+        }
+        let printConfig = winners.contains { $0.option == "print-config" && $0.setting == .flag(true) }
+        return .resolved(ResolvedConfiguration(config: config, entries: winners, app: app?.0 ?? "",
+                                               appOrigin: app?.1 ?? .defaultValue, arguments: arguments,
+                                               environmentFile: environmentFile, printConfig: printConfig,
+                                               configFile: configPath?.path))
+    }
+
+    /// Options the supervisor acts on and the workers never see.
+    static let supervisorOnly: Set<String> = ["config", "env-file", "print-config"]
+
+    // MARK: - Command line
+
+    struct ScannedCommandLine {
+        var entries: [ConfigEntry] = []
+        var app: String?
+        var asksForHelpOrVersion = false
+    }
+
+    /// The command line as entries: flags true, a value option's last
+    /// value, a repeatable option's values in order. Unknown options and
+    /// missing values are the parser's own errors.
+    static func scanCommandLine(_ arguments: [String]) throws(UsageError) -> ScannedCommandLine {
+        var scanned = ScannedCommandLine()
+        var values: [String: [String]] = [:]
+        var order: [String] = []
+        var positional: [String] = []
+        var i = 0
+        while i < arguments.count {
+            let arg = arguments[i]
+            i += 1
+            if arg == "--" {
+                positional += arguments[i...]
+                break
+            }
+            guard arg.hasPrefix("--") else {
+                if arg.hasPrefix("-") && arg.count > 1 { throw UsageError(message: "unknown option '\(arg)' (see --help)") }
+                positional.append(arg)
+                continue
+            }
+            var name = String(arg.dropFirst(2))
+            var inline: String?
+            if let eq = name.firstIndex(of: "=") {
+                inline = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            }
+            guard let spec = OptionCatalog.spec(named: name) else {
+                throw UsageError(message: "unknown option '--\(name)' (see --help)")
+            }
+            if name == "help" || name == "version" { scanned.asksForHelpOrVersion = true }
+            if values[name] == nil { order.append(name) }
+            switch spec.kind {
+            case .flag:
+                if inline != nil { throw UsageError(message: "option --\(name) takes no value") }
+                values[name] = []
+            case .value, .repeatable:
+                let v: String
+                if let inline {
+                    v = inline
+                } else {
+                    guard i < arguments.count else { throw UsageError(message: "option --\(name) needs a value") }
+                    v = arguments[i]
+                    i += 1
+                }
+                values[name] = spec.kind == .value ? [v] : (values[name] ?? []) + [v]
+            }
+        }
+        for name in order {
+            let spec = OptionCatalog.spec(named: name)!
+            let setting: OptionSetting = spec.kind == .flag ? .flag(true) : .values(values[name] ?? [])
+            scanned.entries.append(ConfigEntry(option: name, setting: setting, origin: .commandLine))
+        }
+        if positional.count > 1 {
+            throw UsageError(message: "expected one MODULE:ATTR, got \(positional.count): \(positional.joined(separator: " "))")
+        }
+        scanned.app = positional.first
+        return scanned
+    }
+
+    // MARK: - TOML file
+
+    /// The file's keys as entries. Keys are option names without `--`
+    /// (underscores accepted for dashes) or `app`; types are checked
+    /// against the option's kind.
+    static func entries(fromFile bytes: [UInt8], path: String) throws(UsageError) -> [ConfigEntry] {
+        let document: [TOMLEntry]
+        do {
+            document = try TOMLReader.read(bytes)
+        } catch {
+            throw UsageError(message: "\(path):\(error.line): \(error.message)")
+        }
+        var result: [ConfigEntry] = []
+        var seen: [String: String] = [:]
+        for item in document {
+            let name = String(item.key.map { $0 == "_" ? "-" : $0 })
+            let origin = ConfigOrigin.file(path: path, line: item.line, key: item.key)
+            func fail(_ why: String) -> UsageError { UsageError(message: "\(path):\(item.line): \(why)") }
+            if let earlier = seen[name] { throw fail("'\(item.key)' and '\(earlier)' set the same option") }
+            seen[name] = item.key
+            if name == appKey {
+                guard case .string(let s) = item.value else { throw fail("'app' takes a string (MODULE:ATTR)") }
+                result.append(ConfigEntry(option: appKey, setting: .values([s]), origin: origin))
+                continue
+            }
+            guard let spec = OptionCatalog.spec(named: name), !spec.hidden else {
+                let hint = OptionCatalog.suggestion(for: name, allowing: .file).map { " (did you mean '\($0)'?)" } ?? ""
+                throw fail("unknown key '\(item.key)'\(hint)")
+            }
+            guard spec.sources.contains(.file) else { throw fail("--\(name) cannot be set in a configuration file") }
+            result.append(ConfigEntry(option: name, setting: try setting(spec, item.value, fail), origin: origin))
+        }
+        return result
+    }
+
+    private static func setting(_ spec: OptionSpec, _ value: TOMLValue,
+                                _ fail: (String) -> UsageError) throws(UsageError) -> OptionSetting {
+        func scalar(_ v: TOMLValue) -> String? {
+            switch v {
+            case .string(let s): s
+            case .integer(let n): String(n)
+            default: nil
+            }
+        }
+        switch spec.kind {
+        case .flag:
+            guard case .boolean(let on) = value else { throw fail("'\(spec.name)' is a flag: it takes true or false") }
+            return .flag(on)
+        case .value:
+            guard let s = scalar(value) else { throw fail("'\(spec.name)' takes a string or an integer") }
+            return .values([s])
+        case .repeatable:
+            if case .array(let items) = value {
+                var out: [String] = []
+                for item in items {
+                    guard let s = scalar(item) else { throw fail("'\(spec.name)' takes an array of strings or integers") }
+                    out.append(s)
+                }
+                return .values(out)
+            }
+            guard let s = scalar(value) else { throw fail("'\(spec.name)' takes an array of strings or integers") }
+            return .values([s])
+        }
+    }
+
+    // MARK: - Environment
+
+    /// `PEREGRINE_<OPTION>` for every option that may come from the
+    /// environment, and `PEREGRINE_APP`. An empty variable counts as unset
+    /// (as click, hence uvicorn, treats it): `-e PEREGRINE_PORT=` in a
+    /// container changes nothing.
+    static func environmentEntries(_ environment: (String) -> String?) throws(UsageError) -> [ConfigEntry] {
+        var result: [ConfigEntry] = []
+        if let app = environment("PEREGRINE_APP"), !app.isEmpty {
+            result.append(ConfigEntry(option: appKey, setting: .values([app]), origin: .environment("PEREGRINE_APP")))
+        }
+        for spec in OptionCatalog.options where spec.sources.contains(.environment) {
+            let variable = spec.environmentName
+            guard let text = environment(variable), !text.isEmpty else { continue }
+            result.append(ConfigEntry(option: spec.name, setting: try environmentSetting(spec, text, variable),
+                                      origin: .environment(variable)))
+        }
+        return result
+    }
+
+    /// Flags: 1/true/yes/on or 0/false/no/off. Repeatable options: one
+    /// value, or several as a TOML array (`["a.pem", "b,c.pem"]`): paths
+    /// and header values may contain commas and colons, so no separator
+    /// character would do.
+    static func environmentSetting(_ spec: OptionSpec, _ text: String,
+                                   _ variable: String) throws(UsageError) -> OptionSetting {
+        switch spec.kind {
+        case .flag:
+            switch text.lowercased() {
+            case "1", "true", "yes", "on": return .flag(true)
+            case "0", "false", "no", "off": return .flag(false)
+            default:
+                throw UsageError(message: "environment variable \(variable) must be 1, true, yes, on, 0, false, no or off, got '\(text)'")
+            }
+        case .value:
+            return .values([text])
+        case .repeatable:
+            guard text.hasPrefix("[") else { return .values([text]) }
+            let value: TOMLValue
+            do {
+                value = try TOMLReader.readValue(text)
+            } catch {
+                throw UsageError(message: "environment variable \(variable): \(error.message) (a list is a TOML array: [\"a\", \"b\"])")
+            }
+            return try setting(spec, value) { UsageError(message: "environment variable \(variable): \($0)") }
+        }
+    }
+
+    /// The variables other servers read, below the file: WEB_CONCURRENCY
+    /// (gunicorn, uvicorn; Heroku and others set it) for --workers, and
+    /// FORWARDED_ALLOW_IPS (uvicorn) for --forwarded-allow-ips.
+    static func legacyEnvironmentEntries(_ environment: (String) -> String?) throws(UsageError) -> [ConfigEntry] {
+        var result: [ConfigEntry] = []
+        for (variable, option) in [("WEB_CONCURRENCY", "workers"), ("FORWARDED_ALLOW_IPS", "forwarded-allow-ips")] {
+            guard let text = environment(variable), !text.isEmpty else { continue }
+            result.append(ConfigEntry(option: option, setting: .values([text]), origin: .environment(variable)))
+        }
+        return result
+    }
+
+    // MARK: - Validation
+
+    /// Runs the parser's own check of one entry's value(s): alone, without
+    /// an application, a good value gets only as far as the first check
+    /// after the option loop ("no application given"); anything else is
+    /// this value's fault, reported with where it came from.
+    static func validate(_ entry: ConfigEntry, environment: (String) -> String?) throws(UsageError) {
+        if entry.origin == .environment("FORWARDED_ALLOW_IPS"), case .values(let v) = entry.setting, let list = v.last {
+            // The parser's own message for it, as before there were sources.
+            _ = try CommandLineParser.trustedPeers("FORWARDED_ALLOW_IPS", list)
+            return
+        }
+        var arguments: [String] = []
+        switch entry.setting {
+        case .flag: return
+        case .values(let values): for v in values { arguments += ["--" + entry.option, v] }
+        }
+        do {
+            _ = try CommandLineParser.parse(arguments, environment: { _ in nil })
+        } catch {
+            if error.message == noApplicationMessage { return }
+            throw UsageError(message: "\(entry.origin): \(error.message)")
+        }
+    }
+
+    static let noApplicationMessage: String = {
+        do throws(UsageError) {
+            _ = try CommandLineParser.parse([], environment: { _ in nil })
+            return ""
+        } catch {
+            return error.message
+        }
+    }()
+
+    /// A check across options ("--tls-ca needs --tls-cert"): the origin of
+    /// each option it names, when that is not the command line.
+    static func annotate(_ message: String, winners: [ConfigEntry], app: (String, ConfigOrigin)?) -> String {
+        var notes: [String] = []
+        for e in winners where e.origin != .commandLine && message.contains("--" + e.option) {
+            let after = message.split(separator: "--" + e.option, omittingEmptySubsequences: false).dropFirst()
+            // A longer option with this prefix (--tls-ca in --tls-ca-file) is not this one.
+            guard after.contains(where: { $0.first.map { !($0.isLetter || $0.isNumber || $0 == "-") } ?? true }) else { continue }
+            notes.append("--\(e.option) from \(e.origin)")
+        }
+        if let (_, origin) = app, origin != .commandLine, message.hasPrefix("application") {
+            notes.append("application from \(origin)")
+        }
+        return notes.isEmpty ? message : message + " (" + notes.joined(separator: "; ") + ")"
+    }
+}
