@@ -137,13 +137,15 @@ public enum OptionCatalog {
     /// The option named `name` (without `--`), if any.
     public static func spec(named name: String) -> OptionSpec? { byName[name].map { options[$0] } }
 
-    /// The settable option closest to `name` (edit distance at most 2, or
-    /// one containing the other), for "did you mean" in an error.
+    /// The settable option closest to `name` (a small edit distance), for
+    /// "did you mean" in an error.
     public static func suggestion(for name: String, allowing sources: OptionSources) -> String? {
         var best: (name: String, distance: Int)?
+        // Short names are near everything: one edit for them, two from six letters on.
+        let allowed = name.count >= 6 ? 2 : (name.count >= 3 ? 1 : 0)
         for o in options where !o.hidden && o.sources.isSuperset(of: sources) {
             let d = editDistance(Array(name.utf8), Array(o.name.utf8))
-            if d <= 2 && d < (best?.distance ?? .max) { best = (o.name, d) }
+            if d <= allowed && d < (best?.distance ?? .max) { best = (o.name, d) }
         }
         return best?.name
     }

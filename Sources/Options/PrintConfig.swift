@@ -17,11 +17,11 @@ public enum PrintConfig {
                     lines.append(line(spec.name, value: text, origin: e.origin))
                 }
             } else if spec.kind == .flag {
-                lines.append("# " + line(spec.name, value: "false", origin: .defaultValue))
+                lines.append(line(spec.name, value: "false", origin: .defaultValue, commented: true))
             } else if spec.kind == .repeatable {
-                lines.append("# " + line(spec.name, value: "[]", origin: .defaultValue))
+                lines.append(line(spec.name, value: "[]", origin: .defaultValue, commented: true))
             } else if let d = spec.defaultText {
-                lines.append("# " + line(spec.name, value: tomlScalar(d), origin: .defaultValue))
+                lines.append(line(spec.name, value: tomlScalar(d), origin: .defaultValue, commented: true))
             } else {
                 lines.append("# \(spec.name)  (default: not set)")
             }
@@ -32,8 +32,8 @@ public enum PrintConfig {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    private static func line(_ key: String, value: String, origin: ConfigOrigin) -> String {
-        let body = "\(key) = \(value)"
+    private static func line(_ key: String, value: String, origin: ConfigOrigin, commented: Bool = false) -> String {
+        let body = (commented ? "# " : "") + "\(key) = \(value)"
         let pad = String(repeating: " ", count: max(1, 40 - body.count))
         return body + pad + "# " + origin.description
     }
