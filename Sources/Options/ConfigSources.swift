@@ -40,7 +40,7 @@ public struct ResolvedConfiguration: Sendable {
     public let app: String
     public let appOrigin: ConfigOrigin
     /// What the workers run with: every effective option as command-line
-    /// arguments, then `-- MODULE:ATTR`. Neither --config, --env-file nor
+    /// arguments, then MODULE:ATTR. Neither --config, --env-file nor
     /// --print-config: a worker never reads the file or PEREGRINE_*.
     public let arguments: [String]
     /// `--env-file`'s variables, read at startup, for the application.
@@ -127,7 +127,9 @@ public enum ConfigSources {
             case .values(let values): for v in values { arguments += ["--" + e.option, v] }
             }
         }
-        if let (a, _) = app { arguments += ["--", a] }
+        // No `--` before it: the supervisor appends its hidden options for
+        // each worker after these arguments.
+        if let (a, _) = app { arguments.append(a) }
         let config: Config
         do {
             switch try CommandLineParser.parse(arguments, environment: environment) {

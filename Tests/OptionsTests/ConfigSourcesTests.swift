@@ -125,7 +125,7 @@ final class ConfigSourcesTests: XCTestCase {
                      "e.env": "X=1\n"]
         let r = try resolve(["--config", "p.toml", "--port=0", "app:app"], environment: ["PEREGRINE_HOST": "::1"], files: files)
         XCTAssertEqual(r.arguments, ["--host", "::1", "--port", "0", "--access-log", "--workers", "2",
-                                     "--tls-cert", "a.pem", "--tls-key", "a.key", "--", "app:app"])
+                                     "--tls-cert", "a.pem", "--tls-key", "a.key", "app:app"])
         XCTAssertEqual(r.environmentFile.map(\.name), ["X"])
         guard case .run(let again) = try CommandLineParser.parse(r.arguments, environment: { _ in nil }) else { return XCTFail() }
         XCTAssertEqual(again.workers, 2)
