@@ -62,7 +62,8 @@ public struct TOMLReader {
     private func error(_ message: String) -> TOMLError { TOMLError(line: line, message: message) }
 
     private mutating func readDocument() throws(TOMLError) -> [TOMLEntry] {
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
+        // tomllib refuses a byte order mark too; we say what it is.
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { throw error("the file starts with a byte order mark: save it as UTF-8 without one") }
         var entries: [TOMLEntry] = []
         var seen: Set<String> = []
         var sawTable = false

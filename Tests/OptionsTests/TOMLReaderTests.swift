@@ -40,9 +40,15 @@ final class TOMLReaderTests: XCTestCase {
         ])
     }
 
-    func testCRLFLineEndingsAndByteOrderMarkAreAccepted() throws {
-        let entries = try TOMLReader.read([0xEF, 0xBB, 0xBF] + Array("a = 1\r\nb = 2\r\n".utf8))
+    func testCRLFLineEndingsAreAccepted() throws {
+        let entries = try TOMLReader.read(Array("a = 1\r\nb = 2\r\n".utf8))
         XCTAssertEqual(entries.map(\.line), [1, 2])
+    }
+
+    func testByteOrderMarkIsRefusedAsTomllibDoes() {
+        XCTAssertThrowsError(try TOMLReader.read([0xEF, 0xBB, 0xBF] + Array("a = 1\n".utf8))) {
+            XCTAssertEqual(($0 as? TOMLError)?.message, "the file starts with a byte order mark: save it as UTF-8 without one")
+        }
     }
 
     func testQuotedKeysAreKeys() throws {
