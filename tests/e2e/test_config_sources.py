@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from process_support import wait_for_workers
 
 from conftest import APPS, CRASH_MARKERS, LISTENING, STARTUP_TIMEOUT, Lines, Server
 from installed import peregrine_command
@@ -168,8 +169,7 @@ def test_web_concurrency_sets_the_workers(tmp_path: Path, servers: list[Server])
     write(tmp_path / "p.toml", BASE)
     server = start(servers, ["--config", "p.toml"], tmp_path, environment(WEB_CONCURRENCY="3"))
     assert started_workers(server) == 3
-    pids = {ask(server)["pid"] for _ in range(30)}
-    assert pids, server.excerpt()
+    assert len(wait_for_workers(server, 3)) == 3
 
 
 def test_web_concurrency_yields_to_peregrine_workers_and_the_file(tmp_path: Path) -> None:
