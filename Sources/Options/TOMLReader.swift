@@ -118,13 +118,14 @@ public struct TOMLReader {
         skipWhitespace()
         if current == UInt8(ascii: "#") {
             index += 1
+            let start = index
             while let c = current, c != UInt8(ascii: "\n") {
                 if c == UInt8(ascii: "\r") && index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: "\n") { break }
                 // TOML 1.0 "Comment": control characters other than tab are not permitted.
                 if c < 0x20 && c != UInt8(ascii: "\t") || c == 0x7F { throw error("control character in a comment") }
                 index += 1
             }
-            try validateUTF8(commentEndingAt: index)
+            if String(validating: bytes[start..<index], as: UTF8.self) == nil { throw error("invalid UTF-8 in a comment") }
         }
         guard let c = current else { return }
         if c == UInt8(ascii: "\n") {
@@ -136,12 +137,6 @@ public struct TOMLReader {
         } else {
             throw error("unexpected text after the value (one key = value per line)")
         }
-    }
-
-    private func validateUTF8(commentEndingAt end: Int) throws(TOMLError) {
-        var start = end
-        while start > 0 && bytes[start - 1] != UInt8(ascii: "#") { start -= 1 }
-        if String(validating: bytes[start..<end], as: UTF8.self) == nil { throw error("invalid UTF-8") }
     }
 
     /// A bare key (A-Za-z0-9_-) or a quoted one.

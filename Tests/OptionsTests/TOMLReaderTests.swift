@@ -164,8 +164,12 @@ final class TOMLReaderTests: XCTestCase {
         XCTAssertEqual(refusal("x = 1\ry = 2")?.line, 1)
     }
 
-    func testRefusesControlCharactersInComments() {
+    func testRefusesControlCharactersAndInvalidUTF8InComments() {
         XCTAssertEqual(refusal("# bad \u{07}\n")?.message, "control character in a comment")
+        let badUTF8 = Array("a = 1 # é # ".utf8) + [0xC3] + Array(" # x\n".utf8)
+        XCTAssertThrowsError(try TOMLReader.read(badUTF8)) {
+            XCTAssertEqual($0 as? TOMLError, TOMLError(line: 1, message: "invalid UTF-8 in a comment"))
+        }
     }
 
     func testEveryPrefixOfAGoodDocumentIsReadOrRefusedWithoutTrapping() {

@@ -115,6 +115,7 @@ BOTH_REFUSE: list[tuple[str, bytes, int]] = [
     ("delete character in a string", b'host = "a\x7fb"\n', 1),
     ("control character in a comment", b"# \x07\n", 1),
     ("invalid utf-8 in a string", b'host = "\xc3"\n', 1),
+    ("invalid utf-8 in a comment", b"port = 1 # a # \xc3 # b\n", 1),
     ("leading zero", b"\nport = 01\n", 2),
     ("double underscore", b"port = 1__0\n", 1),
     ("trailing underscore", b"port = 1_\n", 1),
