@@ -3,7 +3,9 @@
 /// origin in a comment; what is left at its default is a comment, so the
 /// output read back as a file sets exactly what was set before.
 public enum PrintConfig {
-    public static func render(_ resolved: ResolvedConfiguration) -> String {
+    /// `environmentNames`: the names of the process's environment variables,
+    /// so that a `PEREGRINE_*` one that names no option (a typo) is pointed out.
+    public static func render(_ resolved: ResolvedConfiguration, environmentNames: [String] = []) -> String {
         var lines = ["# peregrine \(peregrineVersion): effective configuration"
                      + (resolved.configFile.map { " (file \($0))" } ?? "")]
         lines.append(line("app", value: tomlString(resolved.app), origin: resolved.appOrigin))
@@ -29,7 +31,23 @@ public enum PrintConfig {
         for (name, _) in resolved.environmentFile {
             lines.append("# --env-file sets \(name) for the application (unless already set)")
         }
+        lines += ignoredVariables(environmentNames).map { "# ignored: \($0)" }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `PEREGRINE_*` variables that name no option and look like one: each
+    /// with the variable it probably meant. The launcher's, the build's and
+    /// the tests' own variables are far from every option name.
+    static func ignoredVariables(_ names: [String]) -> [String] {
+        let known = Set(OptionCatalog.options.filter { $0.sources.contains(.environment) }.map(\.environmentName) + ["PEREGRINE_APP"])
+        var notes: [String] = []
+        for name in names.sorted() where name.hasPrefix("PEREGRINE_") && !known.contains(name) {
+            let option = String(name.dropFirst("PEREGRINE_".count).lowercased().map { $0 == "_" ? "-" : $0 })
+            guard let close = OptionCatalog.suggestion(for: option, allowing: .environment),
+                  let spec = OptionCatalog.spec(named: close) else { continue }
+            notes.append("\(name) names no option (did you mean \(spec.environmentName)?)")
+        }
+        return notes
     }
 
     private static func line(_ key: String, value: String, origin: ConfigOrigin, commented: Bool = false) -> String {

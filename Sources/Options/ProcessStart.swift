@@ -43,11 +43,23 @@ public enum ProcessStart {
             fail(error.message)
         }
         if resolved.printConfig {
-            Log.writeAll(1, PrintConfig.render(resolved))
+            Log.writeAll(1, PrintConfig.render(resolved, environmentNames: environmentNames()))
             csys_exit(0)
         }
         for (name, value) in resolved.environmentFile { _ = setenv(name, value, 0) }
         return resolved
+    }
+
+    /// The names of this process's environment variables.
+    static func environmentNames() -> [String] {
+        var names: [String] = []
+        var p = environ
+        while let entry = p.pointee {
+            let text = String(cString: entry)
+            names.append(text.firstIndex(of: "=").map { String(text[..<$0]) } ?? text)
+            p += 1
+        }
+        return names
     }
 
     /// The whole of a regular file, or nil if it cannot be read.

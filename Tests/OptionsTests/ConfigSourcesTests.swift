@@ -216,6 +216,14 @@ final class ConfigSourcesTests: XCTestCase {
         XCTAssertEqual(back, ["app", "host", "python-path", "workers"])
     }
 
+    func testPrintConfigPointsOutAMisspelledVariable() throws {
+        let r = try resolve(["app:app"])
+        let text = PrintConfig.render(r, environmentNames: ["PEREGRINE_MAXBODY", "PEREGRINE_PORT", "PEREGRINE_BIN",
+                                                            "PEREGRINE_PYTHON_EXECUTABLE", "PEREGRINE_TEST_STATE", "HOME"])
+        XCTAssertTrue(text.hasSuffix("\n# ignored: PEREGRINE_MAXBODY names no option (did you mean PEREGRINE_MAX_BODY?)\n"), text)
+        XCTAssertEqual(text.components(separatedBy: "# ignored").count, 2, text)
+    }
+
     func testTOMLStringsEscapeControlCharacters() {
         XCTAssertEqual(PrintConfig.tomlString("a\u{01}\n\\"), "\"a\\u0001\\n\\\\\"")
         XCTAssertEqual(PrintConfig.tomlScalar("0660"), "\"0660\"")
