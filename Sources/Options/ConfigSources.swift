@@ -16,6 +16,12 @@ public enum ConfigOrigin: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// Why a configuration or environment file could not be read.
+public struct FileReadFailure: Error, Sendable {
+    public let reason: String
+    public init(_ reason: String) { self.reason = reason }
+}
+
 /// What one source says about one option.
 public enum OptionSetting: Sendable, Equatable {
     /// A flag: true given, false not given (a higher source can turn a
@@ -73,9 +79,9 @@ public enum ConfigSources {
     /// Resolves `commandLine` (the arguments after the program name)
     /// against the environment (`environment` looks a variable up) and the
     /// file --config or PEREGRINE_CONFIG names (`readFile` returns its
-    /// bytes or nil if it cannot be read).
+    /// bytes, or why it cannot be read).
     public static func resolve(commandLine: [String], environment: (String) -> String?,
-                               readFile: (String) -> [UInt8]?) throws(UsageError) -> Outcome {
+                               readFile: (String) -> Result<[UInt8], FileReadFailure>) throws(UsageError) -> Outcome {
         let scanned = try scanCommandLine(commandLine)
         if scanned.asksForHelpOrVersion {
             // --help and --version print whatever else is there, as before.
@@ -95,10 +101,10 @@ public enum ConfigSources {
         var fileEntries: [ConfigEntry] = []
         if let (path, origin) = configPath {
             if path.isEmpty { throw UsageError(message: "--config needs a path (\(origin))") }
-            guard let bytes = readFile(path) else {
-                throw UsageError(message: "--config: cannot read \(path) (\(origin))")
+            switch readFile(path) {
+            case .success(let bytes): fileEntries = try entries(fromFile: bytes, path: path)
+            case .failure(let failure): throw UsageError(message: "--config: cannot read \(path): \(failure.reason) (\(origin))")
             }
-            fileEntries = try entries(fromFile: bytes, path: path)
         }
         // Highest first: the first layer that has an option wins.
         let layers = [commandLineEntries, env, fileEntries, legacy]
@@ -141,11 +147,15 @@ public enum ConfigSources {
         }
         var environmentFile: [(name: String, value: String)] = []
         if let e = winners.first(where: { $0.option == "env-file" }), case .values(let v) = e.setting, let path = v.last {
-            guard let bytes = readFile(path) else { throw UsageError(message: "--env-file: cannot read \(path) (\(e.origin))") }
-            do {
-                environmentFile = try DotEnv.read(bytes, environment: environment)
-            } catch {
-                throw UsageError(message: "--env-file \(path):\(error.line): \(error.message)")
+            switch readFile(path) {
+            case .success(let bytes):
+                do {
+                    environmentFile = try DotEnv.read(bytes, environment: environment)
+                } catch {
+                    throw UsageError(message: "--env-file \(path):\(error.line): \(error.message)")
+                }
+            case .failure(let failure):
+                throw UsageError(message: "--env-file: cannot read \(path): \(failure.reason) (\(e.origin))")
             }
         }
         let printConfig = winners.contains { $0.option == "print-config" && $0.setting == .flag(true) }

@@ -62,21 +62,26 @@ public enum ProcessStart {
         return names
     }
 
-    /// The whole of a regular file, or nil if it cannot be read.
-    static func readWholeFile(_ path: String) -> [UInt8]? {
+    /// A configuration file larger than this is refused: none is, and a
+    /// device that never ends (a mistyped /dev/zero) must not eat memory.
+    static let largestConfigurationFile = 1 << 20
+
+    /// The whole of a file, or why not.
+    static func readWholeFile(_ path: String) -> Result<[UInt8], FileReadFailure> {
         let fd = csys_open_read(path)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return .failure(FileReadFailure(SystemError(call: "open", errno: csys_errno()).description)) }
         defer { _ = csys_close(fd) }
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { return nil }
-            if n == 0 { return out }
+            guard n >= 0 else { return .failure(FileReadFailure(SystemError(call: "read", errno: csys_errno()).description)) }
+            if n == 0 { return .success(out) }
             out += chunk[0..<n]
-            // A configuration file is small; a device that never ends is not one.
-            if out.count > 16 << 20 { return nil }
+            if out.count > largestConfigurationFile {
+                return .failure(FileReadFailure("larger than \(largestConfigurationFile >> 20) MiB"))
+            }
         }
     }
 

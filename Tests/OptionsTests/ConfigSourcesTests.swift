@@ -9,7 +9,9 @@ final class ConfigSourcesTests: XCTestCase {
     private func resolve(_ commandLine: [String], environment: [String: String] = [:],
                          files: [String: String] = [:]) throws(UsageError) -> ResolvedConfiguration {
         let outcome = try ConfigSources.resolve(commandLine: commandLine, environment: { environment[$0] },
-                                                readFile: { files[$0].map { Array($0.utf8) } })
+                                                readFile: { path in
+            files[path].map { .success(Array($0.utf8)) } ?? .failure(FileReadFailure("open: No such file or directory"))
+        })
         guard case .resolved(let r) = outcome else {
             XCTFail("printed instead of resolving")
             throw UsageError(message: "printed")
@@ -134,7 +136,7 @@ final class ConfigSourcesTests: XCTestCase {
 
     func testHelpAndVersionStillPrint() throws {
         guard case .printAndExit(let text, 0) = try ConfigSources.resolve(
-            commandLine: ["--version"], environment: { _ in nil }, readFile: { _ in nil }) else { return XCTFail() }
+            commandLine: ["--version"], environment: { _ in nil }, readFile: { _ in .failure(FileReadFailure("unused")) }) else { return XCTFail() }
         XCTAssertTrue(text.hasPrefix("peregrine "))
     }
 
@@ -181,10 +183,10 @@ final class ConfigSourcesTests: XCTestCase {
     }
 
     func testMissingOrUnreadableFiles() {
-        XCTAssertEqual(usageError(["--config", "nope.toml", "app:app"]), "--config: cannot read nope.toml (command line)")
+        XCTAssertEqual(usageError(["--config", "nope.toml", "app:app"]), "--config: cannot read nope.toml: open: No such file or directory (command line)")
         XCTAssertEqual(usageError(["app:app"], environment: ["PEREGRINE_CONFIG": "nope.toml"]),
-                       "--config: cannot read nope.toml (environment variable PEREGRINE_CONFIG)")
-        XCTAssertEqual(usageError(["--env-file", "e.env", "app:app"]), "--env-file: cannot read e.env (command line)")
+                       "--config: cannot read nope.toml: open: No such file or directory (environment variable PEREGRINE_CONFIG)")
+        XCTAssertEqual(usageError(["--env-file", "e.env", "app:app"]), "--env-file: cannot read e.env: open: No such file or directory (command line)")
         XCTAssertEqual(usageError(["--env-file", "e.env", "app:app"], files: ["e.env": "A=1\nB C\n"]),
                        "--env-file e.env:2: expected '=' after B")
     }

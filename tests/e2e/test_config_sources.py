@@ -212,7 +212,7 @@ def test_workers_get_resolved_arguments_and_sighup_does_not_reread_the_file(
 
 
 def test_print_config_shows_every_option_with_its_origin(tmp_path: Path) -> None:
-    write(tmp_path / "p.toml", BASE + "\nmax-body = \"1m\"\ntls-cert = []\n")
+    write(tmp_path / "p.toml", BASE + '\nmax-body = "1m"\ntls-cert = []\n')
     env = environment(PEREGRINE_BACKLOG="64", PEREGRINE_RELOAD_INCLUDE='["*.py", "*.html"]')
     result = run(["--config", "p.toml", "--print-config", "--port", "8123"], tmp_path, env)
     assert result.returncode == 0, result.stderr
@@ -248,7 +248,7 @@ def test_env_file_reaches_the_application_and_does_not_configure_peregrine(
 ) -> None:
     write(
         tmp_path / "app.env",
-        "# for the application\nexport GREETING=\"hello ${WHO:-world}\"\nKEPT=from-file\nPEREGRINE_WORKERS=3\n"
+        '# for the application\nexport GREETING="hello ${WHO:-world}"\nKEPT=from-file\nPEREGRINE_WORKERS=3\n'
         "QUOTED='a ${GREETING} b'\n",
     )
     write(tmp_path / "p.toml", BASE + 'env-file = "app.env"\n')
@@ -261,6 +261,16 @@ def test_env_file_reaches_the_application_and_does_not_configure_peregrine(
         "PEREGRINE_WORKERS": "3",
         "QUOTED": "a ${GREETING} b",
     }
+
+
+def test_a_configuration_file_over_one_mebibyte_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "big.toml", "# padding\n" * ((1 << 20) // 10) + "port = 1\n")
+    result = run(["--config", "big.toml", "config_apps:app"], tmp_path, environment())
+    assert "--config: cannot read big.toml: larger than 1 MiB (command line)" in error_line(result)
+    write(tmp_path / "fits.toml", "# padding\n" * ((1 << 20) // 10 - 1) + "port = 1\n")
+    result = run(["--print-config", "--config", "fits.toml", "config_apps:app"], tmp_path, environment())
+    assert result.returncode == 0, result.stderr
+    assert tomllib.loads(result.stdout)["port"] == 1
 
 
 def test_a_bad_env_file_stops_startup_with_its_line(tmp_path: Path) -> None:
@@ -296,12 +306,12 @@ def test_app_dir_must_exist(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("document", "expected"),
     [
-        ("port = 0\nmax-body = \"lots\"\n", "p.toml:2 (key max-body): --max-body must be a size"),
+        ('port = 0\nmax-body = "lots"\n', "p.toml:2 (key max-body): --max-body must be a size"),
         ("[peregrine]\nmax-bdy = 1\n", "p.toml:2: unknown key 'max-bdy' (did you mean 'max-body'?)"),
         ("workers = 1.5\n", "p.toml:1: floats are not supported"),
-        ("access-log = \"yes\"\n", "p.toml:1: 'access-log' is a flag: it takes true or false"),
+        ('access-log = "yes"\n', "p.toml:1: 'access-log' is a flag: it takes true or false"),
         ("[server]\n", "p.toml:1: unknown table [server]"),
-        ("tls-ca = \"ca.pem\"\n", "--tls-ca needs --tls-cert and --tls-key (--tls-ca from p.toml:1 (key tls-ca))"),
+        ('tls-ca = "ca.pem"\n', "--tls-ca needs --tls-cert and --tls-key (--tls-ca from p.toml:1 (key tls-ca))"),
     ],
 )
 def test_file_errors_name_the_file_line_and_key(tmp_path: Path, document: str, expected: str) -> None:
@@ -318,7 +328,7 @@ def test_file_errors_name_the_file_line_and_key(tmp_path: Path, document: str, e
         ({"WEB_CONCURRENCY": "-1"}, "environment variable WEB_CONCURRENCY: --workers must be an integer"),
         (
             {"PEREGRINE_CONFIG": "missing.toml"},
-            "--config: cannot read missing.toml (environment variable PEREGRINE_CONFIG)",
+            "--config: cannot read missing.toml: open: No such file or directory (environment variable",
         ),
     ],
 )
