@@ -148,6 +148,15 @@ options:
                            per thread, on its own loop) or process (one, on the
                            main thread's loop, its state shared by all threads)
   --no-uvloop              ASGI: use asyncio's own loop even if uvloop is installed
+  --config PATH            read options from this TOML file (keys are option
+                           names: max-body = "16m"); PEREGRINE_<OPTION>
+                           variables override it, the command line both
+  --env-file PATH          load these dotenv variables into the application's
+                           environment (variables already set win)
+  --app-dir DIR            import the application from DIR: put first on
+                           sys.path and made the workers' working directory
+  --print-config           print the effective configuration and where each
+                           value came from, then exit
   --version                print the version and exit
   --help                   print this help and exit
 
@@ -203,6 +212,11 @@ public enum CommandLineParser {
             switch name {
             case "--help": try flag(); return .printAndExit(usageText, status: 0)
             case "--version": try flag(); return .printAndExit("peregrine \(peregrineVersion)\n", status: 0)
+            // Configuration sources (ConfigSources acts on them in the supervisor).
+            case "--config": config.configFile = try path(name, try value())
+            case "--env-file": config.envFile = try path(name, try value())
+            case "--app-dir": config.appDir = try path(name, try value())
+            case "--print-config": try flag(); config.printConfig = true
             case "--host":
                 addressGiven.host = true
                 config.host = try value()

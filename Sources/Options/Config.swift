@@ -252,5 +252,18 @@ public struct Config: Sendable {
     /// (the old workers keep serving), not a `peregrine: error:` exit.
     public var checkBeforeRestart = false
 
+    /// `--config`: the TOML file the supervisor read (ConfigSources);
+    /// workers get the resolved options instead.
+    public var configFile: String?
+    /// `--env-file`: dotenv variables the supervisor loads into the
+    /// application's environment (those already set win).
+    public var envFile: String?
+    /// `--app-dir`: the worker changes to this directory and puts it first
+    /// on sys.path before Python starts (uvicorn's `--app-dir`, plus the
+    /// working directory).
+    public var appDir: String?
+    /// `--print-config`: print the effective configuration and exit.
+    public var printConfig = false
+
     public init() {}
 }

@@ -52,8 +52,19 @@ public enum Main {
         case .http?: "http"
         case nil: tlsContext == nil ? "http" : "https"
         }
+        // --app-dir: after the TLS files (relative to where peregrine was
+        // started), before Python: the import sees DIR as "." and sys.path[0].
+        var pythonPaths = config.pythonPaths
+        if let dir = config.appDir {
+            guard let absolute = enterAppDirectory(dir) else {
+                throw StartupFailure("--app-dir: cannot change to \(dir): \(SystemError(call: "chdir", errno: csys_errno()))")
+            }
+            // Interpreter.start inserts each entry at sys.path[0] in turn, so
+            // the last of the list ends up first (test_config_sources checks it).
+            pythonPaths.append(absolute)
+        }
         do {
-            try Interpreter.start(programName: programName, argv: ["peregrine"], pythonPaths: config.pythonPaths)
+            try Interpreter.start(programName: programName, argv: ["peregrine"], pythonPaths: pythonPaths)
             try Runtime.install()
         } catch {
             throw StartupFailure(error.message, detail: error.traceback)

@@ -18,14 +18,20 @@ public enum SupervisorMain {
     public static let workerExecutableName = "peregrine-worker"
 
     public static func run() -> Never {
-        let args = ProcessStart.arguments
-        let config = ProcessStart.configuration()
+        // Resolved once (command line, PEREGRINE_*, --config file): the
+        // workers, including those a SIGHUP starts, get these arguments.
+        let resolved = ProcessStart.supervisorConfiguration()
+        let args = resolved.arguments
+        let config = resolved.config
         if config.isWorker || config.checkOnly {
             ProcessStart.fail("--worker is internal: workers run \(workerExecutableName)")
         }
         Log.level = config.logLevel
         csys_ignore_sigpipe()
         do throws(StartupFailure) {
+            if let dir = config.appDir, !isDirectory(dir) {
+                throw StartupFailure("--app-dir \(dir) is not a directory")
+            }
             let worker = try locateWorkerExecutable()
             if config.tlsEnabled {
                 try check(config, arguments: args, worker: worker)
