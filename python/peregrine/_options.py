@@ -67,6 +67,10 @@ class Option:
 
 # In the order of `peregrine --help`.
 OPTIONS: tuple[Option, ...] = (
+    Option("--config", Kind.PATH),
+    Option("--print-config", Kind.FLAG),
+    Option("--env-file", Kind.PATH),
+    Option("--app-dir", Kind.PATH),
     Option("--host", Kind.TEXT),
     Option("--port", Kind.INTEGER),
     Option("--unix", Kind.PATH),
