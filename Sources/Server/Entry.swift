@@ -14,7 +14,9 @@ import PyBridge
 /// status 2.
 public enum Main {
     public static func run() -> Never {
-        let config = ProcessStart.configuration()
+        var config = ProcessStart.configuration()
+        // Before anything else, and before Python: see KeyPasswordHandoff.
+        KeyPasswordHandoff.take(into: &config)
         Log.level = config.logLevel
         csys_ignore_sigpipe()
         do {

@@ -21,8 +21,8 @@ public enum SupervisorMain {
         // Resolved once (command line, PEREGRINE_*, --config file): the
         // workers, including those a SIGHUP starts, get these arguments.
         let resolved = ProcessStart.supervisorConfiguration()
-        let args = resolved.arguments
         let config = resolved.config
+        let args = KeyPasswordHandoff.publish(config, arguments: resolved.arguments)
         if config.isWorker || config.checkOnly {
             ProcessStart.fail("--worker is internal: workers run \(workerExecutableName)")
         }

@@ -67,6 +67,9 @@ def _pieces(n: int) -> Iterator[bytes]:
 def _wsgi_info(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
     keys = {k: v for k, v in environ.items() if k.startswith("SSL_") or k in ("HTTPS", "wsgi.url_scheme")}
     keys["pid"] = os.getpid()
+    # The key password is handed to workers outside argv and taken out of
+    # their environment before Python starts (KeyPasswordHandoff).
+    keys["key_password_in_environ"] = "PEREGRINE_TLS_KEY_PASSWORD" in os.environ
     body = json.dumps(keys).encode()
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
     return [body]

@@ -5,6 +5,7 @@ missing password is one `peregrine: error:` line and exit 2, before any worker s
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -16,7 +17,6 @@ pytest_plugins = ("tls_support", "tls_files_support")
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
     from tls_support import TLSFiles
 
@@ -72,6 +72,29 @@ def test_password_on_the_command_line(
         PASSWORD.decode(),
     )
     assert info(server, client_context(tls_files))["wsgi.url_scheme"] == "https"
+
+
+@pytest.mark.parametrize("source", ["command line", "environment"])
+def test_password_reaches_workers_off_their_command_line(
+    start_server: Callable[..., Server],
+    tls_files: TLSFiles,
+    encrypted_key: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+) -> None:
+    """`ps` shows every process's arguments to every user: the supervisor hands the password to its workers
+    through the environment instead, and each takes it out before Python starts (the application never sees it)."""
+    options = ["--tls-cert", str(tls_files.cert), "--tls-key", str(encrypted_key)]
+    if source == "environment":
+        monkeypatch.setenv("PEREGRINE_TLS_KEY_PASSWORD", PASSWORD.decode())
+    else:
+        options += ["--tls-key-password", PASSWORD.decode()]
+    server = start_server(TARGET, *options)
+    seen = info(server, client_context(tls_files))
+    assert seen["key_password_in_environ"] is False
+    worker_arguments = Path(f"/proc/{seen['pid']}/cmdline").read_bytes()
+    assert PASSWORD not in worker_arguments
+    assert b"--tls-key-password" not in worker_arguments
 
 
 def test_password_applies_to_every_key(
