@@ -16,6 +16,10 @@ public enum Main {
     public static func run() -> Never {
         let config = ProcessStart.configuration()
         Log.level = config.logLevel
+        Log.format = config.logFormat
+        // The supervisor relays SIGUSR1 as the reopen signal; until now it
+        // was blocked (inherited from the supervisor).
+        _ = csys_reopen_handler_install()
         csys_ignore_sigpipe()
         do {
             if config.checkOnly {
