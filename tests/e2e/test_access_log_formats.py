@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 from h2client import H2Client
+from process_support import wait_for_workers, workers
 from rawhttp import RawConnection, request
 
 from conftest import APPS, CRASH_MARKERS
 from installed import peregrine_command
-from process_support import wait_for_workers, workers
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,7 +35,7 @@ TARGETS = ["request_id_apps:wsgi", "request_id_apps:asgi"]
 #: Every atom, `|`-separated (no value below holds a `|`), then a literal `%`.
 ALL_ATOMS = "|".join(
     [
-        *(f"%({atom})s" for atom in "h l u t r m U q H s b B f a T D M L p".split()),
+        *(f"%({atom})s" for atom in "hlutrmUqHsbBfaTDMLp"),
         "%({x-trace}i)s",
         "%({X-App}o)s",
         "%({content-length}o)s",
@@ -71,9 +71,9 @@ def test_every_gunicorn_atom(start_server: Callable[..., Server], target: str) -
     ]
     assert get(server, "/sleep/150?a=1&b=%41", headers) == 200
     fields = line_with(server, "atom-test/1.0").split("|")
-    (h, l, u, t, r, m, path, q, proto, s, b, big_b, f, a, secs, micros, millis, decimal, pid,
+    (h, dash, u, t, r, m, path, q, proto, s, b, big_b, f, a, secs, micros, millis, decimal, pid,
      trace, app, length, absent_in, absent_out, literal) = fields  # fmt: skip
-    assert (h, l, u) == ("127.0.0.1", "-", "alice")
+    assert (h, dash, u) == ("127.0.0.1", "-", "alice")
     assert CLF_TIME.fullmatch(t), t
     assert r == "GET /sleep/150?a=1&b=%41 HTTP/1.1"
     assert (m, path, q, proto, s) == ("GET", "/sleep/150", "a=1&b=%41", "HTTP/1.1", "200")
@@ -151,7 +151,9 @@ def test_a_rejected_request_logs_dashes(start_server: Callable[..., Server]) -> 
     assert get(server, "/after") == 200  # the worker keeps serving
 
 
-def test_access_log_file_is_appended_and_reopened_on_sigusr1(start_server: Callable[..., Server], tmp_path: Path) -> None:
+def test_access_log_file_is_appended_and_reopened_on_sigusr1(
+    start_server: Callable[..., Server], tmp_path: Path
+) -> None:
     path = tmp_path / "access.log"
     path.write_text("kept from before\n")
     server = start_server(TARGETS[0], "--access-log-file", str(path), "--workers", "2")

@@ -19,8 +19,9 @@ from rawhttp import RawConnection, request
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from conftest import Server
     from tls_support import TLSFiles
+
+    from conftest import Server
 
 pytest_plugins = ("tls_support",)
 
@@ -72,9 +73,12 @@ def test_generated_ids_are_unique(start_server: Callable[..., Server]) -> None:
     assert all(GENERATED.fullmatch(i) for i in ids)
 
 
-@pytest.mark.parametrize("value", ["abc-123", "0" * 200, "!#$%&'*+-.^_`|~:/=;{}[]<>@\"\\"], ids=["short", "longest", "punctuation"])
+@pytest.mark.parametrize(
+    "value", ["abc-123", "0" * 200, "!#$%&'*+-.^_`|~:/=;{}[]<>@\"\\"], ids=["short", "longest", "punctuation"]
+)
 def test_a_well_formed_client_id_is_kept(start_server: Callable[..., Server], target: str, value: str) -> None:
-    server = start_server(target, "--request-id-header", "x-request-id", "--access-log-format", "%(r)s [%({x-request-id}o)s]")
+    log_format = "%(r)s [%({x-request-id}o)s]"
+    server = start_server(target, "--request-id-header", "x-request-id", "--access-log-format", log_format)
     with RawConnection.to(server) as connection:
         connection.send(request("GET", "/kept", [("X-Request-Id", value)]))
         response = connection.read_response()
@@ -95,7 +99,9 @@ def test_a_well_formed_client_id_is_kept(start_server: Callable[..., Server], ta
     ],
     ids=["space", "too-long", "obs-text", "twice"],
 )
-def test_a_malformed_client_id_is_replaced(start_server: Callable[..., Server], target: str, fields: list[tuple[str, str]]) -> None:
+def test_a_malformed_client_id_is_replaced(
+    start_server: Callable[..., Server], target: str, fields: list[tuple[str, str]]
+) -> None:
     server = start_server(target, "--request-id-header", "X-Request-ID")
     with RawConnection.to(server) as connection:
         connection.send(request("GET", "/bad", fields))
