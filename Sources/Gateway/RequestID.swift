@@ -11,7 +11,10 @@ import Core
 /// 0x7E: no space, no control, no obs-text), which is what the common
 /// generators send (UUIDs, hex, base64, ULIDs) and what a log line can
 /// carry unquoted.
-public struct RequestID: Sendable {
+///
+/// A class: `GatewayRequest` (copied along the request path) then holds one
+/// optional reference, nil and free when the option is off.
+public final class RequestID: Sendable {
     /// Longest id taken from a client; a longer one is replaced.
     public static let maxLength = 200
 

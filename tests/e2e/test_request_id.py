@@ -168,3 +168,13 @@ def test_http3_request_ids(tls_server: Callable[..., Server], tls_files: TLSFile
     assert line is not None
     record = json.loads(line)
     assert (record["protocol"], record["request_id"]) == ("HTTP/3", value)
+
+
+def test_the_wsgi_pool_threads_see_the_id(start_server: Callable[..., Server]) -> None:
+    """--wsgi-threads copies the request to a pool thread: the generated id goes with it."""
+    server = start_server(TARGETS[0], "--request-id-header", "X-Request-ID", "--wsgi-threads", "2")
+    for _ in range(4):
+        seen, echoed = http1(server, "/pool")
+        assert len(echoed) == 1
+        assert GENERATED.fullmatch(echoed[0])
+        assert seen == echoed[0]
