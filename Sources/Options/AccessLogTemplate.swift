@@ -30,10 +30,11 @@ public struct AccessLogTemplate: Sendable, Equatable {
         case remoteAddress, dash, user, time, requestLine, method, path, query, proto
         case status, bytes, referer, userAgent
         case seconds, microseconds, milliseconds, decimalSeconds, pid
-        /// A request field, by lower-cased name.
-        case requestField([UInt8])
-        /// A response field, by lower-cased name.
-        case responseField([UInt8])
+        /// A request field: its lower-cased name, and where that name is in
+        /// `requestFieldNames` (resolved once, not per request).
+        case requestField([UInt8], index: Int)
+        /// A response field, the same way (`responseFieldNames`).
+        case responseField([UInt8], index: Int)
     }
 
     public enum Part: Sendable, Equatable {
@@ -87,18 +88,18 @@ public struct AccessLogTemplate: Sendable, Equatable {
             }
             let shown = String(decoding: b[i..<min(b.count, j + 2)], as: UTF8.self)
             guard j + 1 < b.count, b[j + 1] == UInt8(ascii: "s") else { throw .unknownAtom(shown) }
-            guard let atom = AccessLogTemplate.atom(named: Array(b[(i + 2)..<j])) else { throw .unknownAtom(shown) }
+            guard var atom = AccessLogTemplate.atom(named: Array(b[(i + 2)..<j])) else { throw .unknownAtom(shown) }
+            switch atom {
+            case .referer: _ = AccessLogTemplate.add(AccessLogTemplate.referer, to: &requestNames)
+            case .userAgent: _ = AccessLogTemplate.add(AccessLogTemplate.userAgent, to: &requestNames)
+            case .user: _ = AccessLogTemplate.add(AccessLogTemplate.authorization, to: &requestNames)
+            case .requestField(let name, _): atom = .requestField(name, index: AccessLogTemplate.add(name, to: &requestNames))
+            case .responseField(let name, _): atom = .responseField(name, index: AccessLogTemplate.add(name, to: &responseNames))
+            default: break
+            }
             if !literal.isEmpty { parts.append(.literal(literal)); literal = [] }
             parts.append(.atom(atom))
             sawAtom = true
-            switch atom {
-            case .referer: AccessLogTemplate.add(Array("referer".utf8), to: &requestNames)
-            case .userAgent: AccessLogTemplate.add(Array("user-agent".utf8), to: &requestNames)
-            case .user: AccessLogTemplate.add(Array("authorization".utf8), to: &requestNames)
-            case .requestField(let name): AccessLogTemplate.add(name, to: &requestNames)
-            case .responseField(let name): AccessLogTemplate.add(name, to: &responseNames)
-            default: break
-            }
             i = j + 2
         }
         guard sawAtom else { throw .noAtom }
@@ -108,8 +109,22 @@ public struct AccessLogTemplate: Sendable, Equatable {
         responseFieldNames = responseNames
     }
 
-    private static func add(_ name: [UInt8], to names: inout [[UInt8]]) {
-        if !names.contains(name) { names.append(name) }
+    static let referer = Array("referer".utf8)
+    static let userAgent = Array("user-agent".utf8)
+    static let authorization = Array("authorization".utf8)
+
+    /// Where the request field `name` is in `requestFieldNames` (nil: no
+    /// atom reads it).
+    public func requestFieldIndex(_ name: [UInt8]) -> Int? { requestFieldNames.firstIndex(of: name) }
+    public var refererIndex: Int? { requestFieldIndex(AccessLogTemplate.referer) }
+    public var userAgentIndex: Int? { requestFieldIndex(AccessLogTemplate.userAgent) }
+    public var authorizationIndex: Int? { requestFieldIndex(AccessLogTemplate.authorization) }
+
+    /// `name`'s index in `names`, appended if new.
+    private static func add(_ name: [UInt8], to names: inout [[UInt8]]) -> Int {
+        if let i = names.firstIndex(of: name) { return i }
+        names.append(name)
+        return names.count - 1
     }
 
     static func atom(named name: [UInt8]) -> Atom? {
@@ -141,8 +156,8 @@ public struct AccessLogTemplate: Sendable, Equatable {
         let field = name[1..<(name.count - 2)].map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
         guard !field.isEmpty, field.allSatisfy(isTokenChar) else { return nil }
         switch name[name.count - 1] {
-        case UInt8(ascii: "i"): return .requestField(field)
-        case UInt8(ascii: "o"): return .responseField(field)
+        case UInt8(ascii: "i"): return .requestField(field, index: 0)
+        case UInt8(ascii: "o"): return .responseField(field, index: 0)
         default: return nil
         }
     }

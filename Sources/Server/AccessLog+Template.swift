@@ -30,7 +30,7 @@ extension AccessLog {
             }
         case .dash: appendRaw("-")
         case .user:
-            guard let r, let user = r.with(r.requestFields[index(of: Array("authorization".utf8), in: requestFieldNames)], basicUser),
+            guard let r, let k = fieldIndices.authorization, let user = r.with(r.requestFields[k], basicUser),
                   !user.isEmpty else { appendRaw("-"); return }
             user.withUnsafeBytes { appendValue($0) }
         case .time: appendTimeAtom()
@@ -55,8 +55,8 @@ extension AccessLog {
             if let r { appendRaw(r.version) } else { appendRaw("-") }
         case .status: appendDecimal(Int64(e.status))
         case .bytes: appendDecimal(e.bytes)
-        case .referer: appendField(r, "referer")
-        case .userAgent: appendField(r, "user-agent")
+        case .referer: appendField(r, fieldIndices.referer)
+        case .userAgent: appendField(r, fieldIndices.userAgent)
         case .seconds: appendDuration(e) { appendDecimal($0 / 1_000_000_000) }
         case .microseconds: appendDuration(e) { appendDecimal($0 / 1000) }
         case .milliseconds: appendDuration(e) { appendDecimal($0 / 1_000_000) }
@@ -70,11 +70,8 @@ extension AccessLog {
             appendRaw("<")
             appendDecimal(pidValue)
             appendRaw(">")
-        case .requestField(let name):
-            guard let r, let range = r.requestFields[index(of: name, in: requestFieldNames)] else { appendRaw("-"); return }
-            r.with(range) { appendValue($0) }
-        case .responseField(let name):
-            let k = index(of: name, in: responseFieldNames)
+        case .requestField(_, let k): appendField(r, k)
+        case .responseField(_, let k):
             guard let r, k < r.responseFields.count, let range = r.responseFields[k] else { appendRaw("-"); return }
             r.with(range) { appendValue($0) }
         }
@@ -85,20 +82,13 @@ extension AccessLog {
         r.with(range) { appendValue($0) }
     }
 
-    private func appendField(_ r: RequestLine?, _ name: StaticString) {
-        let wanted = Array(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-        guard let r, let range = r.requestFields[index(of: wanted, in: requestFieldNames)] else { appendRaw("-"); return }
+    private func appendField(_ r: RequestLine?, _ k: Int?) {
+        guard let r, let k, let range = r.requestFields[k] else { appendRaw("-"); return }
         r.with(range) { appendValue($0) }
     }
 
     private func appendDuration(_ e: Entry, _ body: (Int64) -> Void) {
         if let ns = e.nanoseconds { body(ns) } else { appendRaw("-") }
-    }
-
-    /// Where the template put `name` (it is there: the template listed
-    /// every name its atoms read).
-    private func index(of name: [UInt8], in names: [[UInt8]]) -> Int {
-        names.firstIndex(of: name)!
     }
 
     /// The user name of `Authorization: Basic <base64(user:password)>`

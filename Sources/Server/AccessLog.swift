@@ -29,6 +29,9 @@ final class AccessLog {
     /// The request fields a format string reads (empty otherwise).
     let requestFieldNames: [[UInt8]]
     let responseFieldNames: [[UInt8]]
+    /// Where `%(f)s`, `%(a)s` and `%(u)s` find their fields among
+    /// `requestFieldNames` (nil: no atom reads it).
+    let fieldIndices: (referer: Int?, userAgent: Int?, authorization: Int?)
     private let sink: AccessLogSink?
     private var line: [UInt8] = []
     /// A percent-decoded path (`%(U)s`).
@@ -46,10 +49,12 @@ final class AccessLog {
         if case .template(let template) = format {
             requestFieldNames = template.requestFieldNames
             responseFieldNames = template.responseFieldNames
+            fieldIndices = (template.refererIndex, template.userAgentIndex, template.authorizationIndex)
             timeStyle = 1
         } else {
             requestFieldNames = []
             responseFieldNames = []
+            fieldIndices = (nil, nil, nil)
             timeStyle = 0
         }
         sink = enabled ? try AccessLogSink(path: config.accessLogFile) : nil

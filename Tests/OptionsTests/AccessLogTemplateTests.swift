@@ -35,10 +35,18 @@ final class AccessLogTemplateTests: XCTestCase {
 
     func testFieldAtomsAreLowerCasedAndListedOnce() throws {
         let t = try AccessLogTemplate(parsing: "%({X-Trace}i)s %({x-trace}i)s %(f)s %({Content-Type}o)s %(u)s")
-        XCTAssertEqual(t.parts[0], .atom(.requestField(bytes("x-trace"))))
-        XCTAssertEqual(t.parts[6], .atom(.responseField(bytes("content-type"))))
+        XCTAssertEqual(t.parts[0], .atom(.requestField(bytes("x-trace"), index: 0)))
+        XCTAssertEqual(t.parts[2], .atom(.requestField(bytes("x-trace"), index: 0)))
+        XCTAssertEqual(t.parts[6], .atom(.responseField(bytes("content-type"), index: 0)))
         XCTAssertEqual(t.requestFieldNames, [bytes("x-trace"), bytes("referer"), bytes("authorization")])
         XCTAssertEqual(t.responseFieldNames, [bytes("content-type")])
+        XCTAssertEqual(t.refererIndex, 1)
+        XCTAssertEqual(t.authorizationIndex, 2)
+        XCTAssertNil(t.userAgentIndex)
+        let two = try AccessLogTemplate(parsing: "%({a}o)s %({b}i)s %({B}o)s %({c}i)s")
+        XCTAssertEqual(two.parts[2], .atom(.requestField(bytes("b"), index: 0)))
+        XCTAssertEqual(two.parts[4], .atom(.responseField(bytes("b"), index: 1)))
+        XCTAssertEqual(two.parts[6], .atom(.requestField(bytes("c"), index: 1)))
     }
 
     func testDoublePercentIsALiteralPercentAndMergesWithText() throws {
