@@ -32,7 +32,8 @@ final class AccessLog {
     /// Where `%(f)s`, `%(a)s` and `%(u)s` find their fields among
     /// `requestFieldNames` (nil: no atom reads it).
     let fieldIndices: (referer: Int?, userAgent: Int?, authorization: Int?)
-    private let sink: AccessLogSink?
+    /// nil when logging is off.
+    let sink: AccessLogSink?
     private var line: [UInt8] = []
     /// A percent-decoded path (`%(U)s`).
     var decodedScratch: [UInt8] = []

@@ -8,10 +8,12 @@ import Core
 /// one write(2), and appends of one write never interleave, so the lines of
 /// all workers stay whole. Reopening (logrotate renamed the file): the
 /// supervisor relays SIGUSR1 as the reopen signal, whose handler counts
-/// (csys_reopen_generation); the next line written after it opens PATH
-/// again — a new file if the old one was moved away — and closes the old
-/// descriptor. A worker that logs nothing keeps the old file open until
-/// its next line (with logrotate's `create`, nothing is lost either way).
+/// (csys_reopen_generation). The worker's loop checks the count each time
+/// it wakes (at the latest at its next heartbeat, within a second), and
+/// every line checks it before it is written: either way PATH is opened
+/// again — a new file if the old
+/// one was moved away — and the old descriptor closed, so no line written
+/// after the signal reached the worker goes to the old file.
 final class AccessLogSink {
     private let path: String?
     private(set) var fd: Int32
@@ -32,8 +34,14 @@ final class AccessLogSink {
     }
 
     /// Writes one whole line (retrying partial writes and EINTR).
-    func write(_ line: [UInt8]) {
+    /// Reopens the file if a reopen signal came since it was opened.
+    @inline(__always)
+    func reopenIfAsked() {
         if let path, csys_reopen_generation() != generation { reopen(path) }
+    }
+
+    func write(_ line: [UInt8]) {
+        reopenIfAsked()
         line.withUnsafeBytes { b in
             var offset = 0
             while offset < b.count {

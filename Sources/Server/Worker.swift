@@ -353,6 +353,7 @@ final class Worker {
     private func handle(_ n: Int) {
         clock.takeReading()
         date.refresh()
+        accessLog.sink?.reopenIfAsked()
         for i in 0..<n {
             let (token, events) = poller.event(at: i)
             if let i = Worker.listenerIndex(token), i < acceptor.listeners.count {

@@ -261,3 +261,24 @@ def test_a_bad_format_exits_2_naming_it(value: str, mention: str) -> None:
 )
 def test_option_values_are_checked(args: list[str], mention: str) -> None:
     assert_usage_error(run(*args, TARGETS[0]), mention)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_idle_worker_reopens_without_waiting_for_a_request(
+    start_server: Callable[..., Server], tmp_path: Path, target: str
+) -> None:
+    """The rotated file is let go within the heartbeat, not only at the next line (its space can be freed)."""
+    path = tmp_path / "access.log"
+    server = start_server(target, "--access-log-file", str(path))
+    assert get(server, "/before") == 200
+    path.rename(tmp_path / "access.log.1")
+    os.kill(server.pid, signal.SIGUSR1)
+    deadline = time.monotonic() + 5
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.exists(), "the idle worker did not reopen PATH"
+    assert get(server, "/after") == 200
+    deadline = time.monotonic() + 5
+    while "/after" not in path.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "/after" in path.read_text()
