@@ -42,6 +42,9 @@ public struct AccessLogTemplate: Sendable, Equatable {
         case atom(Atom)
     }
 
+    /// The format string as given (for showing or passing on the
+    /// configuration).
+    public let format: String
     public let parts: [Part]
     /// Lower-cased names of the request fields the atoms read (`f`, `a`,
     /// `u` and `{name}i`), copied from each request while it is at hand.
@@ -104,6 +107,7 @@ public struct AccessLogTemplate: Sendable, Equatable {
         }
         guard sawAtom else { throw .noAtom }
         if !literal.isEmpty { parts.append(.literal(literal)) }
+        self.format = format
         self.parts = parts
         requestFieldNames = requestNames
         responseFieldNames = responseNames

@@ -12,6 +12,15 @@ public enum AppProtocol: String, Sendable {
 public enum AccessLogFormat: Sendable, Equatable {
     case text, json
     case template(AccessLogTemplate)
+
+    /// What `--access-log-format` was given: `text`, `json` or the format string.
+    public var optionValue: String {
+        switch self {
+        case .text: "text"
+        case .json: "json"
+        case .template(let t): t.format
+        }
+    }
 }
 
 /// Where the ASGI lifespan runs when one worker process serves with

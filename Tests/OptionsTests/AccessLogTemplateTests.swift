@@ -108,6 +108,8 @@ final class AccessLogTemplateTests: XCTestCase {
         let c = try config(["--access-log-format", "%(h)s %(s)s"])
         XCTAssertTrue(c.accessLog)
         XCTAssertEqual(c.accessLogFormat, .template(try AccessLogTemplate(parsing: "%(h)s %(s)s")))
+        XCTAssertEqual(c.accessLogFormat.optionValue, "%(h)s %(s)s")
+        XCTAssertEqual(try config(["--access-log-format", "JSON"]).accessLogFormat.optionValue, "json")
     }
 
     func testABadFormatIsOneUsageLineNamingTheAtom() {
