@@ -14,3 +14,18 @@ extension UnsafeRawBufferPointer {
         return true
     }
 }
+
+extension UnsafeRawBufferPointer {
+    /// The bytes spell `lowercase` (bytes already in lower case), in any
+    /// case: a field name chosen at run time (`--request-id-header`).
+    @inlinable
+    public func equalsIgnoringASCIICase(_ lowercase: UnsafeRawBufferPointer) -> Bool {
+        guard count == lowercase.count else { return false }
+        for i in 0..<count {
+            var b = self[i]
+            if b >= 0x41 && b <= 0x5A { b |= 0x20 }
+            if b != lowercase[i] { return false }
+        }
+        return true
+    }
+}

@@ -28,12 +28,24 @@ public enum LogLevel: Int, Comparable, Sendable {
     }
 }
 
+/// `--log-format`: how the server's own log lines look.
+public enum LogFormat: String, Sendable {
+    /// `[2026-11-30 14:00:00 +0000] [pid] [LEVEL] message`
+    case text
+    /// `{"time": "2026-11-30 14:00:00 +0000", "level": "INFO", "pid": 12,
+    /// "message": "..."}`, one object per line (for log shippers).
+    case json
+}
+
 /// The operator's log, on standard error, one line per event:
-/// `[2026-11-30 14:00:00 +0000] [pid] [LEVEL] message`.
+/// `[2026-11-30 14:00:00 +0000] [pid] [LEVEL] message`, or a JSON object
+/// (`LogFormat.json`).
 /// Logging is off the request path except for errors and the access log,
 /// which has its own writer.
 public enum Log {
     nonisolated(unsafe) public static var level: LogLevel = .info
+    /// Set once at start-up, before any thread but the main one runs.
+    nonisolated(unsafe) public static var format: LogFormat = .text
 
     @inlinable public static func enabled(_ l: LogLevel) -> Bool { l >= level && level != .silent }
 
@@ -44,10 +56,34 @@ public enum Log {
 
     public static func write(_ l: LogLevel, _ message: () -> String) {
         guard enabled(l) else { return }
-        var line = "[\(timestamp())] [\(csys_getpid())] [\(l.label)] "
-        line += message()
-        if line.last != "\n" { line += "\n" }
-        writeAll(2, line)
+        switch format {
+        case .text:
+            var line = "[\(timestamp())] [\(csys_getpid())] [\(l.label)] "
+            line += message()
+            if line.last != "\n" { line += "\n" }
+            writeAll(2, line)
+        case .json:
+            writeAll(2, jsonLine(level: l, message: message()))
+        }
+    }
+
+    /// One JSON object: `time`, `level`, `pid`, `message` (a trailing
+    /// newline of the message dropped: the object is the line).
+    static func jsonLine(level l: LogLevel, message: String) -> String {
+        var m = Substring(message)
+        while m.last == "\n" { m = m.dropLast() }
+        var out: [UInt8] = []
+        out.reserveCapacity(m.utf8.count + 80)
+        out.append("{\"time\": ")
+        out.appendJSONString(timestamp())
+        out.append(", \"level\": \"")
+        out.append(contentsOf: l.label.utf8)
+        out.append("\", \"pid\": ")
+        out.appendDecimal(Int64(csys_getpid()))
+        out.append(", \"message\": ")
+        out.appendJSONString(String(m))
+        out.append("}\n")
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Writes a whole string to a descriptor, retrying partial writes.

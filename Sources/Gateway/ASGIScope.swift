@@ -146,19 +146,41 @@ struct ASGIScopeBuilder {
     }
 
     /// `[(name, value), ...]`: lower-cased names, bytes, in order, repeats kept.
+    /// A generated request id (--request-id-header) comes last, in place
+    /// of the client's fields of that name.
     private mutating func headerList(_ request: GatewayRequest) -> PyRef? {
+        if let id = request.requestID, id.generated { return headerList(request, adding: id) }
         guard let list = PyOwned(stealing: PyList_New(request.fieldCount)) else { return nil }
         for i in 0..<request.fieldCount {
             let f = request.fields[i]
-            guard let name = PyOwned(stealing: names.key(for: request.bytes(f.name)) ?? Py.bytes(request.bytes(f.name))),
-                  let value = PyOwned(stealing: Py.bytes(request.bytes(f.value))),
-                  let t = PyTuple_New(2) else { return nil }
-            // The tuple and the list take the references over (they steal them).
-            pshim_tuple_set_item(t, 0, name.take())
-            pshim_tuple_set_item(t, 1, value.take())
-            PyList_SetItem(list.ref, i, t)
+            guard let t = headerTuple(request.bytes(f.name), request.bytes(f.value)) else { return nil }
+            PyList_SetItem(list.ref, i, t)  // steals the tuple
         }
         return list.take()
+    }
+
+    private mutating func headerList(_ request: GatewayRequest, adding id: RequestID) -> PyRef? {
+        guard let list = PyOwned(stealing: PyList_New(0)) else { return nil }
+        for i in 0..<request.fieldCount {
+            let f = request.fields[i]
+            if id.replaces(fieldName: request.bytes(f.name)) { continue }
+            guard let t = PyOwned(stealing: headerTuple(request.bytes(f.name), request.bytes(f.value))),
+                  PyList_Append(list.ref, t.ref) == 0 else { return nil }
+        }
+        let added = id.lowerName.withUnsafeBytes { name in id.value.withUnsafeBytes { headerTuple(name, $0) } }
+        guard let t = PyOwned(stealing: added), PyList_Append(list.ref, t.ref) == 0 else { return nil }
+        return list.take()
+    }
+
+    /// `(name, value)` as bytes, the name lower-cased (new reference).
+    private mutating func headerTuple(_ n: UnsafeRawBufferPointer, _ v: UnsafeRawBufferPointer) -> PyRef? {
+        guard let name = PyOwned(stealing: names.key(for: n) ?? Py.bytes(n)),
+              let value = PyOwned(stealing: Py.bytes(v)),
+              let t = PyTuple_New(2) else { return nil }
+        // The tuple takes the references over (it steals them).
+        pshim_tuple_set_item(t, 0, name.take())
+        pshim_tuple_set_item(t, 1, value.take())
+        return t
     }
 
     /// The percent-decoded path as UTF-8 text (undecodable bytes become

@@ -28,6 +28,9 @@ public struct GatewayRequest {
     /// changes (no `--forwarded-allow-ips`, an untrusted peer, no usable
     /// field). The gateways and the access log read this one result.
     public var forwarded: ForwardedResolution?
+    /// `--request-id-header`: this request's id (nil: the option is off).
+    /// A generated one is added to the fields the application sees.
+    public var requestID: RequestID?
 
     public init(base: UnsafeRawPointer, method: ByteSpan, target: ByteSpan, path: ByteSpan, query: ByteSpan,
                 httpVersion: StaticString, isHead: Bool, fieldCount: Int, fields: UnsafePointer<FieldSpans>,
@@ -43,6 +46,7 @@ public struct GatewayRequest {
         self.fields = fields
         self.peer = peer
         forwarded = nil
+        requestID = nil
     }
 
     @inlinable public func bytes(_ span: ByteSpan) -> UnsafeRawBufferPointer {

@@ -1,7 +1,7 @@
 /// Decodes %XX escapes of a request path into `out` (grown as needed) and
 /// returns the decoded length. A `%` not followed by two hex digits is kept
 /// as it is, as the common servers do.
-func percentDecode(_ raw: UnsafeRawBufferPointer, into out: inout [UInt8]) -> Int {
+public func percentDecode(_ raw: UnsafeRawBufferPointer, into out: inout [UInt8]) -> Int {
     if out.count < raw.count { out = [UInt8](repeating: 0, count: raw.count) }
     var n = 0
     out.withUnsafeMutableBufferPointer { dst in

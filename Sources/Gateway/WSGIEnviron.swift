@@ -130,6 +130,13 @@ struct WSGIEnvironBuilder: ~Copyable {
                 PyDict_SetItem(env, key, v.ref)
             }
         }
+        // A generated request id replaces whatever the client sent under
+        // its name (--request-id-header).
+        if let id = request.requestID, id.generated,
+           let key = PyOwned(stealing: id.name.withUnsafeBytes { headerKeys.key(for: $0) }),
+           let v = PyOwned(stealing: id.value.withUnsafeBytes { Py.latin1($0) }) {
+            PyDict_SetItem(env, key.ref, v.ref)
+        }
         // After the fields: a forwarded host replaces HTTP_HOST.
         if let forwarded = request.forwarded { applyForwarded(env, forwarded) }
         return owner

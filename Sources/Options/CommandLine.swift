@@ -22,6 +22,7 @@ supervisor process and its worker processes.
 
 Signals: SIGTERM/SIGINT stop gracefully (a second one stops at once);
 SIGHUP replaces the workers one by one without dropping a connection.
+SIGUSR1 to the supervisor reopens the --access-log-file (logrotate).
 
 options:
   --host HOST              interface to bind (default 127.0.0.1)
@@ -49,7 +50,15 @@ options:
   --python-path DIR        put DIR first on sys.path (repeatable)
   --log-level LEVEL        debug, info, warning, error or silent (default info)
   --access-log             log one line per request to standard output
-  --access-log-format F    text (default) or json; implies --access-log
+  --access-log-format F    text (default), json, or a gunicorn format string
+                           such as '%(h)s "%(r)s" %(s)s %(D)s' (atoms in
+                           CONFIG.md); implies --access-log
+  --access-log-file PATH   append the access log to PATH (reopened on SIGUSR1
+                           to the supervisor); implies --access-log
+  --request-id-header NAME take a request's id from this field (1-200 visible
+                           ASCII characters) or generate one; the application
+                           sees it, the response echoes it, the log shows it
+  --log-format F           server log lines as text (default) or json
   --workers N              worker processes (default 1; 0 = one per CPU); with
                            --free-threaded, worker threads of one process
   --free-threaded          run the workers as threads of one process, sharing
@@ -387,12 +396,25 @@ public enum CommandLineParser {
                 config.lifespanScope = scope
             case "--no-uvloop": try flag(); config.uvloop = false
             case "--access-log-format":
-                let v = try value()
-                guard let f = AccessLogFormat(rawValue: v.lowercased()) else {
-                    throw UsageError(message: "--access-log-format must be text or json, got '\(v)'")
-                }
-                config.accessLogFormat = f
+                config.accessLogFormat = try accessLogFormat(try value())
                 config.accessLog = true
+            case "--access-log-file":
+                let v = try value()
+                guard !v.isEmpty else { throw UsageError(message: "--access-log-file needs a path") }
+                config.accessLogFile = v
+                config.accessLog = true
+            case "--request-id-header":
+                let v = try value()
+                guard !v.isEmpty, v.utf8.count <= 64, v.utf8.allSatisfy(AccessLogTemplate.isTokenChar) else {
+                    throw UsageError(message: "--request-id-header must be a field name (a token of at most 64 characters), got '\(v)'")
+                }
+                config.requestIDHeader = v
+            case "--log-format":
+                let v = try value()
+                guard let f = LogFormat(rawValue: v.lowercased()) else {
+                    throw UsageError(message: "--log-format must be text or json, got '\(v)'")
+                }
+                config.logFormat = f
             default:
                 throw UsageError(message: "unknown option '\(name)' (see --help)")
             }
@@ -429,6 +451,26 @@ public enum CommandLineParser {
             if config.proxyAllowIPs.isEmpty { throw UsageError(message: "--proxy-allow-ips must name at least one peer") }
         }
         return .run(config)
+    }
+
+    /// `text`, `json`, or a format string with gunicorn's atoms
+    /// (`AccessLogTemplate`), compiled now so a bad one stops the start.
+    static func accessLogFormat(_ v: String) throws(UsageError) -> AccessLogFormat {
+        switch v.lowercased() {
+        case "text": return .text
+        case "json": return .json
+        default:
+            do throws(AccessLogTemplate.ParseError) {
+                return .template(try AccessLogTemplate(parsing: v))
+            } catch {
+                switch error {
+                case .unknownAtom(let atom):
+                    throw UsageError(message: "--access-log-format: unknown atom '\(atom)' (see CONFIG.md for the atoms)")
+                case .noAtom:
+                    throw UsageError(message: "--access-log-format must be text, json or a format string with %(...)s atoms, got '\(v)'")
+                }
+            }
+        }
     }
 
     /// TLS options that only make sense together.

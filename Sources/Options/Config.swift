@@ -7,8 +7,20 @@ public enum AppProtocol: String, Sendable {
     case auto, wsgi, asgi
 }
 
-public enum AccessLogFormat: String, Sendable {
+/// `--access-log-format`: the built-in text or JSON line, or a gunicorn
+/// format string compiled at start-up.
+public enum AccessLogFormat: Sendable, Equatable {
     case text, json
+    case template(AccessLogTemplate)
+
+    /// What `--access-log-format` was given: `text`, `json` or the format string.
+    public var optionValue: String {
+        switch self {
+        case .text: "text"
+        case .json: "json"
+        case .template(let t): t.format
+        }
+    }
 }
 
 /// Where the ASGI lifespan runs when one worker process serves with
@@ -66,6 +78,15 @@ public struct Config: Sendable {
     public var logLevel: LogLevel = .info
     public var accessLog = false
     public var accessLogFormat: AccessLogFormat = .text
+    /// `--access-log-file`: append the access log to this file (each worker
+    /// opens it O_APPEND, so lines never interleave mid-line) instead of
+    /// standard output; reopened after SIGUSR1 to the supervisor.
+    public var accessLogFile: String?
+    /// `--request-id-header`: the field that carries a request's id (as
+    /// given, e.g. `X-Request-ID`); nil: no request ids.
+    public var requestIDHeader: String?
+    /// `--log-format`: server log lines as text or one JSON object each.
+    public var logFormat: LogFormat = .text
     /// ASGI: run the lifespan protocol (startup before serving, shutdown
     /// after the last request).
     public var lifespan = true

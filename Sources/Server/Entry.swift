@@ -18,6 +18,10 @@ public enum Main {
         // Before anything else, and before Python: see KeyPasswordHandoff.
         KeyPasswordHandoff.take(into: &config)
         Log.level = config.logLevel
+        Log.format = config.logFormat
+        // The supervisor relays SIGUSR1 as the reopen signal; until now it
+        // was blocked (inherited from the supervisor).
+        _ = csys_reopen_handler_install()
         csys_ignore_sigpipe()
         do {
             if config.checkOnly && config.checkBeforeRestart {

@@ -205,9 +205,20 @@ extension H1Connection {
         let reason = plan.status == head.status ? head.reason : UnsafeRawBufferPointer(start: nil, count: 0)
         // HTTP/3 is advertised over TLS only (AltSvcAdvert).
         let altSvc = tls != nil && !plan.hasAltSvc ? w.altSvc?.bytes : nil
-        let bytes = H1ResponseHead(status: plan.status, reason: reason, fields: head.fields,
-                                   framing: framing, date: plan.addsDate ? w.date.bytes : nil, altSvc: altSvc)
-        w.out.write(bytes.length) { bytes.write(into: $0) }
+        let date = plan.addsDate ? w.date.bytes : nil
+        if let ids = w.requestIDs, let id = request.requestID {
+            ids.withEcho(id, head.fields) { fields in
+                let bytes = H1ResponseHead(status: plan.status, reason: reason, fields: fields, framing: framing,
+                                           date: date, altSvc: altSvc)
+                w.out.write(bytes.length) { bytes.write(into: $0) }
+            }
+        } else {
+            let bytes = H1ResponseHead(status: plan.status, reason: reason, fields: head.fields,
+                                       framing: framing, date: date, altSvc: altSvc)
+            w.out.write(bytes.length) { bytes.write(into: $0) }
+        }
+        request.accessLine?.captureResponse(head.fields, contentLength: plan.contentLength,
+                                            names: w.accessLog.responseFieldNames, requestID: request.requestID)
         return framing.trailers
     }
 

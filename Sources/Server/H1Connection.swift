@@ -333,7 +333,11 @@ final class H1Connection: WorkerConnection {
             httpVersion: request.version == .http10 ? "HTTP/1.0" : "HTTP/1.1", isHead: exchange.isHead,
             fieldCount: table.count, fields: UnsafePointer(spans), peer: peer)
         if let resolver = w.forwardedResolver { gatewayRequest.resolveForwarded(resolver) }
-        request.accessLine = w.accessLog.enabled ? AccessLog.RequestLine(gatewayRequest) : nil
+        if let ids = w.requestIDs {
+            gatewayRequest.requestID = ids.assign(gatewayRequest)
+            request.requestID = gatewayRequest.requestID
+        }
+        request.accessLine = w.accessLog.requestLine(gatewayRequest)
         w.requestsServed += 1
         if head.upgrade, w.asgi != nil, let verdict = webSocketVerdict(head) {
             if w.config.websockets {
@@ -431,6 +435,7 @@ final class H1Connection: WorkerConnection {
             worker.accessLog.record(line, exchange, peer: peer, now: worker.now)
             request.accessLine = nil
         }
+        request.requestID = nil
         request.bytesSeen = false
         parsing?.head.reset()
         if aborted || writeFailed || !exchange.headSent {

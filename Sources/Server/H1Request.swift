@@ -1,4 +1,5 @@
 import Core
+import Gateway
 import HTTP1
 
 /// The HTTP/1.1 request on a connection, from its first byte to the end of
@@ -14,6 +15,8 @@ struct H1Request {
     var version: H1Version = .http11
     var body = H1RequestBody()
     var accessLine: AccessLog.RequestLine?
+    /// `--request-id-header`: the id the response echoes.
+    var requestID: RequestID?
     /// The response's framing, decided when the head is staged; nil until then.
     var framing: H1ResponseFraming?
     /// The request's wish (its Connection options and version, RFC 9112

@@ -238,7 +238,8 @@ final class H2Session {
             s.counted = true
         }
         streams[id] = s
-        s.accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(s.request) : nil
+        if let ids = worker.requestIDs { s.request.requestID = ids.assign(s.request) }
+        s.accessLine = worker.accessLog.requestLine(s.request)
         worker.requestsServed += 1
         if let asgi = worker.asgi {
             asgi.start(s.request, exchange: s)

@@ -54,7 +54,7 @@ extension H2Session {
             return
         }
         s.webSocket = H2WebSocket()
-        s.accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(request) : nil
+        s.accessLine = worker.accessLog.requestLine(request)
         worker.requestsServed += 1
         webSockets.append(s)
         let conversation = WebSocketConversation(transport: s, request: request)

@@ -125,8 +125,14 @@ final class H2Stream {
     func writeHead(_ head: ResponseHead, plan: HTTPExchange.ResponsePlan, endStream: Bool) {
         session.core.beginHeaders(streamID: id, status: plan.status)
         for f in head.fields { session.core.addField(name: f.name, value: f.value) }
+        let requestID = request?.requestID
+        if let requestID, !requestID.isSet(in: head.fields) {
+            requestID.lowerName.withUnsafeBytes { name in requestID.value.withUnsafeBytes { session.core.addField(name: name, value: $0) } }
+        }
         if plan.addsDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
         addAltSvc(plan)
+        accessLine?.captureResponse(head.fields, contentLength: plan.contentLength,
+                                    names: session.worker.accessLog.responseFieldNames, requestID: requestID)
         if let length = plan.contentLength {
             var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
             withUnsafeMutableBytes(of: &digits) { d in

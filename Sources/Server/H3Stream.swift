@@ -125,7 +125,13 @@ final class H3Stream {
         let core = connection.core
         core.beginHeaders(streamID: id, status: plan.status)
         for f in head.fields { core.addField(name: f.name, value: f.value) }
+        let requestID = request?.requestID
+        if let requestID, !requestID.isSet(in: head.fields) {
+            requestID.lowerName.withUnsafeBytes { name in requestID.value.withUnsafeBytes { core.addField(name: name, value: $0) } }
+        }
         addPlannedFields(plan)
+        accessLine?.captureResponse(head.fields, contentLength: plan.contentLength,
+                                    names: connection.worker.accessLog.responseFieldNames, requestID: requestID)
         var out = connection.takeScratch()
         if !core.endHeaders(into: &out) {
             // RFC 9114 §4.2.2: the client would refuse a section this big.

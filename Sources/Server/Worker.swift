@@ -44,6 +44,8 @@ final class Worker {
     let headerTable: H1HeaderTable
     let fieldSpans: UnsafeMutablePointer<FieldSpans>
     let accessLog: AccessLog
+    /// `--request-id-header` (nil: off, so a request costs one branch).
+    let requestIDs: RequestIDGenerator?
     /// `--forwarded-allow-ips`: nil when no peer is trusted, so a request
     /// costs one branch.
     let forwardedResolver: ForwardedResolver?
@@ -120,7 +122,8 @@ final class Worker {
         pools = WorkerPools(limits: l)
         headerTable = H1HeaderTable(capacity: l.maxHeaderCount)
         fieldSpans = .allocate(capacity: l.maxHeaderCount)
-        accessLog = AccessLog(enabled: config.accessLog, format: config.accessLogFormat)
+        accessLog = try AccessLog(config: config)
+        requestIDs = config.requestIDHeader.map { RequestIDGenerator(name: $0) }
         forwardedResolver = config.forwardedAllowIPs.isEmpty ? nil : ForwardedResolver(trusted: config.forwardedAllowIPs)
         proxyPeers = config.proxyProtocol ? config.proxyAllowIPs : nil
         admission = Admission(config: config)
@@ -350,6 +353,7 @@ final class Worker {
     private func handle(_ n: Int) {
         clock.takeReading()
         date.refresh()
+        accessLog.sink?.reopenIfAsked()
         for i in 0..<n {
             let (token, events) = poller.event(at: i)
             if let i = Worker.listenerIndex(token), i < acceptor.listeners.count {

@@ -113,6 +113,7 @@ final class Supervisor {
         executable = workerExecutable
         workerCount = config.workerProcesses
         signalFD = csys_signalfd_open(1)
+        _ = csys_reopen_block()  // see relayReopen
         if workerCount > 1 {
             boardFD = csys_board_create(Int32(2 * workerCount))
             if boardFD >= 0, let b = csys_board_map(boardFD, Int32(2 * workerCount)) {
@@ -486,6 +487,7 @@ final class Supervisor {
             let sig = csys_signalfd_read(signalFD)
             if sig == 0 { return nil }
             if sig == csys_sig_chld() { continue }  // reaped after the event loop pass
+            if sig == csys_sig_usr1() { relayReopen(); continue }
             if sig == csys_sig_hup() {
                 guard !stopping else { continue }
                 if config.tlsEnabled {
@@ -506,6 +508,17 @@ final class Supervisor {
                 stopAll()
             }
         }
+    }
+
+    /// SIGUSR1 to the supervisor: log files are reopened (logrotate). The
+    /// supervisor writes only to standard error; each worker reopens its
+    /// --access-log-file on the reopen signal (SIGRTMIN+1, not SIGUSR1,
+    /// which tells a worker to drain). The supervisor keeps that signal
+    /// blocked, so workers start with it blocked until their handler is in
+    /// place (csys_reopen_block).
+    private func relayReopen() {
+        Log.info("SIGUSR1: reopening log files")
+        for pid in workers.keys { _ = csys_kill(pid, csys_sig_reopen()) }
     }
 
     private func stopAll() {

@@ -27,12 +27,22 @@ public enum SupervisorMain {
             ProcessStart.fail("--worker is internal: workers run \(workerExecutableName)")
         }
         Log.level = config.logLevel
+        Log.format = config.logFormat
         csys_ignore_sigpipe()
         do throws(StartupFailure) {
             if let dir = config.appDir, !isDirectory(dir) {
                 throw StartupFailure("--app-dir \(dir) is not a directory")
             }
             let worker = try locateWorkerExecutable()
+            if let path = config.accessLogFile {
+                // Made now (mode 0644), so a path that cannot be written stops
+                // the start instead of every worker.
+                let fd = csys_open_append(path)
+                guard fd >= 0 else {
+                    throw StartupFailure("cannot open --access-log-file \(path): \(String(cString: csys_strerror(csys_errno())))")
+                }
+                _ = csys_close(fd)
+            }
             if config.tlsEnabled {
                 try check(config, arguments: args, worker: worker)
                 guard TicketSecretHandoff.publish() else {

@@ -169,4 +169,6 @@ void csys_log_time(char *out, size_t len);
 #include "csys_handoff.h"
 // UDP sockets, batches and steering for QUIC.
 #include "csys_udp.h"
+// Log files, their reopen signal, log time stamps.
+#include "csys_logfiles.h"
 #endif
