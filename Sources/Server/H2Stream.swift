@@ -125,8 +125,7 @@ final class H2Stream {
     func writeHead(_ head: ResponseHead, plan: HTTPExchange.ResponsePlan, endStream: Bool) {
         session.core.beginHeaders(streamID: id, status: plan.status)
         for f in head.fields { session.core.addField(name: f.name, value: f.value) }
-        if plan.addsDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
-        addAltSvc(plan)
+        addServerFields(plan, fields: head.fields)
         if let length = plan.contentLength {
             var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
             withUnsafeMutableBytes(of: &digits) { d in
@@ -208,6 +207,15 @@ final class H2Stream {
             progressed = true
         }
         return progressed
+    }
+
+    /// What the server adds after the application's fields: the operator's
+    /// defaults it did not override, `date`, `alt-svc`.
+    func addServerFields(_ plan: HTTPExchange.ResponsePlan, fields: UnsafeBufferPointer<ResponseField>) {
+        let w = session.worker
+        w.defaultFields?.lines(for: fields).forEach { session.core.addField(name: $0, value: $1) }
+        if plan.addsDate && w.sendsDate { session.core.addField(name: H2Stream.dateName, value: w.date.bytes) }
+        addAltSvc(plan)
     }
 
     /// HTTP/3 advertised (AltSvcAdvert): over TLS only, not over h2c.

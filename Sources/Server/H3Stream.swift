@@ -125,6 +125,7 @@ final class H3Stream {
         let core = connection.core
         core.beginHeaders(streamID: id, status: plan.status)
         for f in head.fields { core.addField(name: f.name, value: f.value) }
+        connection.worker.defaultFields?.lines(for: head.fields).forEach { core.addField(name: $0, value: $1) }
         addPlannedFields(plan)
         var out = connection.takeScratch()
         if !core.endHeaders(into: &out) {
@@ -143,7 +144,9 @@ final class H3Stream {
 
     private func addPlannedFields(_ plan: HTTPExchange.ResponsePlan) {
         let core = connection.core
-        if plan.addsDate { core.addField(name: H2Stream.dateName, value: connection.worker.date.bytes) }
+        if plan.addsDate && connection.worker.sendsDate {
+            core.addField(name: H2Stream.dateName, value: connection.worker.date.bytes)
+        }
         if let length = plan.contentLength {
             var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
             withUnsafeMutableBytes(of: &digits) { d in

@@ -55,6 +55,10 @@ final class Worker {
     var admission: Admission
     var out = OutputBuffer()
     var date = DateCache()
+    /// `--header`/`--server-header` (nil: none, so a response pays one
+    /// branch), and whether the server adds `date` (`--no-date-header`).
+    let defaultFields: DefaultResponseFields?
+    let sendsDate: Bool
     var requestsServed = 0
     private var requestTokens: UInt64
     private var clock: WorkerClock
@@ -134,7 +138,11 @@ final class Worker {
         timers = TimerWheel(capacity: 2 * config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: start)
         for i in listeners.indices { try poller.add(listeners[i].fd, token: Worker.listenerToken(i), interest: .readable) }
         datagrams = datagramSocket.map { DatagramEndpoint(socket: $0, handler: DroppingDatagramHandler()) }
-        altSvc = datagramSocket.map { AltSvcAdvert(port: $0.port) }
+        let defaults = DefaultResponseFields(config.defaultResponseFields)
+        defaultFields = defaults.isEmpty ? nil : defaults
+        sendsDate = config.dateHeader
+        // An operator's own `--header alt-svc:...` replaces the advert.
+        altSvc = defaults.contains(name: "alt-svc") ? nil : datagramSocket.map { AltSvcAdvert(port: $0.port) }
         if let datagramSocket { try poller.add(datagramSocket.fd, token: Worker.datagramToken, interest: .readable) }
         if signalFD >= 0 { try poller.add(signalFD, token: Worker.signalToken, interest: .readable) }
         if let group, context > 0 {
