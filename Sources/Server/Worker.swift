@@ -82,6 +82,9 @@ final class Worker {
     /// number among them (0: the one the supervisor knows).
     let group: WorkerGroup?
     let context: Int
+    /// The supervisor's number for this worker process (its load-board
+    /// slot), for the stats line; set by Main.serve.
+    var slot = 0
     /// Worker 0 under `--lifespan-scope process`: the process's one
     /// lifespan runs on its loop, so after its own connections are done the
     /// loop runs on until every other worker thread has drained (or
@@ -371,6 +374,7 @@ final class Worker {
             } else if token == Worker.groupStopToken {
                 // Worker 0 began a stop, a drain or a drain delay (see WorkerGroup).
                 if let told = group?.takeStop(context) {
+                    if told.stats { logStats() }
                     if told.delay && !stop.stopping && !stop.delaying { beginDrainDelay() }
                     if let closeIdle = told.stop, !stop.stopping { beginStopping(closeIdle: closeIdle) }
                 }
@@ -515,6 +519,26 @@ final class Worker {
             }
             beginStopping(closeIdle: closeIdle)
         }
+        if stop.takeStatsRequest() {
+            logStats()
+            if context == 0 { group?.askOthersForStats() }
+        }
+    }
+
+    /// SIGUSR2 (to the process, or relayed by worker 0): one JSON line of
+    /// what this worker holds (WorkerStats).
+    private func logStats() {
+        var stats = WorkerStats()
+        for c in connections.openConnections {
+            if let h1 = c as? H1Connection { stats.count(h1) }
+        }
+        if let counts = quic?.openCounts {
+            stats.h3 = counts.h3
+            stats.quicHandshaking = max(counts.quic - counts.h3, 0)
+        }
+        stats.requestsInFlight = admission.inFlight
+        stats.pool = pools.bufferUsage
+        Log.writeAll(2, stats.line(pid: csys_getpid(), worker: slot, thread: context, rss: csys_rss_bytes()))
     }
 
     /// --drain-delay: the load balancer is to notice first (its health

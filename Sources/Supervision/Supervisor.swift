@@ -436,6 +436,10 @@ final class Supervisor {
             let sig = csys_signalfd_read(signalFD)
             if sig == 0 { return nil }
             if sig == csys_sig_chld() { continue }  // reaped after the event loop pass
+            if sig == csys_sig_usr2() {
+                relayStatsRequest()
+                continue
+            }
             if sig == csys_sig_hup() {
                 guard !stopping else { continue }
                 Log.info("SIGHUP: replacing workers one by one")
@@ -452,6 +456,12 @@ final class Supervisor {
                 stopAll()
             }
         }
+    }
+
+    /// SIGUSR2: every worker (a draining one too) logs one JSON line of
+    /// stats (WorkerStats); the supervisor serves no connections itself.
+    private func relayStatsRequest() {
+        for pid in workers.keys { _ = csys_kill(pid, csys_sig_usr2()) }
     }
 
     private func stopAll() {
