@@ -27,8 +27,16 @@ if TYPE_CHECKING:
 pytest_plugins = ("tls_support",)
 
 TARGETS = ["header_apps:wsgi", "header_apps:asgi"]
-DEFAULTS = ("--header", "X-Frame-Options: DENY", "--header", "x-extra:1", "--header", "X-Extra: 2",
-            "--server-header", "peregrine-test")
+DEFAULTS = (
+    "--header",
+    "X-Frame-Options: DENY",
+    "--header",
+    "x-extra:1",
+    "--header",
+    "X-Extra: 2",
+    "--server-header",
+    "peregrine-test",
+)
 #: What every response without fields of its own carries, lower-cased, in order.
 EXPECTED = [("x-frame-options", "DENY"), ("x-extra", "1"), ("x-extra", "2"), ("server", "peregrine-test")]
 #: /own sets X-Frame-Options and Server itself (tests/apps/header_apps.py).
@@ -73,9 +81,7 @@ def without_date(fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_defaults_on_http1_http2_and_http3(
-    tls_server: Callable[..., Server], tls_files: TLSFiles, target: str
-) -> None:
+def test_defaults_on_http1_http2_and_http3(tls_server: Callable[..., Server], tls_files: TLSFiles, target: str) -> None:
     server = tls_server(target, "--http3", *DEFAULTS)
     for fields in (h1(server, tls_files, "/"), h2(server, tls_files, "/"), h3(server, tls_files, "/")):
         assert without_date(fields) == EXPECTED
