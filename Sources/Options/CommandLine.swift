@@ -136,7 +136,7 @@ options:
                            this long, plus up to 10% at random (default 0: never)
   --header NAME:VALUE      add this field to every response (repeatable; the
                            application's own field of that name wins)
-  --server-header VALUE    send `server: VALUE` on every response (default: none)
+  --server-header VALUE    add `server: VALUE` to every response (default none)
   --no-date-header         send no Date field (the application's own is kept)
   --no-lifespan            ASGI: skip the lifespan protocol
   --lifespan-scope S       ASGI with worker threads: worker (default: a lifespan
