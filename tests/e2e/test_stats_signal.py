@@ -149,8 +149,9 @@ def test_sigusr2_to_a_worker_gives_its_line_alone(start_server: Callable[..., Se
     assert workers(server) == pids
 
 
-def test_every_worker_thread_gives_a_line(two_worker_threads: Callable[..., Server]) -> None:
-    server = two_worker_threads("stats_apps:asgi")
+@pytest.mark.parametrize("target", TARGETS)
+def test_every_worker_thread_gives_a_line(two_worker_threads: Callable[..., Server], target: str) -> None:
+    server = two_worker_threads(target)
     lines = stats_lines(server, ask(server), 2)
     assert len({line["pid"] for line in lines}) == 1
     assert sorted(line["thread"] for line in lines) == [0, 1]
