@@ -17,8 +17,9 @@ import Core
 /// TLS handshake is `tls_handshaking` only; after it, HTTP/1.1 `idle`
 /// (waiting for a request, nothing buffered) or `active` (a request
 /// arriving, queued or being answered), `h2`, `websocket` (upgraded over
-/// HTTP/1.1; HTTP/2 WebSocket streams are in `h2_streams`), or `closing`
-/// (lingering close). QUIC connections are `h3` once their handshake is
+/// HTTP/1.1), or `closing` (lingering close). `websocket` also counts the
+/// WebSocket streams of HTTP/2 connections (RFC 8441), which are among
+/// `h2_streams` as well. QUIC connections are `h3` once their handshake is
 /// done. `requests_in_flight` are the requests handed to the application
 /// and not yet answered, over every protocol (WebSockets excluded, as for
 /// --limit-concurrency). `bytes` is what the read-buffer pool maps (blocks
@@ -53,6 +54,7 @@ struct WorkerStats {
         case .http2:
             h2 += 1
             h2Streams += c.h2?.streams.count ?? 0
+            webSocket += c.h2?.webSockets.count ?? 0
         case .proxyHeader, .head:
             if c.parsing == nil && c.input.isEmpty { http1Idle += 1 } else { http1Active += 1 }
         case .queued, .request, .discarding: http1Active += 1

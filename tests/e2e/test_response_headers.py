@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from h2client import H2Client
+from h2websocket import H2WebSocket
 from h3client import H3Client
 from rawhttp import RawConnection, request
 from test_cli import assert_clean_usage_error, run
@@ -154,10 +155,13 @@ def test_server_made_responses_without_a_date(start_server: Callable[..., Server
     assert response.body == b"Bad Request\n"
 
 
-def test_websocket_101_carries_them(start_server: Callable[..., Server]) -> None:
+def test_websocket_101_and_its_http2_200_carry_them(start_server: Callable[..., Server]) -> None:
     server = start_server("header_apps:asgi", *DEFAULTS)
     with handshake(server, "/ws") as ws:
         assert watched(ws.response.headers) == EXPECTED
+    with H2Client(server.port) as client:
+        accepted = H2WebSocket.open(client, "/ws").accepted().response
+        assert without_date(watched([(n.decode(), v.decode()) for n, v in accepted.headers])) == EXPECTED
 
 
 @pytest.mark.parametrize(

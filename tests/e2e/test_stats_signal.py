@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from h2client import H2Client
+from h2websocket import H2WebSocket
 from h3client import H3Client
 from process_support import wait_for_workers, workers
 from rawhttp import RawConnection, request
@@ -159,13 +160,16 @@ def test_every_worker_thread_gives_a_line(two_worker_threads: Callable[..., Serv
         pass
 
 
-def test_websocket_and_request_in_flight(start_server: Callable[..., Server]) -> None:
+def test_websockets_and_a_request_in_flight(start_server: Callable[..., Server]) -> None:
     server = start_server("stats_apps:asgi", "--workers", "1")
-    with handshake(server, "/ws"), RawConnection.to(server) as slow:
+    with handshake(server, "/ws"), RawConnection.to(server) as slow, H2Client(server.port) as client:
+        H2WebSocket.open(client, "/ws").accepted()
         slow.send(request("GET", "/slow"))
         time.sleep(0.3)
         [line] = stats_lines(server, ask(server), 1)
-        assert line["connections"]["websocket"] == 1
+        assert line["connections"]["websocket"] == 2  # one over HTTP/1.1, one on an HTTP/2 stream
+        assert line["connections"]["h2"] == 1
+        assert line["connections"]["h2_streams"] == 1
         assert line["connections"]["http1_active"] == 1
         assert line["requests_in_flight"] == 1
         (server.state / "release").touch()
