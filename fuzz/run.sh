@@ -4,7 +4,8 @@
 # and the HTTP/3 frame reader; fuzz-forwarded: the Forwarded/X-Forwarded-*
 # resolver and address parsers; fuzz-proxy-protocol: the PROXY protocol v1/v2
 # decoder; fuzz-quic-packet: QUIC datagrams, packet protection and frames;
-# fuzz-h3-session: the HTTP/3 server session over abstract streams)
+# fuzz-h3-session: the HTTP/3 server session over abstract streams;
+# fuzz-capsules: the Capsule Protocol reader and WebTransport capsules)
 # with libFuzzer +
 # AddressSanitizer and fuzz it for SECONDS (default 60) from its seed corpus. Exits non-zero if
 # the build fails or libFuzzer finds a crash, leak or broken invariant; the
@@ -49,3 +50,4 @@ fuzz forwarded forwarded -dict="$here/forwarded.dict"
 fuzz proxy-protocol proxy-protocol -dict="$here/proxy-protocol.dict"
 fuzz quic-packet quic-packet
 fuzz h3-session h3-session
+fuzz capsules capsules

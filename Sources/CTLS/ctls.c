@@ -25,6 +25,7 @@ struct ctls_server {
     char *ciphers;
     char *ca_file;
     int client_cert_mode;
+    int min_version;  // TLS1_2_VERSION or TLS1_3_VERSION
     uint8_t *alpn;
     size_t alpn_len;
     struct ctls_identity id;
@@ -69,7 +70,7 @@ static SSL_CTX *make_ctx(ctls_server *s, char *err, size_t errlen) {
         return NULL;
     }
     ctls_identity_attach(&s->id, ctx);
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_min_proto_version(ctx, s->min_version);
     SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE |
                                  SSL_OP_IGNORE_UNEXPECTED_EOF);
@@ -113,6 +114,7 @@ ctls_server *ctls_server_new(const char *ciphers, const char *ca_file, int clien
     s->ciphers = ctls_dup_str(ciphers);
     s->ca_file = ctls_dup_str(ca_file);
     s->client_cert_mode = client_cert_mode;
+    s->min_version = TLS1_2_VERSION;
     if (alpn_len > 0) {
         s->alpn = malloc(alpn_len);
         memcpy(s->alpn, alpn, alpn_len);
@@ -134,6 +136,20 @@ int ctls_server_add_pair(ctls_server *s, const char *cert_file, const char *key_
     SSL_CTX *ctx = make_ctx(s, err, errlen);
     if (!ctx) return -1;
     return ctls_identity_add_pair(&s->id, ctx, cert_file, key_file, err, errlen);
+}
+
+int ctls_server_set_min_version(ctls_server *s, int version) {
+    if (version != TLS1_2_VERSION && version != TLS1_3_VERSION) return -1;
+    s->min_version = version;
+    return 0;
+}
+
+int ctls_server_set_key_password(ctls_server *s, const char *password, size_t len) {
+    return ctls_identity_set_key_password(&s->id, password, len);
+}
+
+int ctls_server_set_ocsp(ctls_server *s, int pair, const char *path, char *err, size_t errlen) {
+    return ctls_identity_set_ocsp(&s->id, pair, path, err, errlen);
 }
 
 int ctls_server_set_ticket_secret(ctls_server *s, const uint8_t *secret, size_t len, int period_seconds) {

@@ -480,3 +480,18 @@ const uint8_t *ctls_quic_tls_conn_session(ctls_quic_tls_conn *c, size_t *len) {
     *len = c->session_len;
     return c->session;
 }
+
+void ctls_quic_tls_client_request_status(ctls_quic_tls_client *c) {
+    SSL_CTX_set_tlsext_status_type(c->ctx, TLSEXT_STATUSTYPE_ocsp);
+}
+
+const uint8_t *ctls_quic_tls_conn_stapled_ocsp(ctls_quic_tls_conn *c, size_t *len) {
+    const unsigned char *p = NULL;
+    long n = SSL_get_tlsext_status_ocsp_resp(c->ssl, &p);
+    if (n <= 0 || !p) {
+        *len = 0;
+        return NULL;
+    }
+    *len = (size_t)n;
+    return p;
+}

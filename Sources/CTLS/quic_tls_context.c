@@ -128,6 +128,14 @@ int ctls_quic_tls_server_set_ticket_secret(ctls_quic_tls_server *s, const uint8_
     return ctls_identity_set_ticket_secret(&s->id, secret, len, period_seconds);
 }
 
+int ctls_quic_tls_server_set_key_password(ctls_quic_tls_server *s, const char *password, size_t len) {
+    return ctls_identity_set_key_password(&s->id, password, len);
+}
+
+int ctls_quic_tls_server_set_ocsp(ctls_quic_tls_server *s, int pair, const char *path, char *err, size_t errlen) {
+    return ctls_identity_set_ocsp(&s->id, pair, path, err, errlen);
+}
+
 void ctls_quic_tls_server_free(ctls_quic_tls_server *s) {
     if (!s) return;
     ctls_identity_free(&s->id);

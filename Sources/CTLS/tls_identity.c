@@ -191,6 +191,37 @@ void ctls_identity_attach(struct ctls_identity *id, SSL_CTX *ctx) {
     SSL_CTX_set_app_data(ctx, id);
     SSL_CTX_set_tlsext_servername_callback(ctx, servername);
     SSL_CTX_set_tlsext_servername_arg(ctx, id);
+    SSL_CTX_set_tlsext_status_cb(ctx, ctls_ocsp_staple);
+    SSL_CTX_set_tlsext_status_arg(ctx, id);
+}
+
+// MARK: - Key passwords
+
+// OpenSSL's PEM password callback. Without a password it fails at once:
+// OpenSSL's default would prompt on the terminal of a server.
+static int key_password(char *buf, int size, int rwflag, void *arg) {
+    (void)rwflag;
+    struct ctls_identity *id = arg;
+    id->password_asked = 1;
+    if (!id->password || size < 0 || id->password_len > (size_t)size) return -1;
+    memcpy(buf, id->password, id->password_len);
+    return (int)id->password_len;
+}
+
+int ctls_identity_set_key_password(struct ctls_identity *id, const char *password, size_t len) {
+    if (id->password) {
+        OPENSSL_cleanse(id->password, id->password_len);
+        free(id->password);
+    }
+    id->password = NULL;
+    id->password_len = 0;
+    if (!password) return 0;
+    id->password = malloc(len + 1);
+    if (!id->password) return -1;
+    memcpy(id->password, password, len);
+    id->password[len] = 0;
+    id->password_len = len;
+    return 0;
 }
 
 static int readable(const char *path, const char *what, char *err, size_t errlen) {
@@ -242,8 +273,24 @@ int ctls_identity_add_pair(struct ctls_identity *id, SSL_CTX *ctx, const char *c
         SSL_CTX_free(ctx);
         return -1;
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
-        if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
+    // Encrypted keys (PKCS#8 "ENCRYPTED PRIVATE KEY" or the traditional
+    // "Proc-Type: 4,ENCRYPTED" PEM) ask key_password.
+    SSL_CTX_set_default_passwd_cb(ctx, key_password);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, id);
+    id->password_asked = 0;
+    int loaded = SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM);
+    SSL_CTX_set_default_passwd_cb(ctx, NULL);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
+    if (loaded != 1) {
+        if (id->password_asked && !id->password) {
+            ERR_clear_error();
+            ctls_set_err(err, errlen,
+                         "the private key in %s is encrypted: give its password with --tls-key-password-file%s",
+                         key_file, NULL);
+        } else if (id->password_asked) {
+            ERR_clear_error();
+            ctls_set_err(err, errlen, "cannot decrypt the private key in %s: wrong password%s", key_file, NULL);
+        } else if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
             ERR_clear_error();
             ctls_set_err(err, errlen, "the private key in %s does not match the certificate in %s", key_file,
                          cert_file);
@@ -283,9 +330,11 @@ void ctls_identity_free(struct ctls_identity *id) {
         for (int j = 0; j < id->pairs[i].nnames; j++) free(id->pairs[i].names[j]);
         free(id->pairs[i].names);
         free(id->pairs[i].pem);
+        free(id->pairs[i].ocsp);
     }
     free(id->pairs);
     id->pairs = NULL;
+    ctls_identity_set_key_password(id, NULL, 0);
     id->npairs = 0;
     OPENSSL_cleanse(id->secret, sizeof id->secret);
     OPENSSL_cleanse(id->keys, sizeof id->keys);

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <openssl/bio.h>
 #include <openssl/ssl.h>
@@ -20,6 +21,12 @@ struct ctls_pair {
     char **names;  // lower-case DNS names (wildcards kept as "*.x.y")
     int nnames;
     char *pem;
+    // --tls-ocsp: a DER OCSP response stapled when the client asks
+    // (status_request, RFC 6066 §8); not stapled after `ocsp_next_update`
+    // (0: the response names none).
+    unsigned char *ocsp;
+    size_t ocsp_len;
+    time_t ocsp_next_update;
 };
 
 struct ctls_ticket_key {
@@ -36,6 +43,13 @@ struct ctls_identity {
     size_t secret_len;
     int period;
     struct ctls_ticket_key keys[3];
+    // --tls-key-password: what the PEM password callback answers for every
+    // encrypted key (NULL: none given, so an encrypted key fails rather
+    // than OpenSSL prompting on the terminal). `password_asked` records
+    // that the key being loaded turned out to be encrypted.
+    char *password;
+    size_t password_len;
+    int password_asked;
 };
 
 // An empty identity (no pairs, no secret, one-hour ticket periods).
@@ -47,11 +61,19 @@ void ctls_identity_attach(struct ctls_identity *id, SSL_CTX *ctx);
 // and appends the pair; on failure frees `ctx`, writes `err` and returns -1.
 int ctls_identity_add_pair(struct ctls_identity *id, SSL_CTX *ctx, const char *cert_file, const char *key_file,
                            char *err, size_t errlen);
+// See ctls_server_set_key_password in ctls.h.
+int ctls_identity_set_key_password(struct ctls_identity *id, const char *password, size_t len);
+// See ctls_server_set_ocsp in ctls.h.
+int ctls_identity_set_ocsp(struct ctls_identity *id, int pair, const char *path, char *err, size_t errlen);
 // See ctls_server_set_ticket_secret in ctls.h.
 int ctls_identity_set_ticket_secret(struct ctls_identity *id, const uint8_t *secret, size_t len, int period_seconds);
 void ctls_identity_free(struct ctls_identity *id);
 // The pair whose SSL_CTX `ctx` is, or -1.
 int ctls_identity_pair_of(const struct ctls_identity *id, const SSL_CTX *ctx);
+
+// The status_request callback every attached SSL_CTX gets (tls_ocsp.c):
+// staples the response of the pair the connection uses, if it has one.
+int ctls_ocsp_staple(SSL *ssl, void *arg);
 
 // One line of text into `err`, with OpenSSL's most specific reason after it.
 void ctls_set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b);

@@ -95,6 +95,16 @@ options:
   --tls-handshake-timeout MS
                            close a connection whose TLS handshake takes longer
                            (default 10000)
+  --tls-key-password-file PATH
+                           the password of encrypted keys: this file's first
+                           line (read again by new workers on SIGHUP)
+  --tls-key-password TEXT  the password of encrypted keys (visible to ps:
+                           prefer --tls-key-password-file)
+  --tls-min-version V      lowest TLS version over TCP: 1.2 (default) or 1.3
+                           (HTTP/3 is always 1.3)
+  --tls-ocsp PATH          staple this DER OCSP response for the matching
+                           --tls-cert (repeatable, paired in order; '' skips
+                           one); new workers read it again on SIGHUP
   --http3                  also serve HTTP/3 over QUIC (UDP) on the same host;
                            needs --tls-cert and --tls-key, and a TCP port.
                            HTTP/1.1 and HTTP/2 responses over TLS advertise it
@@ -262,8 +272,9 @@ public enum CommandLineParser {
             case "--reload-include": config.reloadIncludes.append(try value())
             case "--worker":
                 let v = try value()
-                if v == "check" {
+                if v == "check" || v == "check-reload" {
                     config.checkOnly = true
+                    config.checkBeforeRestart = v == "check-reload"
                     break
                 }
                 // LISTEN is one descriptor or several, comma-separated.
@@ -272,7 +283,7 @@ public enum CommandLineParser {
                 let parts = [listeners.first ?? -1] + fields.dropFirst().compactMap { Int32($0) }
                 guard parts.count == 2 || parts.count == 5, parts[0] >= 0,
                       listeners.count == fields[0].split(separator: ",", omittingEmptySubsequences: false).count else {
-                    throw UsageError(message: "--worker is internal (LISTEN[,LISTEN...]:STATUS[:BOARD:SLOT:SLOTS] or check)")
+                    throw UsageError(message: "--worker is internal (LISTEN[,LISTEN...]:STATUS[:BOARD:SLOT:SLOTS], check or check-reload)")
                 }
                 config.inheritedListener = parts[0]
                 config.moreListeners = Array(listeners.dropFirst())
@@ -308,6 +319,20 @@ public enum CommandLineParser {
                 config.tlsClientCert = mode
             case "--tls-handshake-timeout":
                 config.tlsHandshakeTimeoutMilliseconds = try integer(name, try value(), 1...86_400_000)
+            case "--tls-key-password-file": config.tlsKeyPasswordFile = try path(name, try value())
+            case "--tls-key-password":
+                let v = try value()
+                if v.isEmpty { throw UsageError(message: "--tls-key-password must not be empty") }
+                config.tlsKeyPassword = v
+            case "--tls-min-version":
+                let v = try value()
+                guard let version = TLSMinimumVersion(rawValue: v) else {
+                    throw UsageError(message: "--tls-min-version must be 1.2 or 1.3, got '\(v)'")
+                }
+                config.tlsMinimumVersion = version
+            case "--tls-ocsp":
+                let v = try value()
+                config.tlsOCSPResponses.append(v.isEmpty ? v : try path(name, v))
             case "--http3": try flag(); config.http3 = true
             case "--quic-port": config.quicPort = try integer(name, try value(), 0...65535)
             case "--http3-max-streams":
@@ -411,7 +436,11 @@ public enum CommandLineParser {
         }
         if !config.tlsEnabled {
             for (given, option) in [(config.tlsCA != nil, "--tls-ca"), (clientCertGiven, "--tls-client-cert"),
-                                    (config.tlsCiphers != nil, "--tls-ciphers")] where given {
+                                    (config.tlsCiphers != nil, "--tls-ciphers"),
+                                    (config.tlsKeyPassword != nil, "--tls-key-password"),
+                                    (config.tlsKeyPasswordFile != nil, "--tls-key-password-file"),
+                                    (config.tlsMinimumVersion != .tls12, "--tls-min-version"),
+                                    (!config.tlsOCSPResponses.isEmpty, "--tls-ocsp")] where given {
                 throw UsageError(message: "\(option) needs --tls-cert and --tls-key")
             }
         }
@@ -419,6 +448,15 @@ public enum CommandLineParser {
             throw UsageError(message: "--tls-client-cert needs --tls-ca (the CA certificates to verify against)")
         }
         if config.tlsCA != nil && !clientCertGiven { config.tlsClientCert = .optional }
+        if config.tlsKeyPassword != nil && config.tlsKeyPasswordFile != nil {
+            throw UsageError(message: "--tls-key-password and --tls-key-password-file are alternatives: give one")
+        }
+        if config.tlsMinimumVersion == .tls13 && config.tlsCiphers != nil {
+            throw UsageError(message: "--tls-ciphers chooses TLS 1.2 ciphers: it has no effect with --tls-min-version 1.3")
+        }
+        if config.tlsOCSPResponses.count > config.tlsCertificates.count {
+            throw UsageError(message: "--tls-ocsp pairs with --tls-cert in order: \(config.tlsOCSPResponses.count) responses for \(config.tlsCertificates.count) certificate(s)")
+        }
     }
 
     /// HTTP/3 options that only make sense together. QUIC always runs TLS

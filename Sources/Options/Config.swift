@@ -111,6 +111,17 @@ public struct Config: Sendable {
     public var tlsClientCert: ClientCertificateMode = .off
     /// A TLS handshake not complete in this time closes the connection.
     public var tlsHandshakeTimeoutMilliseconds = 10_000
+    /// The password of encrypted PEM keys (every key), given on the command
+    /// line (`--tls-key-password`: visible to `ps`) or as the path of a
+    /// file whose first line it is (`--tls-key-password-file`, read by each
+    /// worker as it starts, so a SIGHUP picks up a new one).
+    public var tlsKeyPassword: String?
+    public var tlsKeyPasswordFile: String?
+    /// The lowest TLS version over TCP; QUIC is always TLS 1.3.
+    public var tlsMinimumVersion: TLSMinimumVersion = .tls12
+    /// DER OCSP response files stapled for the certificates, paired in
+    /// order with `tlsCertificates` (an empty path: none for that one).
+    public var tlsOCSPResponses: [String] = []
     public var tlsEnabled: Bool { !tlsCertificates.isEmpty }
 
     /// HTTP/3 over QUIC (`--http3`, needs TLS): UDP sockets beside the TCP
@@ -254,6 +265,10 @@ public struct Config: Sendable {
     /// `--worker check`: the supervisor asks the worker executable to load
     /// what only it can (certificates and keys, with OpenSSL) and exit.
     public var checkOnly = false
+    /// `--worker check-reload`: the same check, run by the supervisor on
+    /// SIGHUP while the workers serve; a failure is one logged error line
+    /// (the old workers keep serving), not a `peregrine: error:` exit.
+    public var checkBeforeRestart = false
 
     public init() {}
 }

@@ -18,7 +18,9 @@ public enum Main {
         Log.level = config.logLevel
         csys_ignore_sigpipe()
         do {
-            if config.checkOnly {
+            if config.checkOnly && config.checkBeforeRestart {
+                TLSSetup.checkBeforeRestart(config)
+            } else if config.checkOnly {
                 try TLSSetup.check(config)
             } else if config.isWorker {
                 try serve(config)

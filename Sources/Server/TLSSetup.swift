@@ -1,3 +1,4 @@
+import CSys
 import Core
 import Options
 import TLS
@@ -25,22 +26,63 @@ enum TLSSetup {
         return config.http2 ? ["h2", "http/1.1"] : ["http/1.1"]
     }
 
-    static func makeContext(_ config: Config, ticketSecret: [UInt8]?) throws(StartupFailure) -> TLSContext {
-        let pairs = zip(config.tlsCertificates, config.tlsKeys).map { TLSCertificatePair(certificate: $0, key: $1) }
-        do {
-            return try TLSContext(pairs: pairs, ciphers: config.tlsCiphers, clientCA: config.tlsCA,
-                                  clientCertificates: config.tlsClientCert, alpn: alpnProtocols(config),
-                                  ticketSecret: ticketSecret, ticketPeriodSeconds: ticketPeriodSeconds)
-        } catch {
-            throw StartupFailure(error.message)
+    /// The certificate/key pairs with the OCSP response paired with each
+    /// (`--tls-ocsp` in order; an empty or missing one: none).
+    static func pairs(_ config: Config) -> [TLSCertificatePair] {
+        zip(config.tlsCertificates, config.tlsKeys).enumerated().map { index, files in
+            let ocsp = index < config.tlsOCSPResponses.count ? config.tlsOCSPResponses[index] : ""
+            return TLSCertificatePair(certificate: files.0, key: files.1, ocspResponse: ocsp.isEmpty ? nil : ocsp)
         }
     }
 
+    static func makeContext(_ config: Config, ticketSecret: [UInt8]?,
+                            keyPassword: [UInt8]?) throws(StartupFailure) -> TLSContext {
+        let context: TLSContext
+        do {
+            context = try TLSContext(pairs: pairs(config), ciphers: config.tlsCiphers, clientCA: config.tlsCA,
+                                     clientCertificates: config.tlsClientCert, alpn: alpnProtocols(config),
+                                     ticketSecret: ticketSecret, ticketPeriodSeconds: ticketPeriodSeconds,
+                                     minimumVersion: config.tlsMinimumVersion, keyPassword: keyPassword)
+        } catch {
+            throw StartupFailure(error.message)
+        }
+        for warning in context.warnings { Log.warning(warning.message) }
+        return context
+    }
+
     /// `peregrine-worker --worker check`, run by the supervisor before it
-    /// binds: load every certificate, key and CA file once.
+    /// binds and again on SIGHUP before replacing any worker: load every
+    /// certificate, key, CA, password and OCSP file once, over TCP and (with
+    /// --http3) QUIC alike.
     static func check(_ config: Config) throws(StartupFailure) {
         guard config.tlsEnabled else { return }
-        _ = try makeContext(config, ticketSecret: nil)
+        let password = try TLSKeyPassword.resolve(config)
+        _ = try makeContext(config, ticketSecret: nil, keyPassword: password)
+        if config.http3 { _ = try makeQUICContext(config, ticketSecret: nil, keyPassword: password) }
+    }
+
+    /// `--worker check-reload`: the supervisor got SIGHUP and replaces no
+    /// worker unless the files load. A mistake is one error line in the
+    /// log and exit status 2; the supervisor adds nothing to it, so a bad
+    /// rotation costs one line, not a worker crash loop.
+    static func checkBeforeRestart(_ config: Config) -> Never {
+        do throws(StartupFailure) {
+            try check(config)
+        } catch {
+            Log.error("SIGHUP: \(error.message); no worker replaced, the running ones keep the files they loaded")
+            csys_exit(2)
+        }
+        csys_exit(0)
+    }
+
+    static func makeQUICContext(_ config: Config, ticketSecret: [UInt8]?,
+                                keyPassword: [UInt8]?) throws(StartupFailure) -> QUICTLSContext {
+        do {
+            return try QUICTLSContext(pairs: pairs(config), ticketSecret: ticketSecret,
+                                      ticketPeriodSeconds: ticketPeriodSeconds, keyPassword: keyPassword)
+        } catch {
+            throw StartupFailure(error.message)
+        }
     }
 
     /// Worker: the contexts its connections use (nil without TLS; the QUIC
@@ -51,13 +93,11 @@ enum TLSSetup {
         let secret = TicketSecret.take(environmentName: TicketSecretHandoff.environmentName)
         guard config.tlsEnabled else { return (nil, nil) }
         if secret == nil { Log.warning("no TLS ticket secret from the supervisor: tickets resume on this worker only") }
-        let tcp = try makeContext(config, ticketSecret: secret)
+        // Read afresh by every worker: a rolling restart (SIGHUP) serves
+        // whatever the certificate, key, password and OCSP files hold now.
+        let password = try TLSKeyPassword.resolve(config)
+        let tcp = try makeContext(config, ticketSecret: secret, keyPassword: password)
         guard config.http3 else { return (tcp, nil) }
-        let pairs = zip(config.tlsCertificates, config.tlsKeys).map { TLSCertificatePair(certificate: $0, key: $1) }
-        do {
-            return (tcp, try QUICTLSContext(pairs: pairs, ticketSecret: secret, ticketPeriodSeconds: ticketPeriodSeconds))
-        } catch {
-            throw StartupFailure(error.message)
-        }
+        return (tcp, try makeQUICContext(config, ticketSecret: secret, keyPassword: password))
     }
 }

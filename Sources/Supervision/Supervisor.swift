@@ -87,6 +87,11 @@ final class Supervisor {
     private var reloader: Reloader?
     private var reloadDue: Instant?
     private var reloadBroken = false
+    /// SIGHUP with TLS: the `--worker check-reload` process loading the
+    /// TLS files before any worker is replaced, and whether another SIGHUP
+    /// came meanwhile (the files may have changed again: check again).
+    private var tlsCheck: Int32?
+    private var tlsCheckAgain = false
     private let workerCount: Int
     /// Load board: two slots per worker slot, so a replacement and the
     /// worker it replaces publish side by side.
@@ -303,6 +308,10 @@ final class Supervisor {
             var status: Int32 = 0, signal: Int32 = 0
             let pid = csys_reap(&status, &signal)
             if pid <= 0 { return nil }
+            if pid == tlsCheck {
+                tlsCheckFinished(status: status, signal: signal)
+                continue
+            }
             guard let rec = workers.removeValue(forKey: pid) else { continue }
             if let board { csys_board_store(board, Int32(rec.boardSlot), Int64.max) }
             if let datagrams {
@@ -429,6 +438,47 @@ final class Supervisor {
         return workers.keys.first { !before.contains($0) }
     }
 
+    // MARK: - TLS check on SIGHUP
+
+    /// New workers read the certificate, key, password and OCSP files
+    /// again. A replacement that cannot load them would fail to start over
+    /// and over (each failure logged, the supervisor giving up after
+    /// `maxStartupFailures`), so the files are checked first, by the worker
+    /// executable (this process has no OpenSSL), without blocking this
+    /// loop. If they do not load, the check has logged one error line and
+    /// no worker is replaced.
+    private func startTLSCheck() {
+        if tlsCheck != nil {
+            tlsCheckAgain = true
+            return
+        }
+        let pid = spawnProcess(executable, arguments: arguments + ["--worker", "check-reload"])
+        guard pid > 0 else {
+            Log.error("SIGHUP: cannot run \(executable) to check the TLS files (\(SystemError(call: "fork", errno: csys_errno()))); no worker replaced")
+            return
+        }
+        tlsCheck = pid
+        Log.debug("SIGHUP: checking the TLS files (process \(pid))")
+    }
+
+    private func tlsCheckFinished(status: Int32, signal: Int32) {
+        tlsCheck = nil
+        if stopping { return }
+        if tlsCheckAgain {
+            tlsCheckAgain = false
+            startTLSCheck()
+            return
+        }
+        if signal == 0 && status == 0 {
+            Log.info("SIGHUP: TLS files loaded; replacing workers one by one")
+            startRollingRestart()
+        } else if signal != 0 || status != 2 {
+            // Status 2 is the check's own verdict, already logged.
+            let how = signal != 0 ? "was killed by signal \(signal)" : "exited with status \(status)"
+            Log.error("SIGHUP: the TLS check \(how); no worker replaced")
+        }
+    }
+
     // MARK: - Signals
 
     private func handleSignals() -> Int32? {
@@ -442,8 +492,12 @@ final class Supervisor {
             }
             if sig == csys_sig_hup() {
                 guard !stopping else { continue }
-                Log.info("SIGHUP: replacing workers one by one")
-                startRollingRestart()
+                if config.tlsEnabled {
+                    startTLSCheck()
+                } else {
+                    Log.info("SIGHUP: replacing workers one by one")
+                    startRollingRestart()
+                }
             } else if sig == csys_sig_int() || sig == csys_sig_term() {
                 if stopping {
                     Log.info("second signal: stopping now")

@@ -104,4 +104,12 @@ public final class QUICHandshakeSession: CryptoHandshake {
         guard let p = ctls_quic_tls_conn_session(raw, &n) else { return nil }
         return Array(UnsafeBufferPointer(start: p, count: n))
     }
+
+    /// Client: the OCSP response the server stapled (DER), if the context
+    /// asked for one (`requestOCSPStatus`) and the server sent it.
+    public var stapledOCSPResponse: [UInt8]? {
+        var n = 0
+        guard let p = ctls_quic_tls_conn_stapled_ocsp(raw, &n) else { return nil }
+        return Array(UnsafeBufferPointer(start: p, count: n))
+    }
 }

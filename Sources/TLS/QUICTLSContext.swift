@@ -33,19 +33,33 @@ public final class QUICTLSContext {
     ///     nil leaves tickets to OpenSSL's per-process key.
     ///   - ticketPeriodSeconds: a ticket key is current for this long and
     ///     accepted for one more period.
+    ///   - keyPassword: the password of encrypted keys (nil: an encrypted
+    ///     key is refused, never prompted for).
+    ///
+    /// A pair's OCSP response is stapled as over TCP (in the leaf's
+    /// CertificateEntry, RFC 8446 §4.4.2.1).
     public init(pairs: [TLSCertificatePair], ticketSecret: [UInt8]? = nil,
-                ticketPeriodSeconds: Int = 3600) throws(TLSConfigurationError) {
+                ticketPeriodSeconds: Int = 3600, keyPassword: [UInt8]? = nil) throws(TLSConfigurationError) {
         precondition(!pairs.isEmpty, "QUICTLSContext needs a certificate")
         var err = [CChar](repeating: 0, count: 512)
         guard let server = ctls_quic_tls_server_new(&err, err.count) else {
             throw TLSConfigurationError(message: text(err))
         }
         raw = server
+        if let keyPassword {
+            _ = keyPassword.withUnsafeBufferPointer { p in
+                p.withMemoryRebound(to: CChar.self) { ctls_quic_tls_server_set_key_password(raw, $0.baseAddress, $0.count) }
+            }
+        }
         if let secret = ticketSecret, !secret.isEmpty {
             _ = ctls_quic_tls_server_set_ticket_secret(raw, secret, secret.count, Int32(ticketPeriodSeconds))
         }
-        for p in pairs {
+        for (index, p) in pairs.enumerated() {
             guard ctls_quic_tls_server_add_pair(raw, p.certificate, p.key, &err, err.count) == 0 else {
+                throw TLSConfigurationError(message: text(err))
+            }
+            // Expiry was warned about by the TCP context, made from the same pairs.
+            if let ocsp = p.ocspResponse, ctls_quic_tls_server_set_ocsp(raw, Int32(index), ocsp, &err, err.count) < 0 {
                 throw TLSConfigurationError(message: text(err))
             }
         }
@@ -79,8 +93,10 @@ public final class QUICTLSClientContext {
     ///   - trustedCertificates: a PEM bundle the server's certificate must
     ///     chain to, its name checked against the server name (nil: none
     ///     verified).
+    ///   - requestOCSPStatus: send status_request, so the server staples
+    ///     its OCSP response (`QUICHandshakeSession.stapledOCSPResponse`).
     public init(cipherSuites: String? = nil, groups: String? = nil,
-                trustedCertificates: String? = nil) throws(TLSConfigurationError) {
+                trustedCertificates: String? = nil, requestOCSPStatus: Bool = false) throws(TLSConfigurationError) {
         var err = [CChar](repeating: 0, count: 512)
         let client = withOptionalCString(cipherSuites) { suites in
             withOptionalCString(groups) { groups in
@@ -91,6 +107,7 @@ public final class QUICTLSClientContext {
         }
         guard let client else { throw TLSConfigurationError(message: text(err)) }
         raw = client
+        if requestOCSPStatus { ctls_quic_tls_client_request_status(raw) }
     }
 
     deinit { ctls_quic_tls_client_free(raw) }

@@ -1,14 +1,23 @@
 import CTLS
 import Core
 
-/// A certificate chain file and its private key file (PEM).
+/// A certificate chain file and its private key file (PEM), and the DER
+/// OCSP response stapled for that certificate, if any.
 public struct TLSCertificatePair: Sendable {
     public var certificate: String
     public var key: String
-    public init(certificate: String, key: String) {
+    public var ocspResponse: String?
+    public init(certificate: String, key: String, ocspResponse: String? = nil) {
         self.certificate = certificate
         self.key = key
+        self.ocspResponse = ocspResponse
     }
+}
+
+/// What a context loaded but the operator should hear about (one log line
+/// each), such as an OCSP response already past its nextUpdate.
+public struct TLSLoadWarning: Sendable {
+    public let message: String
 }
 
 /// A configuration OpenSSL refused: one line for the operator.
@@ -45,9 +54,13 @@ public final class TLSContext {
     ///     nil leaves tickets to OpenSSL's per-process key.
     ///   - ticketPeriodSeconds: a ticket key is current for this long and
     ///     accepted for one more period.
+    ///   - minimumVersion: the lowest version accepted (TLS 1.2 or 1.3).
+    ///   - keyPassword: the password of encrypted keys (nil: an encrypted
+    ///     key is refused, never prompted for).
     public init(pairs: [TLSCertificatePair], ciphers: String? = nil, clientCA: String? = nil,
                 clientCertificates: ClientCertificateMode = .off, alpn: [String],
-                ticketSecret: [UInt8]? = nil, ticketPeriodSeconds: Int = 3600) throws(TLSConfigurationError) {
+                ticketSecret: [UInt8]? = nil, ticketPeriodSeconds: Int = 3600,
+                minimumVersion: TLSMinimumVersion = .tls12, keyPassword: [UInt8]? = nil) throws(TLSConfigurationError) {
         precondition(!pairs.isEmpty, "TLSContext needs a certificate")
         var wire: [UInt8] = []
         for p in alpn where !p.isEmpty && p.utf8.count < 256 {
@@ -68,16 +81,30 @@ public final class TLSContext {
         }
         guard let server else { throw TLSConfigurationError(message: text(err)) }
         raw = server
+        _ = ctls_server_set_min_version(raw, minimumVersion.wireValue)
+        if let keyPassword {
+            _ = keyPassword.withUnsafeBufferPointer { p in
+                p.withMemoryRebound(to: CChar.self) { ctls_server_set_key_password(raw, $0.baseAddress, $0.count) }
+            }
+        }
         if let secret = ticketSecret, !secret.isEmpty {
             _ = ctls_server_set_ticket_secret(raw, secret, secret.count, Int32(ticketPeriodSeconds))
         }
-        for p in pairs {
+        for (index, p) in pairs.enumerated() {
             guard ctls_server_add_pair(raw, p.certificate, p.key, &err, err.count) == 0 else {
                 // (deinit frees `raw`: every stored property is set by now)
                 throw TLSConfigurationError(message: text(err))
             }
+            if let ocsp = p.ocspResponse {
+                let loaded = ctls_server_set_ocsp(raw, Int32(index), ocsp, &err, err.count)
+                if loaded < 0 { throw TLSConfigurationError(message: text(err)) }
+                if loaded == 1 { warnings.append(TLSLoadWarning(ocspExpired: ocsp)) }
+            }
         }
     }
+
+    /// What loading found worth a warning (the caller logs each).
+    public private(set) var warnings: [TLSLoadWarning] = []
 
     deinit { ctls_server_free(raw) }
 
@@ -99,6 +126,13 @@ public enum TicketSecret {
         var bytes = [UInt8](repeating: 0, count: 64)
         let n = ctls_import_secret(environmentName, &bytes, bytes.count)
         return n > 0 ? Array(bytes.prefix(n)) : nil
+    }
+}
+
+extension TLSLoadWarning {
+    init(ocspExpired path: String) {
+        message = "the OCSP response in \(path) is past its nextUpdate: it is not stapled until the file is refreshed"
+            + " (and the workers replaced, SIGHUP)"
     }
 }
 

@@ -95,11 +95,17 @@ def server_environment() -> dict[str, str]:
     return environment
 
 
-def exec_binary(argv: Sequence[str]) -> NoReturn:
-    """Replace this process with the server, passing `argv` (without a program name)."""
+def checked_binary_path() -> Path:
+    """`binary_path()`, checked against this interpreter unless $PEREGRINE_BINARY chose it."""
     path = binary_path()
     if BINARY_ENV not in os.environ:
         _check_build()
+    return path
+
+
+def exec_binary(argv: Sequence[str]) -> NoReturn:
+    """Replace this process with the server, passing `argv` (without a program name)."""
+    path = checked_binary_path()
     sys.stdout.flush()
     sys.stderr.flush()
     try:

@@ -44,6 +44,20 @@ ctls_server *ctls_server_new(const char *ciphers, const char *ca_file, int clien
 // one of the certificate's DNS names (subjectAltName; the CN only when there
 // are none), `*.example.com` matching exactly one left-most label.
 int ctls_server_add_pair(ctls_server *s, const char *cert_file, const char *key_file, char *err, size_t errlen);
+// The lowest protocol version accepted: 0x0303 (TLS 1.2, the default) or
+// 0x0304 (TLS 1.3); pairs added afterwards use it. -1 for anything else.
+int ctls_server_set_min_version(ctls_server *s, int version);
+// The password of encrypted PEM keys (PKCS#8 or traditional), used for
+// every pair added afterwards. Without one an encrypted key fails to load
+// (OpenSSL never prompts); a wrong one fails with "wrong password".
+int ctls_server_set_key_password(ctls_server *s, const char *password, size_t len);
+// Staples the DER OCSP response in `path` for pair `pair` (0: the first
+// added) to clients that send status_request (RFC 6066 §8). The response
+// must be successful, and, when the pair's chain file holds the issuer,
+// about that certificate and not revoked. 0: loaded; 1: loaded but already
+// past its nextUpdate (never stapled; the caller warns); -1: refused, `err`
+// written.
+int ctls_server_set_ocsp(ctls_server *s, int pair, const char *path, char *err, size_t errlen);
 // Session tickets: keys derived with HKDF-SHA256 from `secret` and the
 // index of the current `period_seconds` long period; tickets are issued
 // under the current key and accepted under it and the previous one.

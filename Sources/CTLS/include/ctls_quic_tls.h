@@ -55,6 +55,9 @@ int ctls_quic_tls_server_add_pair(ctls_quic_tls_server *s, const char *cert_file
                                   size_t errlen);
 int ctls_quic_tls_server_set_ticket_secret(ctls_quic_tls_server *s, const uint8_t *secret, size_t len,
                                            int period_seconds);
+// As ctls_server_set_key_password and ctls_server_set_ocsp (ctls.h).
+int ctls_quic_tls_server_set_key_password(ctls_quic_tls_server *s, const char *password, size_t len);
+int ctls_quic_tls_server_set_ocsp(ctls_quic_tls_server *s, int pair, const char *path, char *err, size_t errlen);
 void ctls_quic_tls_server_free(ctls_quic_tls_server *s);
 
 // A client configuration (tests, and a later client). `ciphersuites`: an
@@ -107,5 +110,9 @@ int ctls_quic_tls_conn_pair_index(ctls_quic_tls_conn *c);
 // Client: the latest session the server's NewSessionTicket made, serialized
 // for ctls_quic_tls_conn_new_client, or NULL.
 const uint8_t *ctls_quic_tls_conn_session(ctls_quic_tls_conn *c, size_t *len);
+// Client: connections made afterwards send status_request (RFC 6066 §8).
+void ctls_quic_tls_client_request_status(ctls_quic_tls_client *c);
+// Client: the OCSP response the server stapled (DER), or NULL.
+const uint8_t *ctls_quic_tls_conn_stapled_ocsp(ctls_quic_tls_conn *c, size_t *len);
 
 #endif

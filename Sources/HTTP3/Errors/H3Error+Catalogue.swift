@@ -69,3 +69,10 @@ extension H3Error {
     // will not buffer ends that request only.
     public static let headersFrameTooLarge = H3Error(.stream, .excessiveLoad, "HEADERS frame longer than the field section limit allows")
 }
+
+extension H3Error {
+    // RFC 9297 §2.1: an HTTP/3 Datagram too short for its Quarter Stream ID,
+    // or with one above 2^60 - 1, is a connection error H3_DATAGRAM_ERROR.
+    public static let datagramTruncated = H3Error(.connection, H3Datagram.datagramError, "HTTP/3 datagram without a quarter stream ID")
+    public static let datagramStreamIDTooLarge = H3Error(.connection, H3Datagram.datagramError, "HTTP/3 datagram quarter stream ID above 2^60-1")
+}

@@ -32,6 +32,15 @@ public struct QUICConfiguration: Sendable {
     /// Ethernet MTU over IPv4 and the worker's 2048-byte receive slots.
     public var maxReceiveUDPPayloadSize: Int = 1472
     public var supportedVersions: [QUICVersion] = [.v1, .v2]
+    /// RFC 9221 §3 max_datagram_frame_size: the largest DATAGRAM frame we
+    /// accept (type, length and payload). nil: DATAGRAM frames are not
+    /// negotiated, and one received is a PROTOCOL_VIOLATION.
+    public var maxDatagramFrameSize: UInt64?
+    /// Received datagrams the application has not read yet, and sent ones
+    /// waiting for a packet: past either bound (count or bytes) a datagram
+    /// is dropped and counted.
+    public var maxQueuedDatagrams = 64
+    public var maxQueuedDatagramBytes = 64 << 10
 
     public init() {}
 
@@ -50,6 +59,7 @@ public struct QUICConfiguration: Sendable {
         p.ackDelayExponent = UInt64(ackDelayExponent)
         p.maxAckDelay = UInt64(maxAckDelay / 1_000_000)
         p.activeConnectionIDLimit = max(2, activeConnectionIDLimit)
+        p.maxDatagramFrameSize = maxDatagramFrameSize
         // Migration is not supported yet (issue 15): packets from a new path
         // are dropped, so say so (§18.2 disable_active_migration).
         p.disableActiveMigration = true

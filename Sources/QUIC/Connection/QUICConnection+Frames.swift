@@ -56,9 +56,12 @@ extension QUICConnection {
         case .connectionClose(let f):
             let reason = Array(packet.slice(f.reasonPhrase))
             enterDraining(reason: .peer(errorCode: f.errorCode, application: f.isApplicationClose, reason: reason), now: now)
-        case .handshakeDone, .newToken, .datagram:
-            // The decoder refuses these from a client (§19.7, §19.20) or
-            // without max_datagram_frame_size (RFC 9221 §3).
+        case .datagram(let f):
+            // The decoder refused it unless we advertised
+            // max_datagram_frame_size (RFC 9221 §3).
+            receiveDatagramFrame(f, packet: packet)
+        case .handshakeDone, .newToken:
+            // The decoder refuses these from a client (§19.7, §19.20).
             break
         }
     }

@@ -159,7 +159,8 @@ extension QUICConnection {
         let pn = opened.header.packetNumber
         guard !spaces[space.rawValue].received.isDuplicate(pn) else { return }
         var frames = try FrameDecoder(opened.payload, in: packet, kind: space.packetKind,
-                                      options: FrameDecodingOptions(maxDatagramFrameSize: nil, peerIsClient: true))
+                                      options: FrameDecodingOptions(maxDatagramFrameSize: configuration.maxDatagramFrameSize,
+                                                                               peerIsClient: true))
         var ackEliciting = false
         while let frame = try frames.next() {
             if frame.isAckEliciting { ackEliciting = true }

@@ -15,9 +15,9 @@
 // was received), and the congestion window (RFC 9002 §7) — except PTO
 // probes, which ignore it (§6.2.4), and ACK-only packets, which are not in
 // flight. Frames go in this order: ACK, HANDSHAKE_DONE, PATH_RESPONSE,
-// CRYPTO, connection-level control frames, then stream frames round-robin
-// over the streams with something to send, and a PING when a probe found
-// nothing else to carry.
+// CRYPTO, connection-level control frames, DATAGRAM frames, then stream
+// frames round-robin over the streams with something to send, and a PING
+// when a probe found nothing else to carry.
 
 import Core
 
@@ -118,7 +118,7 @@ extension QUICConnection {
         guard space == .application else { return false }
         return handshakeDonePending || !pathResponses.isEmpty || maxDataPending || dataBlockedPending != nil
             || streams.maxStreamsPending[0] || streams.maxStreamsPending[1] || streams.streamsBlockedPending != nil
-            || !localIDs.pendingAnnouncements.isEmpty || !peerIDs.pendingRetirements.isEmpty
+            || !localIDs.pendingAnnouncements.isEmpty || !peerIDs.pendingRetirements.isEmpty || hasDatagramToSend
             || sendQueue.contains { $0.hasSomethingToSend(connectionCredit: sendLimit - sentTotal) }
     }
 

@@ -37,6 +37,9 @@ extension QUICConnection {
         writeCrypto(space, &c)
         if space == .application {
             writeConnectionControl(&c)
+            // Datagrams before stream data: they are the latency-sensitive
+            // kind, and a stream's bytes can always wait a packet.
+            writeDatagrams(&c)
             writeStreams(&c)
         }
         if spaces[s].probesOwed > 0 && !c.ackEliciting && c.room >= FrameEncoder.pingSize {

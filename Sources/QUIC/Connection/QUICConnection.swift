@@ -106,6 +106,9 @@ public final class QUICConnection {
     var localIDs = LocalConnectionIDs()
     var peerIDs: PeerConnectionIDs
     var pathResponses: [UInt64] = []
+    /// RFC 9221 datagrams (QUICConnection+Datagrams.swift).
+    var incomingDatagrams: DatagramQueue
+    var outgoingDatagrams: DatagramQueue
 
     /// §10.1: the idle timeout in force (the smaller of both, 0 = none).
     var idleTimeout: Int64
@@ -150,6 +153,8 @@ public final class QUICConnection {
         streams = StreamMap(maxBidi: configuration.initialMaxStreamsBidi, maxUni: configuration.initialMaxStreamsUni)
         receiveLimit = configuration.initialMaxData
         peerIDs = PeerConnectionIDs(initial: peerSourceID)
+        incomingDatagrams = DatagramQueue(maxCount: configuration.maxQueuedDatagrams, maxBytes: configuration.maxQueuedDatagramBytes)
+        outgoingDatagrams = DatagramQueue(maxCount: configuration.maxQueuedDatagrams, maxBytes: configuration.maxQueuedDatagramBytes)
         idleTimeout = configuration.maxIdleTimeout
         lastSeen = now
         localIDs.issue(localID, token: token, announce: false)

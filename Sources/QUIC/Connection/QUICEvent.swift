@@ -15,6 +15,9 @@ public enum QUICEvent: Equatable, Sendable {
     /// The peer's STOP_SENDING; our send side was already reset with the
     /// same code (§3.5).
     case stopSending(UInt64, errorCode: UInt64)
+    /// A datagram (RFC 9221) arrived while none was waiting: read them
+    /// with `receiveDatagram()` until it returns nil.
+    case datagramReadable
     /// Terminal: the connection is closed for the application. It may
     /// linger inside the endpoint in the closing or draining state (§10.2)
     /// but accepts no more calls.

@@ -188,7 +188,7 @@ final class TestClient {
                 largestReceived[space.rawValue] = max(largestReceived[space.rawValue] ?? 0, opened.header.packetNumber)
                 var frames: [Frame] = []
                 copy.withUnsafeBytes { b in
-                    var decoder = try! FrameDecoder(opened.payload, in: b, kind: space.packetKind, options: FrameDecodingOptions(peerIsClient: false))
+                    var decoder = try! FrameDecoder(opened.payload, in: b, kind: space.packetKind, options: FrameDecodingOptions(maxDatagramFrameSize: parameters.maxDatagramFrameSize, peerIsClient: false))
                     while let f = try! decoder.next() { frames.append(f) }
                 }
                 out.append(ReceivedPacket(space: space, packetNumber: opened.header.packetNumber, keyPhase: opened.header.keyPhase,
