@@ -82,8 +82,8 @@ final class Worker {
     /// number among them (0: the one the supervisor knows).
     let group: WorkerGroup?
     let context: Int
-    /// The supervisor's number for this worker process (its load-board
-    /// slot), for the stats line; set by Main.serve.
+    /// The supervisor's number for this worker process (0 ..< --workers;
+    /// a replacement keeps it), for the stats line; set by Main.serve.
     var slot = 0
     /// Worker 0 under `--lifespan-scope process`: the process's one
     /// lifespan runs on its loop, so after its own connections are done the
