@@ -272,6 +272,12 @@ void csys_http_date(int64_t unix_seconds, char out[29]) {
     memcpy(out, tmp, 29);
 }
 
+// SIGUSR2 asks for one stats line (supervisor: relayed to every worker;
+// worker: logged). Blocked with the stop signals and read where they are
+// (signalfd, or the WSGI signal thread): its default action would end the
+// process.
+static void add_stats_signal(sigset_t *set) { sigaddset(set, SIGUSR2); }
+
 int csys_signalfd_open(int with_child) {
     sigset_t set;
     sigemptyset(&set);
@@ -279,6 +285,7 @@ int csys_signalfd_open(int with_child) {
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGUSR1);
+    add_stats_signal(&set);
     if (with_child) sigaddset(&set, SIGCHLD);
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) return -1;
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -327,6 +334,7 @@ int csys_sig_int(void) { return SIGINT; }
 int csys_sig_term(void) { return SIGTERM; }
 int csys_sig_hup(void) { return SIGHUP; }
 int csys_sig_usr1(void) { return SIGUSR1; }
+int csys_sig_usr2(void) { return SIGUSR2; }
 int csys_sig_chld(void) { return SIGCHLD; }
 int csys_sig_kill(void) { return SIGKILL; }
 
@@ -486,6 +494,7 @@ static int sig_notify_fd = -1;
 static long sig_graceful_ms = 0;
 static volatile int sig_pending = 0;
 static volatile int sig_seen = 0;
+static volatile int sig_stats = 0;
 
 static void *signal_thread(void *arg) {
     (void)arg;
@@ -495,11 +504,18 @@ static void *signal_thread(void *arg) {
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGUSR1);
     sigaddset(&set, SIGHUP);
+    add_stats_signal(&set);
     int stopping = 0;
     for (;;) {
         int sig = 0;
         if (sigwait(&set, &sig) != 0) continue;
         if (sig == SIGHUP) continue;
+        if (sig == SIGUSR2) {
+            __atomic_store_n(&sig_stats, 1, __ATOMIC_SEQ_CST);
+            char b = 2;
+            if (write(sig_notify_fd, &b, 1) < 0) {}
+            continue;
+        }
         if (stopping) {
             if (sig == SIGUSR1) continue;
             _exit(0);  // a second stop signal: at once
@@ -534,6 +550,8 @@ int csys_signal_thread_take(void) { return __atomic_exchange_n(&sig_pending, 0, 
 
 int csys_signal_thread_seen(void) { return __atomic_load_n(&sig_seen, __ATOMIC_RELAXED); }
 
+int csys_signal_thread_take_stats(void) { return __atomic_exchange_n(&sig_stats, 0, __ATOMIC_SEQ_CST); }
+
 int csys_block_stop_signals(void) {
     sigset_t set;
     sigemptyset(&set);
@@ -541,6 +559,7 @@ int csys_block_stop_signals(void) {
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGUSR1);
+    add_stats_signal(&set);
     return sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
@@ -568,3 +587,17 @@ void *csys_pages_map(size_t bytes) {
 }
 void csys_pages_unmap(void *p, size_t bytes) { munmap(p, bytes); }
 void csys_pages_discard(void *p, size_t bytes) { madvise(p, bytes, MADV_DONTNEED); }
+
+long csys_rss_bytes(void) {
+    // /proc/self/statm: size resident shared text lib data dt, in pages.
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char buf[128];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    long size = 0, resident = 0;
+    if (sscanf(buf, "%ld %ld", &size, &resident) != 2) return -1;
+    return resident * sysconf(_SC_PAGESIZE);
+}

@@ -21,6 +21,25 @@ public struct BufferPool: ~Copyable {
     /// Whether the free block at the same index still holds its pages.
     private var resident: UnsafeMutablePointer<Bool>
     private var freeCount = 0
+    /// Blocks taken and not given back.
+    private var inUse = 0
+
+    /// What the pool holds, for the stats line (SIGUSR2).
+    public struct Usage: Equatable, Sendable {
+        public var blockSize: Int
+        public var inUse: Int
+        public var free: Int
+        /// Mapped by the pool: blocks in use and free (a trimmed free
+        /// block's pages are back with the kernel, its mapping is not).
+        public var bytes: Int { (inUse + free) * blockSize }
+        public init(blockSize: Int, inUse: Int, free: Int) {
+            self.blockSize = blockSize
+            self.inUse = inUse
+            self.free = free
+        }
+    }
+
+    public var usage: Usage { Usage(blockSize: blockSize, inUse: inUse, free: freeCount) }
 
     public init(blockSize: Int = 16 * 1024, maxFree: Int = 256, hot: Int = 4) {
         self.blockSize = blockSize
@@ -37,6 +56,7 @@ public struct BufferPool: ~Copyable {
     }
 
     public mutating func take() -> UnsafeMutableRawPointer {
+        inUse += 1
         if freeCount > 0 {
             freeCount -= 1
             return free[freeCount]!
@@ -50,6 +70,7 @@ public struct BufferPool: ~Copyable {
     }
 
     public mutating func give(_ block: UnsafeMutableRawPointer) {
+        inUse -= 1
         guard freeCount < maxFree else {
             csys_pages_unmap(block, blockSize)
             return

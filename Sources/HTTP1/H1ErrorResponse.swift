@@ -9,8 +9,9 @@ import Core
 ///     content-type: text/plain; charset=utf-8\r\n
 ///     content-length: 18\r\n
 ///     connection: close\r\n
-///     date: <date>\r\n
+///     date: <date>\r\n                  unless --no-date-header
 ///     <extra field>\r\n                   if any
+///     <default fields>\r\n              --header, --server-header
 ///     \r\n
 ///     Content Too Large\n
 ///
@@ -21,30 +22,36 @@ public struct H1ErrorResponse {
     let status: UInt64
     let reason: StaticString
     let extraField: StaticString?
-    let date: UnsafeRawBufferPointer
+    let date: UnsafeRawBufferPointer?
+    let defaults: DefaultFieldLines?
     /// Bytes `write(into:)` writes, head and body.
     public let length: Int
 
     /// - Parameters:
     ///   - extraField: one more field line, without its CRLF
     ///     ("allow: GET, HEAD").
-    ///   - date: the current IMF-fixdate (RFC 9110 §6.6.1).
-    public init(status: Int, extraField: StaticString?, date: UnsafeRawBufferPointer) {
+    ///   - date: the current IMF-fixdate (RFC 9110 §6.6.1), or nil
+    ///     (--no-date-header).
+    ///   - defaults: `--header`/`--server-header` lines (nil: none).
+    public init(status: Int, extraField: StaticString?, date: UnsafeRawBufferPointer?, defaults: DefaultFieldLines? = nil) {
         self.status = UInt64(truncatingIfNeeded: status)
         reason = ReasonPhrase.reason(status)
         self.extraField = extraField
         self.date = date
+        self.defaults = defaults
         let bodyLength = reason.utf8CodeUnitCount + 1
         var n = HeadBytes.statusLineLength(self.status, reasonCount: reason.utf8CodeUnitCount)
         n += H1ErrorResponse.fixedFields.utf8CodeUnitCount
         n += HeadBytes.decimalLength(UInt64(bodyLength))
-        n += H1ErrorResponse.closeAndDate.utf8CodeUnitCount + date.count + 2
+        n += H1ErrorResponse.close.utf8CodeUnitCount
+        if let date { n += 6 + date.count + 2 }
         if let extraField { n += extraField.utf8CodeUnitCount + 2 }
+        if let defaults { n += defaults.length }
         length = n + 2 + bodyLength
     }
 
     private static let fixedFields: StaticString = "content-type: text/plain; charset=utf-8\r\ncontent-length: "
-    private static let closeAndDate: StaticString = "\r\nconnection: close\r\ndate: "
+    private static let close: StaticString = "\r\nconnection: close\r\n"
 
     /// Writes the response at `p`, which has room for `length` bytes;
     /// returns `length`.
@@ -54,13 +61,17 @@ public struct H1ErrorResponse {
         out.putStatusLine(status, reason.rawBytes)
         out.put(H1ErrorResponse.fixedFields)
         out.put(decimal: UInt64(reason.utf8CodeUnitCount + 1))
-        out.put(H1ErrorResponse.closeAndDate)
-        out.put(date)
-        out.put("\r\n")
+        out.put(H1ErrorResponse.close)
+        if let date {
+            out.put("date: ")
+            out.put(date)
+            out.put("\r\n")
+        }
         if let extraField {
             out.put(extraField)
             out.put("\r\n")
         }
+        if let defaults { out.cursor += defaults.write(into: out.cursor) }
         out.put("\r\n")
         out.put(reason)
         out.put("\n")

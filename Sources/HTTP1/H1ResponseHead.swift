@@ -5,6 +5,7 @@ import Core
 ///
 ///     HTTP/1.1 200 OK\r\n                 status line (RFC 9112 §4)
 ///     <application's fields>\r\n          as given, in order
+///     <default fields>\r\n              --header, --server-header
 ///     date: <date>\r\n                    when the exchange adds one
 ///     alt-svc: <value>\r\n               when the server advertises HTTP/3
 ///     content-length: 5\r\n               or transfer-encoding: chunked
@@ -28,6 +29,8 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
     @usableFromInline let date: UnsafeRawBufferPointer?
     /// The server's `alt-svc` value, or nil.
     @usableFromInline let altSvc: UnsafeRawBufferPointer?
+    /// The operator's default fields the application did not override.
+    @usableFromInline let defaults: DefaultFieldLines?
     /// Bytes `write(into:)` writes.
     public let length: Int
 
@@ -43,14 +46,18 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
     ///   - altSvc: the server's `alt-svc` value (RFC 9114 §3.1.1), or nil
     ///     when it advertises nothing or the application gave its own
     ///     (`HTTPExchange.ResponsePlan.hasAltSvc`).
+    ///   - defaults: `--header`/`--server-header` lines (nil: none).
     @inlinable
     public init(status: Int, reason: UnsafeRawBufferPointer, fields: UnsafeBufferPointer<Field>,
-                framing: H1ResponseFraming, date: UnsafeRawBufferPointer?, altSvc: UnsafeRawBufferPointer? = nil) {
+                framing: H1ResponseFraming, date: UnsafeRawBufferPointer?, altSvc: UnsafeRawBufferPointer? = nil,
+                defaults: DefaultFieldLines? = nil) {
         self.status = UInt64(truncatingIfNeeded: status)
         self.reason = reason.isEmpty ? ReasonPhrase.reason(status).rawBytes : reason
         self.fields = fields
         self.framing = framing
         var n = HeadBytes.statusAndFieldsLength(self.status, reasonCount: self.reason.count, fields)
+        self.defaults = defaults
+        if let defaults { n += defaults.length }
         self.date = date
         if let date { n += 8 + date.count }
         self.altSvc = altSvc
@@ -75,6 +82,7 @@ public struct H1ResponseHead<Field: H1FieldBytes> {
     public func write(into p: UnsafeMutableRawPointer) -> Int {
         var out = HeadBytes(p)
         out.putStatusAndFields(status, reason, fields)
+        if let defaults { out.cursor += defaults.write(into: out.cursor) }
         if let date {
             out.put("date: ")
             out.put(date)

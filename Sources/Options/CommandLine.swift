@@ -23,6 +23,7 @@ supervisor process and its worker processes.
 Signals: SIGTERM/SIGINT stop gracefully (a second one stops at once);
 SIGHUP replaces the workers one by one without dropping a connection.
 SIGUSR1 to the supervisor reopens the --access-log-file (logrotate).
+SIGUSR2 makes every worker log one JSON line of statistics.
 
 options:
   --host HOST              interface to bind (default 127.0.0.1)
@@ -152,6 +153,10 @@ options:
                            get 503 with Retry-After at once (default: no limit)
   --max-connection-age MS  close a kept-alive connection (HTTP/2: GOAWAY) after
                            this long, plus up to 10% at random (default 0: never)
+  --header NAME:VALUE      add this field to every response (repeatable; the
+                           application's own field of that name wins)
+  --server-header VALUE    add `server: VALUE` to every response (default none)
+  --no-date-header         send no Date field (the application's own is kept)
   --no-lifespan            ASGI: skip the lifespan protocol
   --lifespan-scope S       ASGI with worker threads: worker (default: a lifespan
                            per thread, on its own loop) or process (one, on the
@@ -387,6 +392,13 @@ public enum CommandLineParser {
             case "--limit-concurrency": config.limitConcurrency = try integer(name, try value(), 1...1_000_000)
             case "--max-connection-age":
                 config.maxConnectionAgeMilliseconds = try integer(name, try value(), 0...86_400_000)
+            case "--header":
+                config.responseHeaders.append(try ResponseHeaderOption(parsing: try value()))
+                if config.responseHeaders.count + 1 > DefaultResponseFields.maxCount {
+                    throw UsageError(message: "--header: at most \(DefaultResponseFields.maxCount - 1) fields")
+                }
+            case "--server-header": config.serverHeader = try ResponseHeaderOption.serverValue(try value())
+            case "--no-date-header": try flag(); config.dateHeader = false
             case "--no-lifespan": try flag(); config.lifespan = false
             case "--lifespan-scope":
                 let v = try value()

@@ -194,6 +194,24 @@ public struct Config: Sendable {
     /// tenth more, at random) is closed after its current response
     /// (HTTP/2: GOAWAY). 0: never.
     public var maxConnectionAgeMilliseconds = 0
+    /// `--header NAME:VALUE` (repeatable): fields every response carries
+    /// unless the application sets the same name itself (it wins), in the
+    /// order given. Server-made responses (errors, refusals, the health
+    /// path) carry them too.
+    public var responseHeaders: [ResponseHeaderOption] = []
+    /// `--server-header VALUE`: a `server` field, as the `--header` ones
+    /// (nil: none, the default).
+    public var serverHeader: [UInt8]?
+    /// False with `--no-date-header`: the server adds no `date` field
+    /// (RFC 9110 §6.6.1 asks an origin server with a clock for one; for
+    /// benchmarks that compare bytes). An application's own is sent.
+    public var dateHeader = true
+
+    /// The fields `DefaultResponseFields` lays out: the `--header` ones,
+    /// then `server`.
+    public var defaultResponseFields: [(name: [UInt8], value: [UInt8])] {
+        responseHeaders.map { ($0.name, $0.value) } + (serverHeader.map { [(Array("server".utf8), $0)] } ?? [])
+    }
 
     /// Worker processes (0 on the command line: one per CPU); with
     /// `freeThreaded`, worker threads of one process.

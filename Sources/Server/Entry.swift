@@ -138,6 +138,9 @@ public enum Main {
         let worker = workers[0]
         let others = Array(workers.dropFirst())
         for w in workers {
+            // Two board slots per worker slot (a replacement and the worker
+            // it replaces, see Supervisor.spawn).
+            w.slot = threadBoard ? 0 : config.boardSlot / 2
             w.tlsContext = tlsContext
             if let quicTLSContext { w.enableHTTP3(tls: quicTLSContext) }
         }

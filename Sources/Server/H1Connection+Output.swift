@@ -205,16 +205,16 @@ extension H1Connection {
         let reason = plan.status == head.status ? head.reason : UnsafeRawBufferPointer(start: nil, count: 0)
         // HTTP/3 is advertised over TLS only (AltSvcAdvert).
         let altSvc = tls != nil && !plan.hasAltSvc ? w.altSvc?.bytes : nil
-        let date = plan.addsDate ? w.date.bytes : nil
+        let date = plan.addsDate && w.sendsDate ? w.date.bytes : nil
         if let ids = w.requestIDs, let id = request.requestID {
             ids.withEcho(id, head.fields) { fields in
                 let bytes = H1ResponseHead(status: plan.status, reason: reason, fields: fields, framing: framing,
-                                           date: date, altSvc: altSvc)
+                                           date: date, altSvc: altSvc, defaults: w.defaultFields?.lines(for: fields))
                 w.out.write(bytes.length) { bytes.write(into: $0) }
             }
         } else {
-            let bytes = H1ResponseHead(status: plan.status, reason: reason, fields: head.fields,
-                                       framing: framing, date: date, altSvc: altSvc)
+            let bytes = H1ResponseHead(status: plan.status, reason: reason, fields: head.fields, framing: framing,
+                                       date: date, altSvc: altSvc, defaults: w.defaultFields?.lines(for: head.fields))
             w.out.write(bytes.length) { bytes.write(into: $0) }
         }
         request.accessLine?.captureResponse(head.fields, contentLength: plan.contentLength,
@@ -306,7 +306,9 @@ extension H1Connection {
     func sendErrorAndLinger(_ code: Int, extraField: StaticString? = nil) {
         exchange.respondDirectly(status: code)
         worker.out.count = 0
-        let response = H1ErrorResponse(status: code, extraField: extraField, date: worker.date.bytes)
+        let w = worker
+        let response = H1ErrorResponse(status: code, extraField: extraField, date: w.sendsDate ? w.date.bytes : nil,
+                                       defaults: w.defaultFields?.lines(except: 0))
         worker.out.write(response.length) { response.write(into: $0) }
         // A short blocking write: the socket buffer of a connection that
         // has sent only a head is empty.

@@ -75,6 +75,9 @@ extension H1Connection: WebSocketTransport {
             worker.out.append("\r\n")
         }
         stageFields(fields)
+        if let lines = worker.defaultFields?.lines(for: fields) {
+            worker.out.write(lines.length) { lines.write(into: $0) }
+        }
         worker.out.append("\r\n")
         if let line = request.accessLine {
             worker.accessLog.record(line, exchange, peer: peer, now: worker.now)

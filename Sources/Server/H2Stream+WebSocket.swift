@@ -160,8 +160,7 @@ extension H2Stream: WebSocketTransport {
             value.withUTF8 { session.core.addField(name: H2Stream.bytes("sec-websocket-extensions"), value: UnsafeRawBufferPointer($0)) }
         }
         for f in fields { session.core.addField(name: f.name, value: f.value) }
-        if plan.addsDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
-        addAltSvc(plan)
+        addServerFields(plan, fields: fields)
         session.core.endHeaders(endStream: false)
         session.record(self)
         return true

@@ -129,8 +129,7 @@ final class H2Stream {
         if let requestID, !requestID.isSet(in: head.fields) {
             requestID.lowerName.withUnsafeBytes { name in requestID.value.withUnsafeBytes { session.core.addField(name: name, value: $0) } }
         }
-        if plan.addsDate { session.core.addField(name: H2Stream.dateName, value: session.worker.date.bytes) }
-        addAltSvc(plan)
+        addServerFields(plan, fields: head.fields)
         accessLine?.captureResponse(head.fields, contentLength: plan.contentLength,
                                     names: session.worker.accessLog.responseFieldNames, requestID: requestID)
         if let length = plan.contentLength {
@@ -214,6 +213,15 @@ final class H2Stream {
             progressed = true
         }
         return progressed
+    }
+
+    /// What the server adds after the application's fields: the operator's
+    /// defaults it did not override, `date`, `alt-svc`.
+    func addServerFields(_ plan: HTTPExchange.ResponsePlan, fields: UnsafeBufferPointer<ResponseField>) {
+        let w = session.worker
+        w.defaultFields?.lines(for: fields).forEach { session.core.addField(name: $0, value: $1) }
+        if plan.addsDate && w.sendsDate { session.core.addField(name: H2Stream.dateName, value: w.date.bytes) }
+        addAltSvc(plan)
     }
 
     /// HTTP/3 advertised (AltSvcAdvert): over TLS only, not over h2c.

@@ -129,6 +129,7 @@ final class H3Stream {
         if let requestID, !requestID.isSet(in: head.fields) {
             requestID.lowerName.withUnsafeBytes { name in requestID.value.withUnsafeBytes { core.addField(name: name, value: $0) } }
         }
+        connection.worker.defaultFields?.lines(for: head.fields).forEach { core.addField(name: $0, value: $1) }
         addPlannedFields(plan)
         accessLine?.captureResponse(head.fields, contentLength: plan.contentLength,
                                     names: connection.worker.accessLog.responseFieldNames, requestID: requestID)
@@ -149,7 +150,9 @@ final class H3Stream {
 
     private func addPlannedFields(_ plan: HTTPExchange.ResponsePlan) {
         let core = connection.core
-        if plan.addsDate { core.addField(name: H2Stream.dateName, value: connection.worker.date.bytes) }
+        if plan.addsDate && connection.worker.sendsDate {
+            core.addField(name: H2Stream.dateName, value: connection.worker.date.bytes)
+        }
         if let length = plan.contentLength {
             var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
             withUnsafeMutableBytes(of: &digits) { d in

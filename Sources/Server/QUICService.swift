@@ -417,6 +417,10 @@ final class QUICService: DatagramHandler {
     /// went out, and three probe timeouts can be seconds (see
     /// H3Connection.maximumGoAwayGraceMilliseconds on inflated RTTs).
     var isIdle: Bool { wasCut || endpoint.openConnectionCount == 0 }
+
+    /// For the stats line (WorkerStats): QUIC connections open, HTTP/3
+    /// ones (handshake complete) among them.
+    var openCounts: (quic: Int, h3: Int) { (endpoint.openConnectionCount, connections.count) }
     private var wasCut = false
 
     /// Past --graceful-timeout: whatever is open is closed now; handshakes

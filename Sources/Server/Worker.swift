@@ -57,6 +57,10 @@ final class Worker {
     var admission: Admission
     var out = OutputBuffer()
     var date = DateCache()
+    /// `--header`/`--server-header` (nil: none, so a response pays one
+    /// branch), and whether the server adds `date` (`--no-date-header`).
+    let defaultFields: DefaultResponseFields?
+    let sendsDate: Bool
     var requestsServed = 0
     private var requestTokens: UInt64
     private var clock: WorkerClock
@@ -80,6 +84,9 @@ final class Worker {
     /// number among them (0: the one the supervisor knows).
     let group: WorkerGroup?
     let context: Int
+    /// The supervisor's number for this worker process (0 ..< --workers;
+    /// a replacement keeps it), for the stats line; set by Main.serve.
+    var slot = 0
     /// Worker 0 under `--lifespan-scope process`: the process's one
     /// lifespan runs on its loop, so after its own connections are done the
     /// loop runs on until every other worker thread has drained (or
@@ -137,7 +144,11 @@ final class Worker {
         timers = TimerWheel(capacity: 2 * config.maxConnections, tickMilliseconds: 50, slotCount: 1024, now: start)
         for i in listeners.indices { try poller.add(listeners[i].fd, token: Worker.listenerToken(i), interest: .readable) }
         datagrams = datagramSocket.map { DatagramEndpoint(socket: $0, handler: DroppingDatagramHandler()) }
-        altSvc = datagramSocket.map { AltSvcAdvert(port: $0.port) }
+        let defaults = DefaultResponseFields(config.defaultResponseFields)
+        defaultFields = defaults.isEmpty ? nil : defaults
+        sendsDate = config.dateHeader
+        // An operator's own `--header alt-svc:...` replaces the advert.
+        altSvc = defaults.contains(name: "alt-svc") ? nil : datagramSocket.map { AltSvcAdvert(port: $0.port) }
         if let datagramSocket { try poller.add(datagramSocket.fd, token: Worker.datagramToken, interest: .readable) }
         if signalFD >= 0 { try poller.add(signalFD, token: Worker.signalToken, interest: .readable) }
         if let group, context > 0 {
@@ -367,6 +378,7 @@ final class Worker {
             } else if token == Worker.groupStopToken {
                 // Worker 0 began a stop, a drain or a drain delay (see WorkerGroup).
                 if let told = group?.takeStop(context) {
+                    if told.stats { logStats() }
                     if told.delay && !stop.stopping && !stop.delaying { beginDrainDelay() }
                     if let closeIdle = told.stop, !stop.stopping { beginStopping(closeIdle: closeIdle) }
                 }
@@ -511,6 +523,26 @@ final class Worker {
             }
             beginStopping(closeIdle: closeIdle)
         }
+        if stop.takeStatsRequest() {
+            logStats()
+            if context == 0 { group?.askOthersForStats() }
+        }
+    }
+
+    /// SIGUSR2 (to the process, or relayed by worker 0): one JSON line of
+    /// what this worker holds (WorkerStats).
+    private func logStats() {
+        var stats = WorkerStats()
+        for c in connections.openConnections {
+            if let h1 = c as? H1Connection { stats.count(h1) }
+        }
+        if let counts = quic?.openCounts {
+            stats.h3 = counts.h3
+            stats.quicHandshaking = max(counts.quic - counts.h3, 0)
+        }
+        stats.requestsInFlight = admission.inFlight
+        stats.pool = pools.bufferUsage
+        Log.writeAll(2, stats.line(pid: csys_getpid(), worker: slot, thread: context, rss: csys_rss_bytes()))
     }
 
     /// --drain-delay: the load balancer is to notice first (its health

@@ -137,17 +137,25 @@ final class WorkerGroup: @unchecked Sendable {
         for fd in stopWrites.dropFirst() { _ = csys_write_plain(fd, &b, 1) }
     }
 
+    /// Worker 0 got SIGUSR2: every other worker logs its stats line too.
+    func askOthersForStats() {
+        var b = UInt8(ascii: "S")
+        for fd in stopWrites.dropFirst() { _ = csys_write_plain(fd, &b, 1) }
+    }
+
     /// What worker `index` was told: `closeIdle` of the stop (nil: none),
-    /// and whether a drain delay began.
-    func takeStop(_ index: Int) -> (stop: Bool?, delay: Bool) {
+    /// whether a drain delay began, and whether stats were asked for.
+    func takeStop(_ index: Int) -> (stop: Bool?, delay: Bool, stats: Bool) {
         var b: UInt8 = 0
         var stop: Bool?
         var delay = false
+        var stats = false
         while csys_read(stopReads[index], &b, 1) > 0 {
             if b == UInt8(ascii: "W") { delay = true; continue }
+            if b == UInt8(ascii: "S") { stats = true; continue }
             stop = (stop ?? false) || b == UInt8(ascii: "T")
         }
-        return (stop, delay)
+        return (stop, delay, stats)
     }
 
     // MARK: - Alive

@@ -24,6 +24,7 @@ struct WorkerPools: ~Copyable {
     }
 
     var blockSize: Int { buffers.blockSize }
+    var bufferUsage: BufferPool.Usage { buffers.usage }
 
     mutating func takeBlock() -> UnsafeMutableRawPointer { buffers.take() }
     mutating func giveBlock(_ b: UnsafeMutableRawPointer) { buffers.give(b) }

@@ -16,7 +16,8 @@ import Options
 /// replacement is ready): drain — the same, except that idle keep-alive
 /// connections are not cut (a client may be sending on one right now):
 /// each is answered once more with `Connection: close`, or closes at its
-/// keep-alive timeout.
+/// keep-alive timeout. SIGUSR2 is no stop: it asks for one stats line
+/// (`takeStatsRequest`, see WorkerStats).
 struct WorkerStop {
     private let signalFD: Int32
     /// Signals arrive through the signal thread's pipe (WSGI, see Entry),
@@ -32,6 +33,8 @@ struct WorkerStop {
     /// --max-requests plus this worker's jitter (0: never recycle).
     private let recycleLimit: Int
     private var recycleAsked = false
+    /// SIGUSR2 came since the last `takeStatsRequest`.
+    private var statsAsked = false
 
     init(config: Config, signalFD: Int32, fromSignalThread: Bool) {
         self.signalFD = signalFD
@@ -70,6 +73,7 @@ struct WorkerStop {
             // The signal thread took it (see Entry): drain its pipe.
             var b: UInt8 = 0
             while csys_read(signalFD, &b, 1) > 0 {}
+            if csys_signal_thread_take_stats() != 0 { statsAsked = true }
             let sig = csys_signal_thread_take()
             if sig == 0 { return nil }
             Log.info(sig == csys_sig_usr1() ? "draining (replaced)" : "signal \(sig): stopping")
@@ -79,6 +83,10 @@ struct WorkerStop {
             let sig = csys_signalfd_read(signalFD)
             guard sig != 0 else { return nil }
             if sig == csys_sig_hup() { continue }
+            if sig == csys_sig_usr2() {
+                statsAsked = true
+                continue
+            }
             let soft = sig == csys_sig_usr1()
             if stopping {
                 if soft { continue }
@@ -88,6 +96,12 @@ struct WorkerStop {
             Log.info(soft ? "draining (replaced)" : "signal \(sig): stopping")
             return !soft
         }
+    }
+
+    /// True once per SIGUSR2 read by `nextStop` (several pending: once).
+    mutating func takeStatsRequest() -> Bool {
+        defer { statsAsked = false }
+        return statsAsked
     }
 
     /// The stop begins at `now`: what is still open at the deadline is cut.

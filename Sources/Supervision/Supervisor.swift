@@ -488,6 +488,10 @@ final class Supervisor {
             if sig == 0 { return nil }
             if sig == csys_sig_chld() { continue }  // reaped after the event loop pass
             if sig == csys_sig_usr1() { relayReopen(); continue }
+            if sig == csys_sig_usr2() {
+                relayStatsRequest()
+                continue
+            }
             if sig == csys_sig_hup() {
                 guard !stopping else { continue }
                 if config.tlsEnabled {
@@ -519,6 +523,12 @@ final class Supervisor {
     private func relayReopen() {
         Log.info("SIGUSR1: reopening log files")
         for pid in workers.keys { _ = csys_kill(pid, csys_sig_reopen()) }
+    }
+
+    /// SIGUSR2: every worker (a draining one too) logs one JSON line of
+    /// stats (WorkerStats); the supervisor serves no connections itself.
+    private func relayStatsRequest() {
+        for pid in workers.keys { _ = csys_kill(pid, csys_sig_usr2()) }
     }
 
     private func stopAll() {

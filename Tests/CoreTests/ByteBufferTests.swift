@@ -87,6 +87,22 @@ final class ByteBufferGrowthTests: XCTestCase {
 }
 
 final class BufferPoolTests: XCTestCase {
+    /// What the SIGUSR2 stats line reports: blocks lent, blocks kept free
+    /// (a block given beyond `maxFree` is unmapped and counts in neither).
+    func testUsageCountsBlocksInUseAndFree() {
+        var pool = BufferPool(blockSize: 4096, maxFree: 1)
+        XCTAssertEqual(pool.usage, BufferPool.Usage(blockSize: 4096, inUse: 0, free: 0))
+        let a = pool.take(), b = pool.take()
+        XCTAssertEqual(pool.usage, BufferPool.Usage(blockSize: 4096, inUse: 2, free: 0))
+        XCTAssertEqual(pool.usage.bytes, 8192)
+        pool.give(a)
+        pool.give(b)
+        XCTAssertEqual(pool.usage, BufferPool.Usage(blockSize: 4096, inUse: 0, free: 1))
+        let c = pool.take()
+        XCTAssertEqual(pool.usage, BufferPool.Usage(blockSize: 4096, inUse: 1, free: 0))
+        pool.give(c)
+    }
+
     func testGivenBlocksAreReused() {
         var pool = BufferPool(blockSize: 64, maxFree: 2)
         let a = pool.take()

@@ -153,7 +153,12 @@ int csys_signal_thread_take(void);
 // Nonzero once a stop signal has arrived (even while the main thread is
 // still inside an application call and has not taken it).
 int csys_signal_thread_seen(void);
+// Nonzero once per SIGUSR2 the signal thread took (stats; never a stop).
+int csys_signal_thread_take_stats(void);
 int csys_block_stop_signals(void);
+int csys_sig_usr2(void);
+// This process's resident set size in bytes (/proc/self/statm), or -1.
+long csys_rss_bytes(void);
 // shutdown(2) of a listening socket: it refuses new connections at once, in
 // every process that shares it.
 int csys_shutdown_listener(int fd);
