@@ -1,0 +1,157 @@
+"""A worker out of descriptors at accept (EMFILE) keeps serving, does not spin, and accepts again.
+
+Issue 19, point 2. The server runs with a low `ulimit -n` (RLIMIT_NOFILE set
+before exec), so accept(2) fails for real with EMFILE once the worker's
+descriptors are used up: by connections (the first test) or by the
+application itself (the second, where no connection closes and only the
+back-off timer can notice that descriptors came back). Each test checks
+that the open connections are still served, that the worker's CPU time
+stays low while a client waits in the listen queue (a level-triggered
+listener that is retried at once would burn a whole core), that the
+shortage is logged once per episode, and that the waiting client and the
+next one are served when descriptors free.
+
+ENFILE, ENOMEM and ENOBUFS cannot be caused on demand on a shared machine:
+their errnos go through the same classification and back-off, injected in
+Tests/CoreTests/AcceptBackoffTests.swift.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import resource
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from rawhttp import RawConnection, request
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from conftest import Server
+
+TARGETS = {"wsgi": "accept_apps:wsgi", "asgi": "accept_apps:asgi"}
+#: The server's `ulimit -n`: room for the worker's own descriptors and a few dozen connections.
+DESCRIPTOR_LIMIT = 72
+#: A worker that retried the listener at once would use most of a core; one that backs off, almost nothing.
+MAX_CPU_SECONDS_WHILE_SATURATED = 0.2
+SHORTAGE_LOGGED = "accept failed: Too many open files (EMFILE)"
+RECOVERY_LOGGED = "accepting connections again"
+
+
+def low_descriptor_limit() -> Callable[[], object]:
+    """What the server's child process runs before exec: `ulimit -n DESCRIPTOR_LIMIT` (a C function, no locks)."""
+    return functools.partial(resource.setrlimit, resource.RLIMIT_NOFILE, (DESCRIPTOR_LIMIT, DESCRIPTOR_LIMIT))
+
+
+@pytest.fixture(params=sorted(TARGETS))
+def limited_server(request: pytest.FixtureRequest, start_server: Callable[..., Server]) -> Server:
+    return start_server(TARGETS[request.param], "--workers", "1", preexec_fn=low_descriptor_limit())
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of `pid` so far (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_over_a_second(pid: int) -> float:
+    before = cpu_seconds(pid)
+    time.sleep(1.0)
+    return cpu_seconds(pid) - before
+
+
+def ask(connection: RawConnection, path: str, timeout: float = 10.0) -> bytes:
+    """One keep-alive GET on `connection`: its 200 body."""
+    connection.sock.settimeout(timeout)
+    connection.send(request("GET", path))
+    response = connection.read_response()
+    assert response.status == 200
+    return response.body
+
+
+def waiting_client(server: Server) -> RawConnection:
+    """A client whose connection the kernel completed but the worker has not accepted: its request unanswered."""
+    connection = RawConnection.to(server)
+    connection.send(request("GET", "/pid"))
+    assert connection.still_open_after(1.0), "a client was answered while the worker was out of descriptors"
+    return connection
+
+
+def count(server: Server, text: str) -> int:
+    return sum(1 for line in list(server.stderr.lines) if text in line)
+
+
+def assert_saturated_but_serving(server: Server, open_connections: list[RawConnection], pid: int) -> None:
+    cpu = cpu_over_a_second(pid)
+    assert cpu < MAX_CPU_SECONDS_WHILE_SATURATED, f"the worker used {cpu:.2f} s of CPU in 1 s: it spins on accept"
+    for connection in open_connections:
+        assert ask(connection, "/pid") == str(pid).encode(), "an open connection was not served"
+    assert server.stderr.wait_for(lambda line: SHORTAGE_LOGGED in line, 5) is not None, server.excerpt()
+    assert count(server, SHORTAGE_LOGGED) == 1, "the shortage is logged once per episode, not per failure"
+
+
+def assert_next_client_served(server: Server, pid: int) -> None:
+    with RawConnection.to(server) as connection:
+        assert ask(connection, "/pid") == str(pid).encode()
+    assert server.stderr.wait_for(lambda line: RECOVERY_LOGGED in line, 5) is not None, server.excerpt()
+    assert count(server, SHORTAGE_LOGGED) == 1
+    server.check_alive()
+
+
+def test_emfile_from_connections_pauses_accepting_until_one_closes(limited_server: Server) -> None:
+    server = limited_server
+    open_connections: list[RawConnection] = []
+    waiting = None
+    try:
+        # Open keep-alive connections, each answered, until one is not: accept failed with EMFILE.
+        for _ in range(DESCRIPTOR_LIMIT):
+            connection = RawConnection.to(server)
+            connection.send(request("GET", "/pid"))
+            if not connection.still_open_after(1.5 if open_connections else 10.0):
+                open_connections.append(connection)
+                connection.read_response()
+                continue
+            waiting = connection
+            break
+        assert waiting is not None, f"{len(open_connections)} connections and accept never failed"
+        assert len(open_connections) >= 5, f"only {len(open_connections)} connections before EMFILE"
+        pid = int(ask(open_connections[0], "/pid"))
+        assert_saturated_but_serving(server, open_connections, pid)
+        assert waiting.still_open_after(0.2), "the waiting client was answered before a descriptor freed"
+        # A connection closes: its descriptor frees and the waiting client is accepted at once (no timer).
+        for connection in open_connections[-3:]:
+            connection.close()
+        del open_connections[-3:]
+        waiting.sock.settimeout(5.0)
+        response = waiting.read_response()
+        assert (response.status, response.body) == (200, str(pid).encode())
+        assert_next_client_served(server, pid)
+    finally:
+        for connection in [*open_connections, *([waiting] if waiting else [])]:
+            connection.close()
+
+
+def test_emfile_ends_by_the_back_off_timer_when_descriptors_free_elsewhere(limited_server: Server) -> None:
+    server = limited_server
+    with RawConnection.to(server) as keeper:
+        pid = int(ask(keeper, "/pid"))
+        assert int(ask(keeper, "/hog")) > 0  # the application holds every free descriptor
+        waiting = waiting_client(server)
+        try:
+            assert_saturated_but_serving(server, [keeper], pid)
+            assert waiting.still_open_after(0.2)
+            # Descriptors come back, but no connection closes: only the back-off retry (≤ 1 s) sees it.
+            assert int(ask(keeper, "/release")) > 0
+            started = time.monotonic()
+            waiting.sock.settimeout(5.0)
+            response = waiting.read_response()
+            assert (response.status, response.body) == (200, str(pid).encode())
+            assert time.monotonic() - started < 2.5, "the back-off is capped at 1 s"
+        finally:
+            waiting.close()
+        assert ask(keeper, "/pid") == str(pid).encode()
+        assert_next_client_served(server, pid)
