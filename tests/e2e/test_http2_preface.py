@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from conftest import Server, ServerPool
 
 TARGETS = {"wsgi": "process_apps:wsgi", "asgi": "process_apps:asgi"}
-SETTINGS, GOAWAY = 0x4, 0x7
+SETTINGS, GOAWAY, WINDOW_UPDATE = 0x4, 0x7, 0x8
 PROTOCOL_ERROR = 0x1
 
 
@@ -56,17 +56,18 @@ def _recv(sock: socket.socket) -> bytes:
 
 
 def assert_protocol_error_goaway(sock: socket.socket) -> None:
-    """The server's SETTINGS, then GOAWAY(last stream 0, PROTOCOL_ERROR), then the close; nothing else."""
+    """The server's preface (SETTINGS, and the WINDOW_UPDATE that opens its connection window), then
+    GOAWAY(last stream 0, PROTOCOL_ERROR), then the close; no HTTP/1.1 response."""
     frames = frames_until_close(sock)
-    assert [kind for kind, *_ in frames] == [SETTINGS, GOAWAY], frames
-    settings, goaway = frames
-    assert settings[1:3] == (0, 0)  # no ACK flag, stream 0
-    assert len(settings[3]) % 6 == 0
-    _, flags, stream, payload = goaway
-    assert (flags, stream) == (0, 0)
+    kinds = [kind for kind, *_ in frames]
+    assert kinds in ([SETTINGS, GOAWAY], [SETTINGS, WINDOW_UPDATE, GOAWAY]), frames
+    assert frames[0][1:3] == (0, 0)  # SETTINGS without ACK, on stream 0
+    assert len(frames[0][3]) % 6 == 0
+    assert all(stream == 0 for _, _, stream, _ in frames)
+    _, flags, _, payload = frames[-1]
+    assert flags == 0
     # §6.8: Reserved (1) | Last-Stream-ID (31), Error Code (32), Additional Debug Data.
-    assert payload[:8] == struct.pack(">II", 0, PROTOCOL_ERROR), payload.hex()
-    assert not payload[8:].startswith(b"HTTP/")
+    assert payload == struct.pack(">II", 0, PROTOCOL_ERROR) + b"client connection preface mismatch", payload
 
 
 def assert_serves_next_client(server: Server) -> None:
