@@ -22,9 +22,16 @@ from typing import TYPE_CHECKING
 import pytest
 from h2client import H2Client
 from rawhttp import RawConnection, request
+from tls_support import client_context, tls_connect
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from tls_support import TLSFiles
+
     from conftest import Server, ServerPool
+
+pytest_plugins = ("tls_support",)
 
 TARGETS = {"wsgi": "process_apps:wsgi", "asgi": "process_apps:asgi"}
 SETTINGS, GOAWAY, WINDOW_UPDATE = 0x4, 0x7, 0x8
@@ -148,3 +155,16 @@ def test_pri_with_another_version_stays_http1_on_the_shared_port(shared_port: Se
 def test_the_right_preface_is_served_on_both(http2_only: Server, shared_port: Server) -> None:
     for server in (http2_only, shared_port):
         assert_serves_next_client(server)
+
+
+def test_http2_only_over_tls_without_alpn_answers_http1_with_goaway(
+    start_server: Callable[..., Server], tls_files: TLSFiles
+) -> None:
+    """A TLS client that offers no ALPN gets no protocol chosen; its HTTP/1.1 request is an invalid preface too."""
+    server = start_server(TARGETS["asgi"], "--http2-only", *tls_files.server_options())
+    with tls_connect(server, client_context(tls_files)) as sock:
+        assert sock.selected_alpn_protocol() is None
+        sock.sendall(request("GET", "/hello"))
+        assert_protocol_error_goaway(sock)
+    with tls_connect(server, client_context(tls_files, alpn=["h2"])) as sock:
+        assert sock.selected_alpn_protocol() == "h2"
