@@ -194,6 +194,10 @@ int csys_accept_failure(int err) {
     }
 }
 
+static int accept_shortages;
+int csys_accept_shortage_enter(void) { return __atomic_fetch_add(&accept_shortages, 1, __ATOMIC_RELAXED); }
+int csys_accept_shortage_leave(void) { return __atomic_sub_fetch(&accept_shortages, 1, __ATOMIC_RELAXED); }
+
 long csys_read(int fd, void *buf, size_t len) { return read(fd, buf, len); }
 long csys_pread(int fd, void *buf, size_t len, int64_t offset) { return pread(fd, buf, len, (off_t)offset); }
 long csys_write(int fd, const void *buf, size_t len) { return send(fd, buf, len, MSG_NOSIGNAL); }

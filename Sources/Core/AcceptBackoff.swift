@@ -7,20 +7,22 @@
 /// a retry doubles the pause, up to `longestDelayMilliseconds`, so a worker
 /// whose descriptors stay exhausted tries at most once a second and sleeps
 /// in between: its open connections are served as usual, and nothing spins.
-/// A connection closing gives a descriptor back, so it ends the pause at
-/// once (`descriptorFreed`). The episode ends with the next accept that
-/// works (`succeeded`), which also resets the delay. Only the failure that
-/// begins an episode asks to be logged, and the success that ends it, so a
-/// saturated worker writes two lines, not one per attempt.
+/// A connection closing gives a descriptor back, so it makes the retry due
+/// at once (`descriptorFreed`). A retry calls accept(2) at once rather than
+/// waiting for the poller, since the answer is meaningful even with nobody
+/// queued: Linux reserves the descriptor and the socket before it looks at
+/// the queue, so EAGAIN, like a connection, means the shortage is over. Either
+/// ends the episode and resets the delay. Only the failure that begins an
+/// episode asks to be logged, and the end reports it, so a saturated worker
+/// writes two lines, not one per attempt.
 ///
-///     accepting ──failure──▶ paused(delay) ──retryDue / descriptorFreed──▶ retrying
-///         ▲                      ▲                                          │
-///         └──────succeeded───────┼──────────────────────────────────────────┤
-///                                └──failure (delay × 2, ≤ 1 s)──────────────┘
+///     accepting ──shortage──▶ paused(delay) ──retryDue (timer, or descriptorFreed)──▶ retry: accept(2)
+///         ▲                      ▲                                                        │
+///         └──connection / EAGAIN─┼────────────────────────────────────────────────────────┤
+///                                └──shortage again (delay × 2, ≤ 1 s)─────────────────────┘
 ///
-/// `queueEmpty` and `connectionLost` are not shortages: the first waits for
-/// the poller, the second tries the next connection, and neither pauses or
-/// changes an episode.
+/// `connectionLost` (one connection's own error) neither pauses nor changes
+/// an episode: the next connection is accepted at once.
 public struct AcceptBackoff: Equatable, Sendable {
     /// The first pause of an episode: short, since a descriptor may be
     /// given back by the next response.
@@ -30,8 +32,10 @@ public struct AcceptBackoff: Equatable, Sendable {
     public static let longestDelayMilliseconds = 1000
 
     public enum Action: Equatable, Sendable {
-        /// Stop accepting for this round; the listener stays in the poller.
-        case waitForReadiness
+        /// Nobody is queued: stop accepting for this round; the listener
+        /// stays in the poller. `endedEpisode`: the failures of the episode
+        /// this ends (descriptors were there), to be logged; nil: none.
+        case waitForReadiness(endedEpisode: Int?)
         /// That connection failed alone: accept the next one now.
         case acceptNext
         /// Take the listener out of the poller until `until` (or until a
@@ -55,7 +59,7 @@ public struct AcceptBackoff: Equatable, Sendable {
     /// accept(2) failed with `failure` at `now`.
     public mutating func failed(_ failure: AcceptFailure, now: Instant) -> Action {
         switch failure {
-        case .queueEmpty: return .waitForReadiness
+        case .queueEmpty: return .waitForReadiness(endedEpisode: succeeded())
         case .connectionLost: return .acceptNext
         case .exhausted, .unexpected:
             let began = failures == 0
@@ -67,8 +71,9 @@ public struct AcceptBackoff: Equatable, Sendable {
         }
     }
 
-    /// accept(2) gave a connection. Returns how many failures the episode it
-    /// ends had (for the log), or nil if there was none.
+    /// accept(2) gave a connection (or found the queue empty, see `failed`).
+    /// Returns how many failures the episode it ends had (for the log), or
+    /// nil if there was none.
     public mutating func succeeded() -> Int? {
         guard failures > 0 else { return nil }
         defer {
@@ -79,16 +84,18 @@ public struct AcceptBackoff: Equatable, Sendable {
         return failures
     }
 
-    /// A connection closed and gave its descriptor back: the pause (if any)
-    /// ends now. True if the listener should return to the poller.
-    public mutating func descriptorFreed() -> Bool {
-        guard retryAt != nil else { return false }
-        retryAt = nil
+    /// A connection closed and gave its descriptor back: the retry of a
+    /// pause (if any) is due at `now` instead of at its timer. True if there
+    /// was a pause, for the caller to wake its loop (the retry is made once
+    /// the descriptor is really closed, by `retryDue` on the loop's round).
+    public mutating func descriptorFreed(now: Instant) -> Bool {
+        guard let at = retryAt else { return false }
+        retryAt = min(at, now)
         return true
     }
 
-    /// The pause has run out at `now`: it ends. True if the listener should
-    /// return to the poller (once per pause).
+    /// The pause has run out at `now`: it ends. True (once per pause) if the
+    /// listener should return to the poller and accept(2) be tried at once.
     public mutating func retryDue(now: Instant) -> Bool {
         guard let at = retryAt, now >= at else { return false }
         retryAt = nil

@@ -51,8 +51,8 @@ struct TCPAcceptor {
         /// That connection failed alone: accept the next one.
         case acceptNext
         /// Descriptors or memory ran out: the caller takes the listeners
-        /// out of the poller (`pause`); they return when `retryDue` or a
-        /// connection closes (see AcceptBackoff).
+        /// out of the poller (`pause`) until `retryDue`, which a closing
+        /// connection makes due at once (see AcceptBackoff).
         case pause
     }
 
@@ -64,20 +64,29 @@ struct TCPAcceptor {
             let err = csys_errno()
             let failure = AcceptFailure(errno: err)
             switch backoff.failed(failure, now: now) {
-            case .waitForReadiness: return .waitForReadiness
+            case .waitForReadiness(let ended):
+                if let ended { TCPAcceptor.logShortageEnded(failures: ended) }
+                return .waitForReadiness
             case .acceptNext: return .acceptNext
             case .pause(_, let episodeBegan):
-                if episodeBegan { TCPAcceptor.logShortage(failure, errno: err) }
+                // One line per episode of the process: its worker contexts
+                // share its descriptors, so they meet a shortage together.
+                if episodeBegan && csys_accept_shortage_enter() == 0 { TCPAcceptor.logShortage(failure, errno: err) }
                 return .pause
             }
         }
-        if let failures = backoff.succeeded() {
-            Log.warning("accepting connections again (\(failures) attempt(s) failed meanwhile)")
-        }
+        if let failures = backoff.succeeded() { TCPAcceptor.logShortageEnded(failures: failures) }
         return .connection(fd: fd, peer: peer)
     }
 
-    /// One line per episode (see AcceptBackoff), naming the shortage.
+    /// The last line of an episode, once the process's last worker context
+    /// in it has left it.
+    private static func logShortageEnded(failures: Int) {
+        guard csys_accept_shortage_leave() == 0 else { return }
+        Log.warning("accepting connections again (\(failures) attempt(s) failed meanwhile)")
+    }
+
+    /// The first line of an episode (see AcceptBackoff), naming the shortage.
     private static func logShortage(_ failure: AcceptFailure, errno err: Int32) {
         let name: String
         if case .exhausted(let shortage) = failure { name = "\(shortage.errnoName)" } else { name = "errno \(err)" }
@@ -146,15 +155,16 @@ struct TCPAcceptor {
     }
 
     /// `c` closed: it no longer counts, and its object waits for the next
-    /// accept. Its descriptor is given back too: a pause for a shortage ends.
-    mutating func closed(_ c: H1Connection, wasLingering: Bool) {
+    /// accept. Its descriptor is given back too: a pause for a shortage is
+    /// to be retried now. True if there was one (the caller wakes its loop).
+    mutating func closed(_ c: H1Connection, wasLingering: Bool, now: Instant) -> Bool {
         spares.append(c)
         if wasLingering { lingeringCount -= 1 } else { openCount -= 1 }
-        _ = backoff.descriptorFreed()
+        return backoff.descriptorFreed(now: now)
     }
 
     /// The pause for a shortage ran out: true once, and the caller resumes
-    /// (`resumeIfPaused`).
+    /// (`resumeIfPaused`) and tries to accept at once.
     mutating func retryDue(now: Instant) -> Bool { backoff.retryDue(now: now) }
 
     /// Milliseconds until `retryDue` (nil: no pause for a shortage), for the

@@ -378,7 +378,7 @@ final class Worker {
             connections[index]?.onTimeout()
         }
         quic?.expireIfDue(now: now)
-        if acceptor.retryDue(now: now) { resumeAcceptingIfPaused() }
+        if acceptor.retryDue(now: now) { retryAccepting() }
         if wsgi != nil { quic?.serveWaiting() }
         enforceGracefulDeadline()
         reportToSupervisor()
@@ -467,7 +467,9 @@ final class Worker {
     func connectionClosed(_ c: H1Connection, wasLingering: Bool) {
         poller.remove(c.fd)
         connections.release(c.index)
-        acceptor.closed(c, wasLingering: wasLingering)
+        // Out of descriptors before: the retry is due now, made on the
+        // loop's next round, once this one is really closed.
+        if acceptor.closed(c, wasLingering: wasLingering, now: now), asgi != nil { scheduleTimer() }
         storeLoad()
         resumeAcceptingIfPaused()
     }
@@ -478,6 +480,14 @@ final class Worker {
                 try? poller.add(acceptor.listeners[i].fd, token: Worker.listenerToken(i), interest: .readable)
             }
         }
+    }
+
+    /// A pause for a shortage at accept ended (see AcceptBackoff): the
+    /// listeners return to the poller, and accept(2) is tried at once, since
+    /// even with nobody queued its answer tells whether the shortage is over.
+    private func retryAccepting() {
+        resumeAcceptingIfPaused()
+        for listener in acceptor.listeners where acceptor.accepting { acceptConnections(from: listener) }
     }
 
     private func removeListeners() {

@@ -57,25 +57,46 @@ final class AcceptBackoffTests: XCTestCase {
         XCTAssertEqual(b.failed(AcceptFailure(errno: ENOMEM), now: at(100)), .pause(until: at(110), episodeBegan: true))
     }
 
-    func testAClosingConnectionEndsThePauseAtOnceButNotTheEpisode() {
+    func testAClosingConnectionMakesTheRetryDueAtOnceButDoesNotEndTheEpisode() {
         var b = AcceptBackoff()
-        XCTAssertFalse(b.descriptorFreed(), "not paused: nothing to resume")
+        XCTAssertFalse(b.descriptorFreed(now: t0), "not paused: nothing to retry")
         _ = b.failed(AcceptFailure(errno: EMFILE), now: t0)
-        XCTAssertTrue(b.descriptorFreed())
+        XCTAssertTrue(b.descriptorFreed(now: at(1)))
+        XCTAssertTrue(b.isPaused, "the listener stays out until the retry is made")
+        XCTAssertEqual(b.millisecondsUntilRetry(now: at(1)), 0)
+        XCTAssertTrue(b.retryDue(now: at(1)))
         XCTAssertFalse(b.isPaused)
-        XCTAssertNil(b.millisecondsUntilRetry(now: t0))
-        XCTAssertFalse(b.retryDue(now: at(10)), "the timer went with the pause")
+        XCTAssertEqual(b.failures, 1, "the episode ends with the retry's answer, not before")
         // Still short (another process took the descriptor): the episode goes on, unlogged, the delay doubled.
         XCTAssertEqual(b.failed(AcceptFailure(errno: EMFILE), now: at(1)), .pause(until: at(21), episodeBegan: false))
+        // A close never postpones a retry already due earlier.
+        XCTAssertTrue(b.descriptorFreed(now: at(50)))
+        XCTAssertEqual(b.retryAt, at(21))
     }
 
-    func testAnEmptyQueueWaitsForThePollerAndALostConnectionTriesTheNext() {
+    func testAnEmptyQueueEndsAnEpisodeSinceTheDescriptorWasThere() {
+        // Linux reserves the descriptor and the socket before it looks at the
+        // queue: EAGAIN means neither ran short.
         var b = AcceptBackoff()
-        XCTAssertEqual(b.failed(AcceptFailure(errno: EAGAIN), now: t0), .waitForReadiness)
+        XCTAssertEqual(b.failed(AcceptFailure(errno: EAGAIN), now: t0), .waitForReadiness(endedEpisode: nil))
+        for err in [EMFILE, ENFILE, ENOMEM, ENOBUFS] {
+            _ = b.failed(AcceptFailure(errno: err), now: t0)
+            XCTAssertTrue(b.retryDue(now: at(10)))
+            _ = b.failed(AcceptFailure(errno: err), now: at(10))
+            XCTAssertTrue(b.retryDue(now: at(30)))
+            XCTAssertEqual(b.failed(AcceptFailure(errno: EAGAIN), now: at(30)), .waitForReadiness(endedEpisode: 2))
+            XCTAssertEqual(b.failures, 0)
+            XCTAssertFalse(b.isPaused)
+            XCTAssertEqual(b.failed(AcceptFailure(errno: err), now: at(40)), .pause(until: at(50), episodeBegan: true))
+            _ = b.succeeded()
+        }
+    }
+
+    func testALostConnectionTriesTheNextAndLeavesAnEpisodeAlone() {
+        var b = AcceptBackoff()
         XCTAssertEqual(b.failed(AcceptFailure(errno: ECONNABORTED), now: t0), .acceptNext)
         XCTAssertFalse(b.isPaused)
         XCTAssertEqual(b.failures, 0)
-        // Neither touches an episode under way.
         _ = b.failed(AcceptFailure(errno: ENFILE), now: t0)
         XCTAssertEqual(b.failed(AcceptFailure(errno: EINTR), now: at(1)), .acceptNext)
         XCTAssertEqual(b.failures, 1)
