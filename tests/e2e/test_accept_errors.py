@@ -11,16 +11,21 @@ listener that is retried at once would burn a whole core), that the
 shortage is logged once per episode, and that the waiting client and the
 next one are served when descriptors free.
 
-ENFILE, ENOMEM and ENOBUFS cannot be caused on demand on a shared machine:
-their errnos go through the same classification and back-off, injected in
-Tests/CoreTests/AcceptBackoffTests.swift.
+ENFILE, ENOMEM and ENOBUFS cannot be caused on demand on a shared machine.
+They are injected twice: into the back-off's decisions in
+Tests/CoreTests/AcceptBackoffTests.swift, and here at the worker's one
+accept4(2) call by an LD_PRELOAD shim (tests/e2e/accept_inject.c, built with
+cc), so everything above that call runs for real.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import resource
+import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -193,3 +198,57 @@ def test_emfile_ends_by_the_back_off_timer_when_descriptors_free_elsewhere(limit
             waiting.close()
         assert ask(keeper, "/pid") == str(pid).encode()
         assert_next_client_served(server, pid)
+
+
+# --- ENFILE, ENOMEM, ENOBUFS (and EMFILE) injected at accept4 ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def accept_inject(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/e2e/accept_inject.c built as a shared library."""
+    compiler = shutil.which("cc")
+    assert compiler is not None, "the accept-error injection needs a C compiler (cc)"
+    library = tmp_path_factory.mktemp("inject") / "accept_inject.so"
+    source = Path(__file__).with_name("accept_inject.c")
+    subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(library), str(source), "-ldl"], check=True)
+    return library
+
+
+@pytest.mark.parametrize("name", ["ENFILE", "ENOMEM", "ENOBUFS", "EMFILE"])
+@pytest.mark.parametrize("model", ["wsgi", "asgi"])
+def test_each_shortage_errno_pauses_accepting_and_the_next_client_is_served(
+    start_server: Callable[..., Server],
+    accept_inject: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    model: str,
+) -> None:
+    control = tmp_path / "accept-errno"
+    control.write_text("")
+    monkeypatch.setenv("LD_PRELOAD", str(accept_inject))
+    monkeypatch.setenv("PEREGRINE_TEST_ACCEPT_ERRNO_FILE", str(control))
+    target, options = MODELS[model]
+    server = start_server(target, "--workers", "1", *options)
+    with RawConnection.to(server) as keeper:
+        pid = int(ask(keeper, "/pid"))
+        control.write_text(str(getattr(errno, name)))
+        waiting = waiting_client(server)
+        try:
+            assert_not_spinning(pid)
+            assert ask(keeper, "/pid") == str(pid).encode(), "an open connection was not served"
+            logged = server.stderr.wait_for(lambda line: "accept failed:" in line, 5)
+            assert logged is not None, server.excerpt()
+            assert f"({name})" in logged, logged
+            assert count(server, "accept failed:") == 1, server.excerpt()
+            # The shortage ends; no connection closes: the back-off's retry (at most 1 s) accepts the client.
+            control.write_text("")
+            waiting.sock.settimeout(5.0)
+            response = waiting.read_response()
+            assert (response.status, response.body) == (200, str(pid).encode())
+        finally:
+            waiting.close()
+        assert server.stderr.wait_for(lambda line: RECOVERY_LOGGED in line, 5) is not None, server.excerpt()
+        with RawConnection.to(server) as following:
+            assert ask(following, "/pid") == str(pid).encode()
+        assert count(server, "accept failed:") == 1, server.excerpt()
