@@ -5,7 +5,8 @@ import XCTest
 /// The back-off after a shortage at accept (Sources/Core/AcceptBackoff.swift).
 /// EMFILE is also tested for real, end to end (tests/e2e/test_accept_errors.py);
 /// ENFILE, ENOMEM and ENOBUFS cannot be caused on demand on a shared machine,
-/// so their errnos are injected here, through the same classification.
+/// so their errnos are injected: here, through the same classification, and
+/// end to end at the worker's accept4 call (tests/e2e/accept_inject.c).
 final class AcceptBackoffTests: XCTestCase {
     private let t0 = Instant(nanoseconds: 1_000_000_000)
 
