@@ -44,8 +44,9 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "system packages"
 # ngtcp2-client (gtlsclient) and chromium: independent HTTP/3 clients for tests/e2e/test_http3_{ngtcp2,chromium}.py.
-needed=(libssl-dev zlib1g-dev python3-dev python3-venv gcc curl wrk nghttp2-client nginx haproxy systemd ngtcp2-client chromium)
+needed=(libssl-dev zlib1g-dev python3-dev python3-venv curl wrk nghttp2-client nginx haproxy systemd ngtcp2-client chromium)
 missing=()
+needed+=(gcc)  # cc builds the accept4 shim of tests/e2e/test_accept_errors.py (tests/e2e/accept_inject.c)
 for p in "${needed[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
