@@ -3,6 +3,11 @@
 Usage: python3 benchmarks/memory.py [--connections 1000] [--servers a,b] [--output FILE]
        python3 benchmarks/memory.py --websocket     # 1,000 idle WebSocket connections instead
 
+The servers come from benchmarks/.venv, which `python3 benchmarks/run.py --setup` creates (nginx from apt).
+If an executable is missing, nothing is started: the script says what to install and exits with 2. It exits
+with 1 if no server could be measured, 0 otherwise (servers that failed are listed, and their error is in the
+results file).
+
 Each server serves the `hello` application. After start-up and a short settle, the RSS and PSS of its process
 tree are read from /proc; then 1,000 connections each make one keep-alive request and stay open, idle, and the
 memory is read again. The difference over the connections still open is the per-connection cost.
@@ -19,7 +24,9 @@ import contextlib
 import json
 import os
 import resource
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -146,6 +153,37 @@ def measure_server(name: str, env: Environment, connections: int, websocket: boo
     return entry
 
 
+def missing_executables(names: list[str], env: Environment, websocket: bool) -> dict[str, str]:
+    """The executable each chosen server would be started with, for those that do not exist (name: path)."""
+    app = APPS["ws-echo" if websocket else "hello"]
+    protocol = WS if websocket else H1
+    missing: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as scratch:
+        for name in names:
+            executable = harness.server_command(harness.Job(SERVERS[name], app, protocol), 0, env, Path(scratch))[0]
+            if shutil.which(executable) is None:
+                missing[name] = executable
+    return missing
+
+
+def how_to_install(missing: dict[str, str], env: Environment) -> str:
+    """What to run so that the missing executables exist, one line each."""
+    steps = []
+    if any(Path(executable).is_relative_to(env.venv) for executable in missing.values()):
+        steps.append(
+            f"python3 benchmarks/run.py --setup    # creates {env.venv}: the peers and a release build of "
+            "peregrine (or pass --peregrine PATH --servers peregrine-wsgi,peregrine-asgi)"
+        )
+    if "nginx" in missing:
+        steps.append("apt-get install nginx-light")
+    steps.extend(
+        f"{executable} does not exist or is not executable (--peregrine)"
+        for name, executable in missing.items()
+        if name != "nginx" and not Path(executable).is_relative_to(env.venv)
+    )
+    return "\n".join(f"    {step}" for step in steps)
+
+
 def raise_file_limit(needed: int) -> None:
     """Lift the soft limit on open files to the hard limit (servers inherit it)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -174,9 +212,18 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in names if name not in SERVERS or (websocket and not SERVERS[name].speaks(WS))]
     if unknown:
         sys.exit(f"not measured{' with --websocket' if websocket else ''}: {', '.join(unknown)}")
-    raise_file_limit(arguments.connections * 2 + 256)
     peregrine = str(Path(arguments.peregrine).absolute()) if arguments.peregrine else None
-    env = Environment(peregrine=peregrine or str(harness.VENV_DIR / "bin" / "peregrine"), keep_alive=KEEP_ALIVE_SECONDS)
+    env = Environment(
+        peregrine=peregrine or str(harness.VENV_DIR / "bin" / "peregrine"),
+        venv=harness.VENV_DIR,
+        keep_alive=KEEP_ALIVE_SECONDS,
+    )
+    missing = missing_executables(names, env, websocket)
+    if missing:
+        listed = "\n".join(f"    {name}: {executable}" for name, executable in missing.items())
+        log(f"not installed, nothing measured:\n{listed}\nto install them:\n{how_to_install(missing, env)}")
+        return 2
+    raise_file_limit(arguments.connections * 2 + 256)
     result: dict[str, object] = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "connections": arguments.connections,
@@ -199,6 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     import report  # noqa: PLC0415 - only needed for the final table
 
     sys.stdout.write(report.render_memory(result) + "\n")
+    failed = [name for name, entry in servers.items() if isinstance(entry, dict) and "error" in entry]
+    if len(failed) == len(servers):
+        log("nothing was measured: every server failed")
+        return 1
+    if failed:
+        log(f"not measured (see above): {', '.join(failed)}")
     return 0
 
 

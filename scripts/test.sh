@@ -47,6 +47,7 @@ step "system packages"
 # openssl: `openssl ocsp` makes and `openssl s_client -status` reads the stapled responses of tests/e2e/test_tls_ocsp.py.
 needed=(libssl-dev zlib1g-dev python3-dev python3-venv curl wrk nghttp2-client nginx haproxy systemd ngtcp2-client chromium openssl)
 missing=()
+needed+=(gcc)  # cc builds the accept4 shim of tests/e2e/test_accept_errors.py (tests/e2e/accept_inject.c)
 for p in "${needed[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

@@ -256,9 +256,16 @@ def process_model(options: tuple[str, ...], environment: dict[str, str]) -> tupl
 
 
 def launch(
-    target: str, *options: str, state: Path, cwd: Path | None = None, env: dict[str, str] | None = None
+    target: str,
+    *options: str,
+    state: Path,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    preexec_fn: Callable[[], object] | None = None,
 ) -> tuple[subprocess.Popen[str], list[str]]:
     """Start `peregrine [options] target` with tests/apps on its path; do not wait.
+
+    `preexec_fn` runs in the child before exec (e.g. to lower a resource limit).
 
     Under $PEREGRINE_TEST_WORKER_THREADS the server runs free-threaded in that
     many worker threads unless `options` or `env` choose the process model.
@@ -278,15 +285,22 @@ def launch(
         text=True,
         encoding="utf-8",
         errors="replace",
+        preexec_fn=preexec_fn,  # noqa: PLW1509 - callers pass a C function (resource.setrlimit): no lock in the child
     )
     return process, args
 
 
-def start(target: str, *options: str, state: Path, cwd: Path | None = None) -> Server:
+def start(
+    target: str,
+    *options: str,
+    state: Path,
+    cwd: Path | None = None,
+    preexec_fn: Callable[[], object] | None = None,
+) -> Server:
     """Start a server and wait for its `listening on` line (binds 127.0.0.1:0 unless --unix/--port given)."""
     if "--unix" not in options and "--port" not in options:
         options = ("--host", "127.0.0.1", "--port", "0", *options)
-    process, args = launch(target, *options, state=state, cwd=cwd)
+    process, args = launch(target, *options, state=state, cwd=cwd, preexec_fn=preexec_fn)
     assert process.stderr is not None
     assert process.stdout is not None
     server = Server(process=process, args=args, state=state, stderr=Lines(process.stderr), stdout=Lines(process.stdout))
@@ -364,8 +378,10 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
     """Start fresh servers for one test: `start_server(target, *options)`; stopped and checked after it."""
     servers: list[Server] = []
 
-    def starter(target: str, *options: str, cwd: Path | None = None) -> Server:
-        server = start(target, *options, state=tmp_path_factory.mktemp("server"), cwd=cwd)
+    def starter(
+        target: str, *options: str, cwd: Path | None = None, preexec_fn: Callable[[], object] | None = None
+    ) -> Server:
+        server = start(target, *options, state=tmp_path_factory.mktemp("server"), cwd=cwd, preexec_fn=preexec_fn)
         servers.append(server)
         return server
 

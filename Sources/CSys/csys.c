@@ -174,6 +174,30 @@ const char *csys_strerror(int err) { return strerror(err); }
 int csys_eagain(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 int csys_eintr(int err) { return err == EINTR; }
 
+int csys_accept_failure(int err) {
+    switch (err) {
+    case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+    case EWOULDBLOCK:
+#endif
+        return 0;
+    // accept(2), Linux notes: errors already pending on the new socket are
+    // passed on by accept; "treat them like EAGAIN by retrying".
+    case EINTR: case ECONNABORTED: case EPROTO: case EPERM: case ENETDOWN: case ENOPROTOOPT:
+    case EHOSTDOWN: case ENONET: case EHOSTUNREACH: case EOPNOTSUPP: case ENETUNREACH: case ETIMEDOUT:
+        return 1;
+    case EMFILE: return 2;
+    case ENFILE: return 3;
+    case ENOMEM: return 4;
+    case ENOBUFS: return 5;
+    default: return 6;
+    }
+}
+
+static int accept_shortages;
+int csys_accept_shortage_enter(void) { return __atomic_fetch_add(&accept_shortages, 1, __ATOMIC_RELAXED); }
+int csys_accept_shortage_leave(void) { return __atomic_sub_fetch(&accept_shortages, 1, __ATOMIC_RELAXED); }
+
 long csys_read(int fd, void *buf, size_t len) { return read(fd, buf, len); }
 long csys_pread(int fd, void *buf, size_t len, int64_t offset) { return pread(fd, buf, len, (off_t)offset); }
 long csys_write(int fd, const void *buf, size_t len) { return send(fd, buf, len, MSG_NOSIGNAL); }

@@ -9,15 +9,24 @@ extension H1Connection {
     /// Looks for the client preface in the first bytes of the connection.
     /// Returns true if the connection is now HTTP/2, or if more bytes are
     /// needed to tell (nothing else may be parsed meanwhile).
+    ///
+    /// A wrong preface from an HTTP/2 client — any first bytes under
+    /// --http2-only, where nothing else is spoken; on a shared port the
+    /// request line `PRI * HTTP/2.0` followed by something else — goes to
+    /// HTTP/2 as well, whose connection answers it as RFC 9113 §3.4 says:
+    /// a connection error of type PROTOCOL_ERROR (our SETTINGS, then
+    /// GOAWAY(0, PROTOCOL_ERROR), then the close), not an HTTP/1.1 505.
     func detectHTTP2Preface() -> Bool {
         switch ConnectionPreface.match(input.readable) {
-        case .complete:
+        case .complete, .invalidPreface:
             startHTTP2()
             return true
         case .needMoreData:
             return true
         case .mismatch:
-            return false
+            guard worker.config.http2Only else { return false }
+            startHTTP2()
+            return true
         }
     }
 

@@ -301,7 +301,9 @@ final class H1Connection: WorkerConnection {
         let w = worker  // one retain for the call, not one per use
         h2HandOff = .http1
         if w.config.http2Only {
-            // HTTP/1.1 is refused on this server (RFC 9110 §15.6.6).
+            // A backstop: under --http2-only every connection's first bytes
+            // go to HTTP/2 (detectHTTP2Preface), so no HTTP/1.1 request
+            // should get here; if one does, it is refused (RFC 9110 §15.6.6).
             sendErrorAndLinger(505)
             return
         }

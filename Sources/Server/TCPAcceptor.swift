@@ -23,6 +23,8 @@ struct TCPAcceptor {
     var tlsContext: TLSContext?
     /// The listener is in the poller.
     private(set) var accepting = true
+    /// accept(2) ran short of descriptors or memory: when to try again.
+    private var backoff = AcceptBackoff()
     private(set) var openCount = 0
     private(set) var lingeringCount = 0
     private let maxConnections: Int
@@ -41,9 +43,60 @@ struct TCPAcceptor {
     /// queue until a connection closes or lingers.
     var isFull: Bool { openCount >= maxConnections }
 
-    /// Accepts the next connection waiting on `listener` (nil: none is
-    /// waiting) and describes its peer and the address it reached.
-    func accept(from listener: Listener) -> (fd: Int32, peer: PeerInfo)? {
+    /// What one accept gave (see `accept(from:now:)`).
+    enum Outcome {
+        case connection(fd: Int32, peer: PeerInfo)
+        /// Nobody (else) is waiting: the poller reports the next client.
+        case waitForReadiness
+        /// That connection failed alone: accept the next one.
+        case acceptNext
+        /// Descriptors or memory ran out: the caller takes the listeners
+        /// out of the poller (`pause`) until `retryDue`, which a closing
+        /// connection makes due at once (see AcceptBackoff).
+        case pause
+    }
+
+    /// Accepts the next connection waiting on `listener` and describes its
+    /// peer and the address it reached; on failure, says what to do next.
+    /// Logs the first failure of a shortage and the accept that ends it.
+    mutating func accept(from listener: Listener, now: Instant) -> Outcome {
+        guard let (fd, peer) = acceptOne(from: listener) else {
+            let err = csys_errno()
+            let failure = AcceptFailure(errno: err)
+            switch backoff.failed(failure, now: now) {
+            case .waitForReadiness(let ended):
+                if let ended { TCPAcceptor.logShortageEnded(failures: ended) }
+                return .waitForReadiness
+            case .acceptNext: return .acceptNext
+            case .pause(_, let episodeBegan):
+                // One line per episode of the process: its worker contexts
+                // share its descriptors, so they meet a shortage together.
+                if episodeBegan && csys_accept_shortage_enter() == 0 { TCPAcceptor.logShortage(failure, errno: err) }
+                return .pause
+            }
+        }
+        if let failures = backoff.succeeded() { TCPAcceptor.logShortageEnded(failures: failures) }
+        return .connection(fd: fd, peer: peer)
+    }
+
+    /// The last line of an episode, once the process's last worker context
+    /// in it has left it.
+    private static func logShortageEnded(failures: Int) {
+        guard csys_accept_shortage_leave() == 0 else { return }
+        Log.warning("accepting connections again (\(failures) attempt(s) failed meanwhile)")
+    }
+
+    /// The first line of an episode (see AcceptBackoff), naming the shortage.
+    private static func logShortage(_ failure: AcceptFailure, errno err: Int32) {
+        let name: String
+        if case .exhausted(let shortage) = failure { name = "\(shortage.errnoName)" } else { name = "errno \(err)" }
+        let text = String(cString: csys_strerror(err))
+        Log.warning("accept failed: \(text) (\(name)); open connections are still served, new ones wait in the "
+                    + "listen queue; retrying in \(AcceptBackoff.firstDelayMilliseconds) ms, backing off to "
+                    + "\(AcceptBackoff.longestDelayMilliseconds) ms, or when a connection closes")
+    }
+
+    private func acceptOne(from listener: Listener) -> (fd: Int32, peer: PeerInfo)? {
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { addr in
             addr.initialize(repeating: 0)
             var port: Int32 = 0
@@ -101,11 +154,22 @@ struct TCPAcceptor {
         return true
     }
 
-    /// `c` closed: it no longer counts, and its object waits for the next accept.
-    mutating func closed(_ c: H1Connection, wasLingering: Bool) {
+    /// `c` closed: it no longer counts, and its object waits for the next
+    /// accept. Its descriptor is given back too: a pause for a shortage is
+    /// to be retried now. True if there was one (the caller wakes its loop).
+    mutating func closed(_ c: H1Connection, wasLingering: Bool, now: Instant) -> Bool {
         spares.append(c)
         if wasLingering { lingeringCount -= 1 } else { openCount -= 1 }
+        return backoff.descriptorFreed(now: now)
     }
+
+    /// The pause for a shortage ran out: true once, and the caller resumes
+    /// (`resumeIfPaused`) and tries to accept at once.
+    mutating func retryDue(now: Instant) -> Bool { backoff.retryDue(now: now) }
+
+    /// Milliseconds until `retryDue` (nil: no pause for a shortage), for the
+    /// loop's timeout.
+    func millisecondsUntilRetry(now: Instant) -> Int? { backoff.millisecondsUntilRetry(now: now) }
 
     /// The listener leaves the poller (full, or stopping). True if it was
     /// in it, for the caller to remove.
@@ -115,9 +179,10 @@ struct TCPAcceptor {
     }
 
     /// The listener returns to the poller after a pause for capacity (never
-    /// while stopping). True if the caller should add it back.
+    /// while stopping, nor while a pause for a shortage runs). True if the
+    /// caller should add it back.
     mutating func resumeIfPaused(stopping: Bool) -> Bool {
-        guard !accepting && !stopping else { return false }
+        guard !accepting && !stopping && !backoff.isPaused else { return false }
         accepting = true
         return true
     }

@@ -276,6 +276,7 @@ final class Worker {
         while !finished {
             var timeout = timers.millisecondsUntilNextTick(now: now).map { Int32(min($0, 60_000)) } ?? -1
             if let q = quicWait(now: now) { timeout = timeout < 0 ? Int32(min(q, 60_000)) : min(timeout, Int32(min(q, 60_000))) }
+            if let r = acceptor.millisecondsUntilRetry(now: now) { timeout = timeout < 0 ? Int32(r) : min(timeout, Int32(r)) }
             if beats { timeout = timeout < 0 ? 1000 : min(timeout, 1000) }  // heartbeats
             let wait = stop.stopping || stop.delaying ? min(timeout < 0 ? 100 : timeout, 100) : timeout
             let n = GIL.released { poller.wait(timeoutMilliseconds: connections.hasDeferredReads ? 0 : wait) }
@@ -354,6 +355,7 @@ final class Worker {
     private func scheduleTimer(now: Instant) {
         var ms = timers.millisecondsUntilNextTick(now: now)
         if let q = quicWait(now: now) { ms = min(ms ?? q, q) }
+        if let r = acceptor.millisecondsUntilRetry(now: now) { ms = min(ms ?? r, r) }
         if beats { ms = min(ms ?? 1000, 1000) }  // heartbeats
         if stop.stopping || stop.delaying { ms = min(ms ?? 100, 100) }
         if connections.hasDeferredReads { ms = 0 }
@@ -392,6 +394,7 @@ final class Worker {
             connections[index]?.onTimeout()
         }
         quic?.expireIfDue(now: now)
+        if acceptor.retryDue(now: now) { retryAccepting() }
         if wsgi != nil { quic?.serveWaiting() }
         enforceGracefulDeadline()
         reportToSupervisor()
@@ -412,7 +415,20 @@ final class Worker {
                 return
             }
             if supervisor.siblingShouldTake(openCount: acceptor.openCount, stopping: stop.stopping, now: now) { return }
-            guard let (fd, peer) = acceptor.accept(from: listener) else { return }
+            let fd: Int32, peer: PeerInfo
+            switch acceptor.accept(from: listener, now: now) {
+            case .connection(let f, let p): (fd, peer) = (f, p)
+            case .waitForReadiness: return
+            case .acceptNext: continue
+            case .pause:
+                // Out of descriptors or memory: the client stays queued and
+                // the level-triggered listener would wake us at once, again
+                // and again. Out of the poller until the back-off ends or a
+                // connection closes (see AcceptBackoff).
+                // (ASGI: `poll` reschedules the loop's timer after `handle`.)
+                if acceptor.pause() { removeListeners() }
+                return
+            }
             let c = acceptor.takeSpare() ?? H1Connection(worker: self)
             let (index, generation) = connections.insert(c)
             acceptor.opened()
@@ -467,7 +483,9 @@ final class Worker {
     func connectionClosed(_ c: H1Connection, wasLingering: Bool) {
         poller.remove(c.fd)
         connections.release(c.index)
-        acceptor.closed(c, wasLingering: wasLingering)
+        // Out of descriptors before: the retry is due now, made on the
+        // loop's next round, once this one is really closed.
+        if acceptor.closed(c, wasLingering: wasLingering, now: now), asgi != nil { scheduleTimer() }
         storeLoad()
         resumeAcceptingIfPaused()
     }
@@ -478,6 +496,14 @@ final class Worker {
                 try? poller.add(acceptor.listeners[i].fd, token: Worker.listenerToken(i), interest: .readable)
             }
         }
+    }
+
+    /// A pause for a shortage at accept ended (see AcceptBackoff): the
+    /// listeners return to the poller, and accept(2) is tried at once, since
+    /// even with nobody queued its answer tells whether the shortage is over.
+    private func retryAccepting() {
+        resumeAcceptingIfPaused()
+        for listener in acceptor.listeners where acceptor.accepting { acceptConnections(from: listener) }
     }
 
     private func removeListeners() {

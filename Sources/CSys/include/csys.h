@@ -31,6 +31,16 @@ int csys_local_address(int fd, char *addr, size_t addrlen, int *port);
 int csys_errno(void);
 const char *csys_strerror(int err);
 int csys_eagain(int err);   // EAGAIN or EWOULDBLOCK
+// What an accept(2) errno means for the accepting loop (see Core's
+// AcceptFailure): 0 queue empty (EAGAIN), 1 that one connection was lost
+// (EINTR, ECONNABORTED, EPROTO, EPERM and the network errors accept(2) passes
+// on), 2 EMFILE, 3 ENFILE, 4 ENOMEM, 5 ENOBUFS, 6 anything else.
+int csys_accept_failure(int err);
+// Worker contexts of this process inside an accept shortage (descriptors are
+// the process's, so the contexts meet one together): `enter` returns the
+// count before, `leave` the count after (atomic).
+int csys_accept_shortage_enter(void);
+int csys_accept_shortage_leave(void);
 int csys_eintr(int err);
 
 long csys_read(int fd, void *buf, size_t len);

@@ -23,12 +23,22 @@ public enum ConnectionPreface {
         case needMoreData
         /// Not HTTP/2 prior knowledge.
         case mismatch
+        /// The request line `PRI * HTTP/2.0` (`requestLineCount` octets)
+        /// is all there and right, and a later octet differs: an HTTP/2
+        /// client whose preface is wrong, not an HTTP/1.1 request. §3.4:
+        /// "Clients and servers MUST treat an invalid connection preface
+        /// as a connection error (Section 5.4.1) of type PROTOCOL_ERROR."
+        case invalidPreface
     }
+
+    /// "PRI * HTTP/2.0\r\n": the part of the preface that reads as an
+    /// HTTP/1.x request line, whose version only HTTP/2 sends.
+    public static let requestLineCount = 16
 
     /// Compares the start of `input` with the preface.
     public static func match(_ input: UnsafeRawBufferPointer) -> Match {
         let n = min(input.count, count)
-        for i in 0..<n where input[i] != bytes[i] { return .mismatch }
+        for i in 0..<n where input[i] != bytes[i] { return i < requestLineCount ? .mismatch : .invalidPreface }
         return n == count ? .complete : .needMoreData
     }
 }

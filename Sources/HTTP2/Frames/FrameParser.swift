@@ -62,7 +62,7 @@ public struct FrameParser: Sendable {
         if awaitingPreface {
             switch ConnectionPreface.match(bytes) {
             case .needMoreData: return .needMoreData
-            case .mismatch: throw .badPreface
+            case .mismatch, .invalidPreface: throw .badPreface
             case .complete:
                 awaitingPreface = false
                 return .prefaceReceived(consumed: ConnectionPreface.count)

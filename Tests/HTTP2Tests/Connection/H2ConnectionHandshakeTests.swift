@@ -56,6 +56,17 @@ final class H2ConnectionHandshakeTests: XCTestCase {
         XCTAssertEqual(h.unconsumedInput, 0)
     }
 
+    // §3.4: the request line `PRI * HTTP/2.0` with a wrong rest of the
+    // preface is an invalid preface too, decided at the first wrong octet.
+    func testPRIRequestLineWithAWrongRestIsProtocolError() {
+        let h = H2Harness(handshake: false)
+        _ = h.drain()
+        let events = h.feed(bytes("PRI * HTTP/2.0\r\n\r\nXY\r\n\r\n"))
+        XCTAssertEqual(events, [.connectionError(.protocolError, "client connection preface mismatch")])
+        XCTAssertEqual(h.drain().goAwayCode, .protocolError)
+        XCTAssertTrue(h.conn.isFinished)
+    }
+
     // §3.4: "That is, the connection preface ... MUST be followed by a SETTINGS frame."
     func testFirstFrameOtherThanSettingsIsProtocolError() {
         for first in [H2Harness(handshake: false).ping(1), H2Harness(handshake: false).settingsAck(),
