@@ -281,6 +281,7 @@ extension H1Connection {
 
     /// The request counted for --limit-concurrency ended.
     func endCounted() {
+        meterEnd()
         guard request.counted else { return }
         request.counted = false
         worker.admission.ended()
@@ -300,6 +301,7 @@ extension H1Connection {
         // A short blocking write: the socket buffer of a connection that
         // has sent only a head is empty.
         let ok = transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: true)
+        worker.metrics.rejected(status: code)
         if worker.accessLog.enabled {
             worker.accessLog.recordRejected(status: code, peer: peer)
         }
@@ -342,6 +344,7 @@ extension H1Connection {
     func close() {
         guard phase != .closed else { return }
         endCounted()
+        worker.metrics.connectionClosed(.tcp)
         if output.held { worker.flushHeld() }
         let wasLingering = phase == .lingering
         phase = .closed

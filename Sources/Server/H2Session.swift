@@ -132,6 +132,7 @@ final class H2Session {
     private func handle(_ event: H2Event) {
         switch event {
         case .request(let id, let head, let endStream):
+            worker.metrics.http2StreamOpened()
             open(id, head, endStream: endStream)
         case .data(let id, let bytes, let flowControlled, let end):
             guard let s = streams[id], !s.reset, !s.responseEnded || !s.bodyEnded else {
@@ -167,7 +168,8 @@ final class H2Session {
             s.bodyEnded = true
             wakeReader(s)
             checkDone(s)
-        case .streamReset(let id, _):
+        case .streamReset(let id, let code):
+            worker.metrics.http2Reset(code: code.rawValue)
             guard let s = streams[id] else { peerEnded(id); return }
             dropStream(s, disconnected: true)
         case .windowOpened:
@@ -220,6 +222,7 @@ final class H2Session {
             return
         }
         if let status = s.exchange.refusal {
+            worker.metrics.rejected(status: status)
             streams[id] = s
             respondDirectly(s, status: status)
             return
@@ -231,6 +234,7 @@ final class H2Session {
             return
         case .overLimit:
             streams[id] = s
+            worker.metrics.rejected(status: 503)
             if worker.accessLog.enabled { worker.accessLog.recordRejected(status: 503, peer: connection.peer) }
             respondDirectly(s, status: 503, field: Admission.retryAfter)
             return
@@ -240,6 +244,7 @@ final class H2Session {
         streams[id] = s
         s.accessLine = worker.accessLog.enabled ? AccessLog.RequestLine(s.request) : nil
         worker.requestsServed += 1
+        meterBegin(s, .h2)
         if let asgi = worker.asgi {
             asgi.start(s.request, exchange: s)
         } else {
@@ -447,6 +452,7 @@ final class H2Session {
                 awaitPeerEnd(s.id)
             } else {
                 core.resetStream(streamID: s.id, code: .noError)
+                worker.metrics.http2Reset(code: 0)  // NO_ERROR
             }
         }
         s.releaseBody()
@@ -461,6 +467,7 @@ final class H2Session {
     func resetStream(_ s: H2Stream, code: HTTP2ErrorCode) {
         guard !s.reset else { return }
         core.resetStream(streamID: s.id, code: code)
+        worker.metrics.http2Reset(code: code.rawValue)
         dropStream(s, disconnected: true)
     }
 
@@ -649,6 +656,7 @@ final class H2Session {
 
     /// The stream counted for --limit-concurrency ended.
     private func endCounted(_ s: H2Stream) {
+        meterEnd(s)
         guard s.counted else { return }
         s.counted = false
         worker.admission.ended()

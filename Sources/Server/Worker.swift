@@ -44,6 +44,8 @@ final class Worker {
     let headerTable: H1HeaderTable
     let fieldSpans: UnsafeMutablePointer<FieldSpans>
     let accessLog: AccessLog
+    /// This thread's block of the supervisor's metrics region (RequestMetering).
+    let metrics: WorkerMetrics
     /// `--forwarded-allow-ips`: nil when no peer is trusted, so a request
     /// costs one branch.
     let forwardedResolver: ForwardedResolver?
@@ -121,6 +123,7 @@ final class Worker {
         headerTable = H1HeaderTable(capacity: l.maxHeaderCount)
         fieldSpans = .allocate(capacity: l.maxHeaderCount)
         accessLog = AccessLog(enabled: config.accessLog, format: config.accessLogFormat)
+        metrics = Worker.metrics(config, context: context)
         forwardedResolver = config.forwardedAllowIPs.isEmpty ? nil : ForwardedResolver(trusted: config.forwardedAllowIPs)
         proxyPeers = config.proxyProtocol ? config.proxyAllowIPs : nil
         admission = Admission(config: config)
