@@ -161,13 +161,15 @@ class Monotonic:
             time.sleep(0.05)
 
 
-def get_hello(port: int, count: int, path: str = "/hello") -> None:
+def get_hello(port: int, count: int, path: str = "/hello") -> bytes:
+    """`count` requests on one connection; the last body."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    body = b""
     for _ in range(count):
         connection.request("GET", path)
-        response = connection.getresponse()
-        response.read()
+        body = connection.getresponse().read()
     connection.close()
+    return body
 
 
 def test_http1_h2_and_refusals_are_counted_across_workers(serve: Callable[..., Server]) -> None:
@@ -282,10 +284,11 @@ def test_counters_never_go_backwards_across_sighup_and_kill_9(serve: Callable[..
             key("peregrine_worker_restarts_total"): 2,
         }
     )
-    get_hello(server.port, 5)
+    # The victim is the worker that served these: its counts must outlive it.
+    victim = int(get_hello(server.port, 5, "/pid"))
+    assert victim in second
     scrapes.until({key("peregrine_requests_total", protocol="http/1.1", status="2xx"): 15})
 
-    victim = min(second)
     os.kill(victim, signal.SIGKILL)
     wait_for_workers(server, 2, timeout=30, exclude={victim})
     samples = scrapes.until(
