@@ -345,6 +345,8 @@ extension H1Connection {
         guard phase != .closed else { return }
         endCounted()
         worker.metrics.connectionClosed(.tcp)
+        // A handshake that failed, timed out, or lost its client.
+        if tls?.handshaking == true { worker.metrics.tlsHandshake(.tcp, .failed) }
         if output.held { worker.flushHeld() }
         let wasLingering = phase == .lingering
         phase = .closed

@@ -42,7 +42,6 @@ extension H1Connection {
             // Plain HTTP, garbage, no shared protocol version or cipher, a
             // missing or bad client certificate under `required`...
             Log.debug("TLS handshake with \(peer.remoteAddress) failed: \(TLSSession.lastError)")
-            worker.metrics.tlsHandshake(.tcp, .failed)
             aborted = true  // no close_notify
             close()
         }

@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import pytest
@@ -128,7 +129,8 @@ def counter_keys(samples: Samples, types: dict[str, str]) -> set[tuple[str, froz
     """The samples that must never decrease: counters and histograms (per-worker CPU ends with its worker)."""
     out = set()
     for k in samples:
-        family = next((f for f in types if k[0] == f or k[0].startswith(f + "_")), None)
+        suffixes = ("", "_total", "_bucket", "_count", "_sum")
+        family = next((f for f in types if any(k[0] == f + suffix for suffix in suffixes)), None)
         if family is None or family == "peregrine_worker_cpu_seconds":
             continue
         if types[family] in {"counter", "histogram"}:
@@ -268,6 +270,10 @@ def test_counters_never_go_backwards_across_sighup_and_kill_9(serve: Callable[..
     port = metrics_port(server)
     first = wait_for_workers(server, 2)
     scrapes = Monotonic(port)
+    watched = counter_keys(*scrape(port))
+    assert key("peregrine_requests_total", protocol="http/1.1", status="2xx") in watched
+    assert key("peregrine_request_duration_seconds_bucket", protocol="h2", le="+Inf") in watched
+    assert key("peregrine_requests_in_flight", protocol="http/1.1") not in watched
     get_hello(server.port, 10)
     scrapes.until({key("peregrine_requests_total", protocol="http/1.1", status="2xx"): 10})
 
@@ -413,3 +419,43 @@ def test_a_metrics_port_in_use_fails_the_start() -> None:
         result = run("--port", "0", "--metrics-port", str(busy), "process_apps:wsgi")
     assert result.returncode != 0
     assert f"--metrics-port: cannot listen on 127.0.0.1:{busy}" in result.stderr
+
+
+def test_each_worker_thread_writes_its_own_block_and_they_are_summed(
+    serve: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PEREGRINE_WORKER_CONTEXTS", "2")
+    server = serve("context_apps:wsgi", "--metrics-port", "0")
+    port = metrics_port(server)
+    assert server.stderr.wait_for(lambda line: "in 2 worker contexts" in line, 10) is not None
+    threads: set[str | None] = set()
+    sent = 0
+
+    def one() -> str | None:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        try:
+            connection.request("GET", "/")
+            response = connection.getresponse()
+            response.read()
+            return response.getheader("x-thread")
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        while len(threads) < 2 and sent < 400:
+            threads.update(pool.map(lambda _: one(), range(8)))
+            sent += 8
+    assert len(threads) == 2, "one worker context served every request"
+    scrapes = Monotonic(port)
+    scrapes.until({key("peregrine_requests_total", protocol="http/1.1", status="2xx"): sent})
+    (worker,) = workers(server)
+    os.kill(worker, signal.SIGKILL)
+    wait_for_workers(server, 1, timeout=30, exclude={worker})
+    scrapes.until(
+        {
+            key("peregrine_worker_exits_total", cause="signal"): 1,
+            key("peregrine_requests_total", protocol="http/1.1", status="2xx"): sent,
+            key("peregrine_connections_total", transport="tcp"): sent,
+            key("peregrine_connections_in_flight", transport="tcp"): 0,
+        }
+    )
