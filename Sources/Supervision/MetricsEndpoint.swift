@@ -6,17 +6,21 @@ import Options
 /// Prometheus, on its poller, never blocking it.
 ///
 /// One request per connection (the response says `Connection: close`): the
-/// request head is read up to `maxHeadBytes` (431 beyond) within
-/// `headTimeoutMilliseconds` (the connection is closed after that), then
+/// request head is read up to `maxHeadBytes` (431 beyond), then
 ///   GET or HEAD /metrics (any query) → 200, text format 0.0.4
 ///   another path                     → 404
 ///   another method                   → 405 with Allow: GET, HEAD
 ///   no request line we can read      → 400
 /// Request bodies are not read. Responses go out as the socket takes them
-/// (writable interest until done), then the connection is closed.
+/// (writable interest until done), then the connection is closed. A
+/// connection gets `timeoutMilliseconds` for the whole exchange, so a
+/// scraper that stops reading cannot hold it; with `maxClients` open, the
+/// listening socket leaves the poller until one closes (it is
+/// level-triggered: a pending connection would wake the supervisor's loop
+/// over and over).
 final class MetricsEndpoint {
     static let maxHeadBytes = 8192
-    static let headTimeoutMilliseconds = 5000
+    static let timeoutMilliseconds = 5000
     /// Scrapes served at once; more wait in the listen backlog.
     static let maxClients = 64
 
@@ -25,6 +29,8 @@ final class MetricsEndpoint {
 
     let fd: Int32
     let port: Int
+    /// False while `maxClients` connections are open.
+    private var listening = true
 
     private struct Client {
         var head: [UInt8] = []
@@ -62,15 +68,20 @@ final class MetricsEndpoint {
         return true
     }
 
-    /// Closes connections whose head has not arrived in time.
+    /// Closes connections whose exchange has taken too long.
     func expire(poller: borrowing Poller, now: Instant) {
-        for (client, c) in clients where c.out.isEmpty && now >= c.deadline {
+        for (client, c) in clients where now >= c.deadline {
             close(client, poller: poller)
         }
     }
 
     private func accept(poller: borrowing Poller, now: Instant) {
-        while clients.count < MetricsEndpoint.maxClients {
+        while true {
+            guard clients.count < MetricsEndpoint.maxClients else {
+                listening = false
+                poller.modify(fd, token: MetricsEndpoint.listenToken, interest: [])
+                return
+            }
             var addr = [CChar](repeating: 0, count: 64)
             var port: Int32 = 0, isUnix: Int32 = 0, rawLength: Int32 = 0
             var raw = [UInt8](repeating: 0, count: 16)
@@ -82,7 +93,7 @@ final class MetricsEndpoint {
                 _ = csys_close(client)
                 continue
             }
-            clients[client] = Client(deadline: now.adding(milliseconds: MetricsEndpoint.headTimeoutMilliseconds))
+            clients[client] = Client(deadline: now.adding(milliseconds: MetricsEndpoint.timeoutMilliseconds))
         }
     }
 
@@ -131,6 +142,10 @@ final class MetricsEndpoint {
         poller.remove(client)
         _ = csys_close(client)
         clients[client] = nil
+        if !listening {
+            listening = true
+            poller.modify(fd, token: MetricsEndpoint.listenToken, interest: .readable)
+        }
     }
 
     // MARK: - HTTP/1.x

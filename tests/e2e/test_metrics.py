@@ -459,3 +459,21 @@ def test_each_worker_thread_writes_its_own_block_and_they_are_summed(
             key("peregrine_connections_in_flight", transport="tcp"): 0,
         }
     )
+
+
+def test_silent_scrapers_are_cut_and_do_not_block_others(serve: Callable[..., Server]) -> None:
+    server = serve(WSGI, "--metrics-port", "0")
+    port = metrics_port(server)
+    silent = [
+        socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(70)
+    ]  # past the 64 served at once
+    try:
+        started = time.monotonic()
+        for s in silent[:64]:
+            s.sendall(b"GET /metr")  # a head that never completes
+        assert silent[0].recv(100) == b""  # closed after the endpoint's 5 s
+        assert 4 < time.monotonic() - started < 9
+        scrape(port)  # the ones waiting in the backlog got their turn, and so does this one
+    finally:
+        for s in silent:
+            s.close()
