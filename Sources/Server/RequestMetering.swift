@@ -30,6 +30,7 @@ extension Worker {
 
 extension H1Connection {
     func meterBegin(_ p: MetricsProtocol) {
+        guard worker.metrics.enabled else { return }  // then meterEnd has nothing to do either
         request.metered = p
         worker.metrics.requestBegun(p)
     }
@@ -43,6 +44,7 @@ extension H1Connection {
 
 extension H2Session {
     func meterBegin(_ s: H2Stream, _ p: MetricsProtocol) {
+        guard worker.metrics.enabled else { return }
         s.metered = p
         worker.metrics.requestBegun(p)
     }
@@ -56,6 +58,7 @@ extension H2Session {
 
 extension H3Connection {
     func meterBegin(_ s: H3Stream) {
+        guard worker.metrics.enabled else { return }
         s.metered = true
         worker.metrics.requestBegun(.h3)
     }
