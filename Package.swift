@@ -125,5 +125,6 @@ let package = Package(
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Core"], swiftSettings: strict),
         .testTarget(name: "ProxyTests", dependencies: ["Proxy", "Core"], swiftSettings: strict),
         .testTarget(name: "OptionsTests", dependencies: ["Options", "Proxy", "Core"], swiftSettings: strict),
+        .testTarget(name: "SupervisionTests", dependencies: ["Supervision", "Core"], swiftSettings: strict),
     ]
 )

@@ -157,7 +157,8 @@ def measure(args: argparse.Namespace) -> float:
         command = [
             "valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={out}",
             str(executable), "--host", HOST, "--port", str(port), "--workers", "1", "--worker-timeout", "0",
-            "--log-level", "warning", "--protocol", args.interface, "--python-path", str(BENCHMARKS), target,
+            "--log-level", "warning", "--protocol", args.interface, "--python-path", str(BENCHMARKS),
+            *args.server_option, target,
         ]  # fmt: skip
         env = dict(os.environ, PYTHONPATH=str(BENCHMARKS))
         if python is not None:
@@ -202,6 +203,12 @@ def main() -> None:
     )
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument(
+        "--server-option",
+        action="append",
+        default=[],
+        help="an extra argument for peregrine (repeatable), e.g. --server-option=--metrics-port --server-option=9100",
+    )
     parser.add_argument("--keep", type=Path, help="copy the measured callgrind dump here (for callgrind_annotate)")
     args = parser.parse_args()
     per_request = measure(args)

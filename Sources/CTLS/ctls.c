@@ -333,6 +333,7 @@ void ctls_alpn(ctls_conn *c, const uint8_t **proto, size_t *len) {
 }
 
 int ctls_version(ctls_conn *c) { return SSL_version(c->ssl); }
+int ctls_session_reused(ctls_conn *c) { return SSL_session_reused(c->ssl); }
 
 const char *ctls_version_name(ctls_conn *c) { return SSL_get_version(c->ssl); }
 

@@ -157,6 +157,9 @@ options:
                            application's own field of that name wins)
   --server-header VALUE    add `server: VALUE` to every response (default none)
   --no-date-header         send no Date field (the application's own is kept)
+  --metrics-port PORT      serve Prometheus metrics at /metrics on this TCP port
+                           from the supervisor (0 picks a free one, logged)
+  --metrics-host HOST      interface for --metrics-port (default: --host)
   --no-lifespan            ASGI: skip the lifespan protocol
   --lifespan-scope S       ASGI with worker threads: worker (default: a lifespan
                            per thread, on its own loop) or process (one, on the
@@ -399,6 +402,21 @@ public enum CommandLineParser {
                 }
             case "--server-header": config.serverHeader = try ResponseHeaderOption.serverValue(try value())
             case "--no-date-header": try flag(); config.dateHeader = false
+            case "--metrics-port": config.metricsPort = try integer(name, try value(), 0...65535)
+            case "--metrics-host":
+                let v = try value()
+                if v.isEmpty { throw UsageError(message: "--metrics-host must not be empty") }
+                config.metricsHost = v
+            case "--worker-metrics":
+                let v = try value()
+                let parts = v.split(separator: ":", omittingEmptySubsequences: false).map { Int($0) }
+                guard parts.count == 3, let fd = parts[0], let first = parts[1], let blocks = parts[2],
+                      fd >= 0, fd <= Int(Int32.max), first >= 0, blocks > first else {
+                    throw UsageError(message: "--worker-metrics is internal (FD:FIRST:BLOCKS)")
+                }
+                config.metricsFD = Int32(fd)
+                config.metricsFirstBlock = first
+                config.metricsBlocks = blocks
             case "--no-lifespan": try flag(); config.lifespan = false
             case "--lifespan-scope":
                 let v = try value()
@@ -457,6 +475,7 @@ public enum CommandLineParser {
         if config.unixMode != nil && config.unixPath == nil {
             throw UsageError(message: "--unix-mode needs --unix")
         }
+        try checkMetrics(config, tcpPortGiven: !addressGiven.fd && config.unixPath == nil)
         if let list = proxyAllowIPs {
             guard config.proxyProtocol else { throw UsageError(message: "--proxy-allow-ips needs --proxy-protocol") }
             config.proxyAllowIPs = try trustedPeers("--proxy-allow-ips", list)
@@ -512,6 +531,18 @@ public enum CommandLineParser {
         }
         if config.tlsOCSPResponses.count > config.tlsCertificates.count {
             throw UsageError(message: "--tls-ocsp pairs with --tls-cert in order: \(config.tlsOCSPResponses.count) responses for \(config.tlsCertificates.count) certificate(s)")
+        }
+    }
+
+    /// `--metrics-host` needs `--metrics-port`, which must not be the port
+    /// the application is served on (port 0 twice means two free ports).
+    static func checkMetrics(_ config: Config, tcpPortGiven: Bool) throws(UsageError) {
+        guard let port = config.metricsPort else {
+            if config.metricsHost != nil { throw UsageError(message: "--metrics-host needs --metrics-port") }
+            return
+        }
+        if tcpPortGiven && port != 0 && port == config.port {
+            throw UsageError(message: "--metrics-port must differ from the serving port (\(port))")
         }
     }
 

@@ -274,6 +274,18 @@ public struct Config: Sendable {
     public var boardFD: Int32 = -1
     public var boardSlot = 0
     public var boardSlots = 0
+    /// `--metrics-port`: the supervisor serves Prometheus `/metrics` on this
+    /// TCP port (nil: no metrics; 0: a free port, logged), on
+    /// `--metrics-host` (nil: `host`).
+    public var metricsPort: Int?
+    public var metricsHost: String?
+    /// Set in worker processes under `--metrics-port` (hidden option
+    /// `--worker-metrics FD:FIRST:BLOCKS`): the shared metrics region
+    /// (MetricsRegion), the block of this process's first worker thread,
+    /// and the region's block count.
+    public var metricsFD: Int32 = -1
+    public var metricsFirstBlock = 0
+    public var metricsBlocks = 0
     /// Set in worker processes with `--http3` (hidden option `--worker-udp
     /// BASE:FD[,FD...]`): the inherited UDP sockets, one per worker thread
     /// of the process, and the index of the first in the supervisor's

@@ -129,6 +129,8 @@ public enum OptionCatalog {
         OptionSpec("header", .repeatable),
         OptionSpec("server-header", .value),
         OptionSpec("no-date-header", .flag),
+        OptionSpec("metrics-port", .value),
+        OptionSpec("metrics-host", .value),
         OptionSpec("no-lifespan", .flag),
         OptionSpec("lifespan-scope", .value, "worker"),
         OptionSpec("no-uvloop", .flag),
@@ -136,6 +138,7 @@ public enum OptionCatalog {
         OptionSpec("help", .flag, sources: .commandLineOnly),
         OptionSpec("worker", .value, sources: .commandLineOnly, hidden: true),
         OptionSpec("worker-udp", .value, sources: .commandLineOnly, hidden: true),
+        OptionSpec("worker-metrics", .value, sources: .commandLineOnly, hidden: true),
     ]
 
     private static let byName: [String: Int] = {

@@ -17,11 +17,19 @@ import TLS
 struct ConnectionIO {
     let fd: Int32
     let tls: TLSSession?
+    /// Counts the bytes read and written (after TLS decryption).
+    let metrics: WorkerMetrics
 
     enum ReadResult { case data(Int), again, eof, error }
 
     /// One non-blocking read (with TLS: as many records as fit).
     func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+        let result = readUncounted(into: buffer)
+        if case .data(let n) = result { metrics.received(.tcp, bytes: n) }
+        return result
+    }
+
+    private func readUncounted(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
         if let tls {
             switch tls.read(into: buffer) {
             case .bytes(let n): return .data(n)
@@ -45,6 +53,12 @@ struct ConnectionIO {
     /// Writes as much of `a` then `b` as the connection takes now: the
     /// bytes written, and whether the connection failed.
     func writeSome(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> (Int, Bool) {
+        let (n, failed) = writeSomeUncounted(a, b)
+        metrics.sent(.tcp, bytes: n)
+        return (n, failed)
+    }
+
+    private func writeSomeUncounted(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> (Int, Bool) {
         guard let tls else { return SocketWriter.writeSome(fd: fd, a, b) }
         if a.isEmpty && b.isEmpty { return (0, false) }
         switch tls.write(a, b) {
@@ -60,6 +74,12 @@ struct ConnectionIO {
     /// was sent): sendfile(2) on a plain socket; with TLS, pread into a
     /// record-sized buffer that OpenSSL encrypts (kTLS is not used).
     func sendFile(_ file: Int32, offset: inout Int64, count: Int) -> FileResult {
+        let result = sendFileUncounted(file, offset: &offset, count: count)
+        if case .sent(let n) = result { metrics.sent(.tcp, bytes: n) }
+        return result
+    }
+
+    private func sendFileUncounted(_ file: Int32, offset: inout Int64, count: Int) -> FileResult {
         if let tls {
             switch tls.sendFile(fd: file, offset: &offset, count: count) {
             case .bytes(let n): return .sent(n)

@@ -292,6 +292,7 @@ extension H1Connection {
 
     /// The request counted for --limit-concurrency ended.
     func endCounted() {
+        meterEnd()
         guard request.counted else { return }
         request.counted = false
         worker.admission.ended()
@@ -313,6 +314,7 @@ extension H1Connection {
         // A short blocking write: the socket buffer of a connection that
         // has sent only a head is empty.
         let ok = transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: true)
+        worker.metrics.rejected(status: code)
         if worker.accessLog.enabled {
             worker.accessLog.recordRejected(status: code, peer: peer)
         }
@@ -355,6 +357,9 @@ extension H1Connection {
     func close() {
         guard phase != .closed else { return }
         endCounted()
+        worker.metrics.connectionClosed(.tcp)
+        // A handshake that failed, timed out, or lost its client.
+        if tls?.handshaking == true { worker.metrics.tlsHandshake(.tcp, .failed) }
         if output.held { worker.flushHeld() }
         let wasLingering = phase == .lingering
         phase = .closed

@@ -16,7 +16,7 @@ import TLS
 /// While handshaking, `phase` is `.head` with `tls.handshaking` set: stopping
 /// treats the connection as idle, and its one timer is the handshake's.
 extension H1Connection {
-    var io: ConnectionIO { ConnectionIO(fd: fd, tls: tls?.session) }
+    var io: ConnectionIO { ConnectionIO(fd: fd, tls: tls?.session, metrics: worker.metrics) }
 
     /// From `open`, for a connection that has a TLS session.
     func beginHandshake() {
@@ -31,6 +31,7 @@ extension H1Connection {
         switch session.handshake() {
         case .complete:
             tls?.handshaking = false
+            worker.metrics.tlsHandshake(.tcp, session.isResumed ? .resumed : .full)
             peer.tls = Self.tlsInfo(session)
             startProtocol()
         case .wantRead:

@@ -118,6 +118,7 @@ final class H1Connection: WorkerConnection {
         writeFailed = false
         h2HandOff = .prefaceMayCome
         ageDeadline = worker.admission.connectionDeadline(now: worker.now)
+        worker.metrics.connectionOpened(.tcp)
         if let allowed = worker.proxyPeers, allowed.contains(peer.address) {
             beginProxyHeader()  // TLS or HTTP start after it (+ProxyHeader)
             return
@@ -319,6 +320,7 @@ final class H1Connection: WorkerConnection {
             return
         case .overLimit:
             respondItself(status: 503, field: Admission.retryAfter)
+            w.metrics.rejected(status: 503)
             if w.accessLog.enabled { w.accessLog.recordRejected(status: 503, peer: peer) }
             afterResponse()
             return
@@ -342,6 +344,7 @@ final class H1Connection: WorkerConnection {
         request.accessLine = w.accessLog.requestLine(gatewayRequest)
         w.requestsServed += 1
         if head.upgrade, w.asgi != nil, let verdict = webSocketVerdict(head) {
+            meterBegin(.websocket)
             if w.config.websockets {
                 startWebSocket(verdict, request: gatewayRequest)
             } else {
@@ -349,6 +352,7 @@ final class H1Connection: WorkerConnection {
             }
             return
         }
+        meterBegin(.http11)
         if let asgi = w.asgi {
             phase = .request
             asyncRequest.bodyWanted = false

@@ -26,4 +26,6 @@ struct H1Request {
     var keepAlive = true
     /// Counted in flight for --limit-concurrency (see Admission) until it ends.
     var counted = false
+    /// Metered as a request of this protocol until it ends (RequestMetering).
+    var metered: MetricsProtocol?
 }

@@ -46,6 +46,7 @@ extension H2Session {
             peerEndWaits.removeFirst()
             // A no-op for a stream the core already closed.
             core.resetStream(streamID: first.id, code: .noError)
+            worker.metrics.http2Reset(code: 0)  // NO_ERROR
         }
     }
 }

@@ -132,6 +132,7 @@ final class H2Session {
     private func handle(_ event: H2Event) {
         switch event {
         case .request(let id, let head, let endStream):
+            worker.metrics.http2StreamOpened()
             open(id, head, endStream: endStream)
         case .data(let id, let bytes, let flowControlled, let end):
             guard let s = streams[id], !s.reset, !s.responseEnded || !s.bodyEnded else {
@@ -167,7 +168,8 @@ final class H2Session {
             s.bodyEnded = true
             wakeReader(s)
             checkDone(s)
-        case .streamReset(let id, _):
+        case .streamReset(let id, let code):
+            worker.metrics.http2Reset(code: code.rawValue)
             guard let s = streams[id] else { peerEnded(id); return }
             dropStream(s, disconnected: true)
         case .windowOpened:
@@ -220,6 +222,7 @@ final class H2Session {
             return
         }
         if let status = s.exchange.refusal {
+            worker.metrics.rejected(status: status)
             streams[id] = s
             respondDirectly(s, status: status)
             return
@@ -231,6 +234,7 @@ final class H2Session {
             return
         case .overLimit:
             streams[id] = s
+            worker.metrics.rejected(status: 503)
             if worker.accessLog.enabled { worker.accessLog.recordRejected(status: 503, peer: connection.peer) }
             respondDirectly(s, status: 503, field: Admission.retryAfter)
             return
@@ -241,6 +245,7 @@ final class H2Session {
         if let ids = worker.requestIDs { s.request.requestID = ids.assign(s.request) }
         s.accessLine = worker.accessLog.requestLine(s.request)
         worker.requestsServed += 1
+        meterBegin(s, .h2)
         if let asgi = worker.asgi {
             asgi.start(s.request, exchange: s)
         } else {
@@ -448,6 +453,7 @@ final class H2Session {
                 awaitPeerEnd(s.id)
             } else {
                 core.resetStream(streamID: s.id, code: .noError)
+                worker.metrics.http2Reset(code: 0)  // NO_ERROR
             }
         }
         s.releaseBody()
@@ -462,6 +468,7 @@ final class H2Session {
     func resetStream(_ s: H2Stream, code: HTTP2ErrorCode) {
         guard !s.reset else { return }
         core.resetStream(streamID: s.id, code: code)
+        worker.metrics.http2Reset(code: code.rawValue)
         dropStream(s, disconnected: true)
     }
 
@@ -650,6 +657,7 @@ final class H2Session {
 
     /// The stream counted for --limit-concurrency ended.
     private func endCounted(_ s: H2Stream) {
+        meterEnd(s)
         guard s.counted else { return }
         s.counted = false
         worker.admission.ended()

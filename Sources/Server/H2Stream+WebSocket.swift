@@ -56,6 +56,7 @@ extension H2Session {
         s.webSocket = H2WebSocket()
         s.accessLine = worker.accessLog.requestLine(request)
         worker.requestsServed += 1
+        meterBegin(s, .websocket)
         webSockets.append(s)
         let conversation = WebSocketConversation(transport: s, request: request)
         s.webSocket?.conversation = conversation

@@ -23,6 +23,8 @@ final class H2Stream {
     /// head's status, date and length, what the access log reports).
     var exchange: HTTPExchange
     var accessLine: AccessLog.RequestLine?
+    /// Metered until it ends (RequestMetering).
+    var metered: MetricsProtocol?
 
     // Request body.
     var body = ByteBuffer()

@@ -218,6 +218,7 @@ final class H3Connection {
         }
         if let resolver = worker.forwardedResolver { s.request.resolveForwarded(resolver) }
         if let status = s.exchange.refusal {
+            worker.metrics.rejected(status: status)
             respondDirectly(s, status: status)
             return
         }
@@ -226,6 +227,7 @@ final class H3Connection {
             respondDirectly(s, status: worker.draining ? 503 : 200)
             return
         case .overLimit:
+            worker.metrics.rejected(status: 503)
             if worker.accessLog.enabled { worker.accessLog.recordRejected(status: 503, peer: peer) }
             respondDirectly(s, status: 503, field: Admission.retryAfter)
             return
@@ -235,6 +237,7 @@ final class H3Connection {
         if let ids = worker.requestIDs { s.request.requestID = ids.assign(s.request) }
         s.accessLine = worker.accessLog.requestLine(s.request)
         worker.requestsServed += 1
+        meterBegin(s)
         if let asgi = worker.asgi {
             asgi.start(s.request, exchange: s)
         } else {
@@ -387,6 +390,7 @@ final class H3Connection {
 
     /// The stream counted for --limit-concurrency ended.
     private func endCounted(_ s: H3Stream) {
+        meterEnd(s)
         guard s.counted else { return }
         s.counted = false
         worker.admission.ended()

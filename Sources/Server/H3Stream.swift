@@ -25,6 +25,8 @@ final class H3Stream {
     var request: GatewayRequest!
     var exchange: HTTPExchange
     var accessLine: AccessLog.RequestLine?
+    /// Metered until it ends (RequestMetering).
+    var metered = false
 
     // Request body.
     var body = ByteBuffer()

@@ -74,6 +74,7 @@ final class QUICService: DatagramHandler {
 
     func datagramsReceived(_ batch: borrowing DatagramBatch, count: Int, on socket: UDPSocket, now: Instant) {
         for i in 0..<count where !batch.isTruncated(i) {
+            worker.metrics.received(.quic, bytes: batch.bytes(i).count)
             endpoint.receive(UnsafeMutableRawBufferPointer(mutating: batch.bytes(i)), path: batch.path(i), now: now)
         }
         afterInput()
@@ -139,7 +140,10 @@ final class QUICService: DatagramHandler {
         while let (quic, event) = endpoint.nextEvent() {
             if case .closed(let reason) = event {
                 if let h3 = quic.applicationContext.map({ unsafeDowncast($0, to: H3Connection.self) }) {
+                    worker.metrics.connectionClosed(.quic)
                     h3.quicClosed(reason)
+                } else {
+                    worker.metrics.tlsHandshake(.quic, .failed)  // closed before its handshake completed
                 }
                 quic.applicationContext = nil
                 continue
@@ -167,6 +171,8 @@ final class QUICService: DatagramHandler {
         guard quic.isHandshakeComplete else { return nil }
         let h3 = H3Connection(service: self, quic: quic)
         quic.applicationContext = h3
+        worker.metrics.connectionOpened(.quic)
+        worker.metrics.tlsHandshake(.quic, quic.cryptoHandshake.isResumed ? .resumed : .full)
         connections[ObjectIdentifier(h3)] = h3
         h3.start()
         // A handshake that completes while the worker stops: GOAWAY at once,
@@ -331,6 +337,7 @@ final class QUICService: DatagramHandler {
             var n = 0
             while n < out.capacity, let (length, path) = endpoint.nextDatagram(into: out.slot(n), now: now) {
                 out.setOutgoing(n, length: length, path: path)
+                worker.metrics.sent(.quic, bytes: length)
                 n += 1
             }
             if n == 0 { return }

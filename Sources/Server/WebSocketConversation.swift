@@ -183,6 +183,7 @@ final class WebSocketConversation: WebSocketExchange {
     func sendMessage(_ bytes: UnsafeRawBufferPointer, text: Bool) -> SendOutcome {
         // RFC 6455 §5.5.1: no data frames after our close.
         guard let transport, accepted, closing.maySendData else { return .closed }
+        worker.metrics.webSocketMessageSent()
         if let deflater, deflater.shouldCompress(length: bytes.count) {
             stageCompressed(bytes, text: text, deflater)
             return outcome(transport.webSocketTransmit(Self.none))
@@ -434,6 +435,7 @@ final class WebSocketConversation: WebSocketExchange {
         }
         switch event {
         case .messageData(let piece):
+            if piece.isLast { worker.metrics.webSocketMessageReceived() }
             let data = bytes(piece.span)
             if piece.isCompressed, let inflater {
                 if piece.isFirst { messageIsText = piece.opcode == .text }

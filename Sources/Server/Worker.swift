@@ -46,6 +46,8 @@ final class Worker {
     let accessLog: AccessLog
     /// `--request-id-header` (nil: off, so a request costs one branch).
     let requestIDs: RequestIDGenerator?
+    /// This thread's block of the supervisor's metrics region (RequestMetering).
+    let metrics: WorkerMetrics
     /// `--forwarded-allow-ips`: nil when no peer is trusted, so a request
     /// costs one branch.
     let forwardedResolver: ForwardedResolver?
@@ -131,6 +133,7 @@ final class Worker {
         fieldSpans = .allocate(capacity: l.maxHeaderCount)
         accessLog = try AccessLog(config: config)
         requestIDs = config.requestIDHeader.map { RequestIDGenerator(name: $0) }
+        metrics = Worker.metrics(config, context: context)
         forwardedResolver = config.forwardedAllowIPs.isEmpty ? nil : ForwardedResolver(trusted: config.forwardedAllowIPs)
         proxyPeers = config.proxyProtocol ? config.proxyAllowIPs : nil
         admission = Admission(config: config)

@@ -62,6 +62,10 @@ final class Supervisor {
         var boardSlot = 0
         /// Its block of UDP sockets (`--http3`; see DatagramGroup).
         var datagramBlock: Int?
+        /// Its run of metrics blocks (`--metrics-port`; see FleetMetrics).
+        var metricsRun: Int?
+        /// Killed for missing heartbeats (--worker-timeout).
+        var silenceKilled = false
     }
 
     private let config: Config
@@ -98,6 +102,9 @@ final class Supervisor {
     private var boardFD: Int32 = -1
     private var board: UnsafeMutablePointer<Int64>?
     private var boardNext: [Int: Int] = [:]
+    /// `--metrics-port`: the counters and the endpoint serving them.
+    private var metrics: FleetMetrics?
+    private var metricsEndpoint: MetricsEndpoint?
 
     private static let signalToken: UInt64 = 1 << 62
     private static let inotifyToken: UInt64 = 1 << 62 | 1
@@ -127,6 +134,9 @@ final class Supervisor {
         } catch {
             throw StartupFailure(error.description)
         }
+        if let port = config.metricsPort {
+            (metrics, metricsEndpoint) = try FleetMetrics.serve(config, port: port, poller: poller)
+        }
         if config.reload {
             let dirs = config.reloadDirs.isEmpty ? ["."] : config.reloadDirs
             let patterns = config.reloadIncludes.isEmpty ? ["*.py"] : config.reloadIncludes
@@ -155,11 +165,14 @@ final class Supervisor {
                     if let status = handleSignals() { return status }
                 } else if token == Supervisor.inotifyToken {
                     if reloader?.changed() == true { reloadDue = now.adding(milliseconds: 300) }
+                } else if let endpoint = metricsEndpoint, endpoint.handle(token, poller: poller, now: now, render: renderMetrics) {
+                    continue
                 } else {
                     readStatus(pid: Int32(truncatingIfNeeded: token))
                 }
             }
             if let status = reap() { return status }
+            metricsEndpoint?.expire(poller: poller, now: now)
             if stopping {
                 if workers.isEmpty { return 0 }
                 if let at = shutdownListenersAt, now >= at {
@@ -209,6 +222,13 @@ final class Supervisor {
             keep.append(boardFD)
         }
         var extra = ["--worker", workerArg]
+        let metricsRun = metrics?.assignRun()
+        if let metricsRun, let fd = metrics?.region.fd {
+            extra += ["--worker-metrics", metricsRun.argument]
+            keep.append(fd)
+        } else if metrics != nil {
+            Log.warning("worker in slot \(slot) starts without metrics: every metrics block is held")
+        }
         var datagramBlock: Int?
         if let datagrams {
             let draining = workers.values.filter { $0.slot == slot && $0.state == .draining }
@@ -223,11 +243,14 @@ final class Supervisor {
         guard pid > 0 else {
             _ = csys_close(fds[0])
             Log.error("cannot start a worker: \(SystemError(call: "fork", errno: csys_errno()))")
+            if let metricsRun { metrics?.unassign(metricsRun.run) }
             return
         }
+        metrics?.started(slot: slot)
         let now = Instant.now()
         workers[pid] = WorkerRecord(pid: pid, statusFD: fds[0], slot: slot, state: .starting, started: now,
-                                    lastBeat: now, replaces: replaces, boardSlot: boardSlot, datagramBlock: datagramBlock)
+                                    lastBeat: now, replaces: replaces, boardSlot: boardSlot, datagramBlock: datagramBlock,
+                                    metricsRun: metricsRun?.run)
         if let datagramBlock { datagrams?.hold(datagramBlock, by: pid) }
         try? poller.add(fds[0], token: UInt64(UInt32(bitPattern: pid)), interest: .readable)
         Log.debug("started worker \(pid) (slot \(slot))")
@@ -314,6 +337,9 @@ final class Supervisor {
                 continue
             }
             guard let rec = workers.removeValue(forKey: pid) else { continue }
+            metrics?.exited(run: rec.metricsRun, cause: .of(rec.silenceKilled, rec.startTimedOut, signal: signal,
+                                                             recycled: rec.recycleRequested, draining: rec.state == .draining,
+                                                             stopping: stopping))
             if let board { csys_board_store(board, Int32(rec.boardSlot), Int64.max) }
             if let datagrams {
                 datagrams.release(pid: pid)
@@ -382,6 +408,7 @@ final class Supervisor {
                     Log.error("worker \(rec.pid) has not responded for \(now.milliseconds(since: rec.lastBeat)) ms (--worker-timeout); killing it")
                     _ = csys_kill(rec.pid, csys_sig_kill())
                     workers[rec.pid]!.lastBeat = now
+                    workers[rec.pid]!.silenceKilled = true
                 }
             case .draining:
                 // A draining worker enforces --graceful-timeout itself unless
@@ -553,6 +580,13 @@ final class Supervisor {
     /// and its queue for the next start.
     private func shutdownListeners() {
         for listener in listeners where !listener.inherited { _ = csys_shutdown_listener(listener.fd) }
+    }
+
+    /// The `/metrics` body (see FleetMetrics).
+    private func renderMetrics() -> String {
+        metrics?.render(workers.values.map {
+            FleetMetrics.Live(slot: $0.slot, pid: $0.pid, run: $0.metricsRun, state: "\($0.state)")
+        }) ?? ""
     }
 
     private func killAll() {

@@ -94,6 +94,8 @@ public final class TLSSession {
 
     /// The protocol version as on the wire: 0x0303 (TLS 1.2), 0x0304 (1.3).
     public var version: Int { Int(ctls_version(raw)) }
+    /// The handshake resumed an earlier session (a ticket) instead of a full one.
+    public var isResumed: Bool { ctls_session_reused(raw) == 1 }
     /// "TLSv1.2", "TLSv1.3".
     public var versionName: String { String(cString: ctls_version_name(raw)) }
     /// The IANA cipher suite number (0x1301 is TLS_AES_128_GCM_SHA256).

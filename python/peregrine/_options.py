@@ -139,6 +139,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--header", Kind.TEXT, repeatable=True),
     Option("--server-header", Kind.TEXT),
     Option("--no-date-header", Kind.NEGATED),
+    Option("--metrics-port", Kind.INTEGER),
+    Option("--metrics-host", Kind.TEXT),
     Option("--no-lifespan", Kind.NEGATED),
     Option("--lifespan-scope", Kind.TEXT, choices=("worker", "process")),
     Option("--no-uvloop", Kind.NEGATED),

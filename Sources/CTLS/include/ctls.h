@@ -93,6 +93,7 @@ void ctls_shutdown(ctls_conn *c);
 // The negotiated ALPN protocol (not NUL-terminated), or len 0.
 void ctls_alpn(ctls_conn *c, const uint8_t **proto, size_t *len);
 int ctls_version(ctls_conn *c);              // 0x0303, 0x0304
+int ctls_session_reused(ctls_conn *c);       // 1: the handshake resumed a session (a ticket)
 const char *ctls_version_name(ctls_conn *c); // "TLSv1.3"
 int ctls_cipher_id(ctls_conn *c);            // IANA number, e.g. 0x1301
 const char *ctls_cipher_name(ctls_conn *c);  // OpenSSL name
