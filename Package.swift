@@ -114,6 +114,15 @@ let package = Package(
         .executableTarget(name: "fuzz-quic-packet", dependencies: ["FuzzSupport", "QUIC", "Core"], path: "fuzz/Sources/fuzz-quic-packet",
                           swiftSettings: strict),
 
+        // libFuzzer entry points for WebSocket: frames, masking and UTF-8;
+        // permessage-deflate; the handshake and extension-list readers.
+        .executableTarget(name: "fuzz-ws-frames", dependencies: ["FuzzSupport", "WebSocket", "Core"], path: "fuzz/Sources/fuzz-ws-frames",
+                          swiftSettings: strict),
+        .executableTarget(name: "fuzz-ws-deflate", dependencies: ["FuzzSupport", "WebSocket", "Core"], path: "fuzz/Sources/fuzz-ws-deflate",
+                          swiftSettings: strict),
+        .executableTarget(name: "fuzz-ws-handshake", dependencies: ["FuzzSupport", "WebSocket", "Core"], path: "fuzz/Sources/fuzz-ws-handshake",
+                          swiftSettings: strict),
+
         .testTarget(name: "QUICTests", dependencies: ["QUIC", "Core"], swiftSettings: strict),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "QUIC", "Core"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),

@@ -43,6 +43,7 @@ public final class MessageDeflater {
     public let parameters: PerMessageDeflateParameters
     private let level: Int
     private var stream: ZlibStream?
+    /// A message has been partly compressed (its last call was not finished).
     private var messageInProgress = false
 
     /// `level`: zlib's 0...9, or -1 for its default (6).
@@ -80,12 +81,28 @@ public final class MessageDeflater {
             }
             stream = s
         }
-        let (status, consumed, written) = stream!.run(input, output, flush: true)
+        var (status, consumed, written) = stream!.run(input, output, flush: true)
         precondition(status == .ok || status == .noProgress, "deflate failed: \(status)")
+        if status == .noProgress && input.isEmpty && !messageInProgress {
+            // An empty message right after another: zlib refuses a second
+            // sync flush with no new input (Z_BUF_ERROR), so nothing would
+            // be written, not even the tail the caller strips. The stream
+            // is on a byte boundary after the last flush, so the empty
+            // stored block a sync flush makes there is written here: a
+            // header byte (BFINAL 0, type 00, padding), then LEN 0 and NLEN
+            // (RFC 1951 §3.2.4), the last 4 being the tail — the message is
+            // the single byte 00 of RFC 7692 §7.2.3.6 (found by
+            // fuzz-ws-deflate; needs 6 bytes of room).
+            let block: [UInt8] = [0x00, 0x00, 0x00, 0xFF, 0xFF]
+            guard output.count > block.count else { return Step(consumed: 0, written: 0, isFinished: false) }
+            for (k, byte) in block.enumerated() { output[k] = byte }
+            written = block.count
+        }
         // With a sync flush, deflate is done when all input is in and it
         // left output room (zlib: "if deflate returns with avail_out == 0,
         // this function must be called again").
         let finished = consumed == input.count && written < output.count
+        messageInProgress = !finished
         if finished && parameters.serverNoContextTakeover { stream!.reset() }
         return Step(consumed: consumed, written: written, isFinished: finished)
     }

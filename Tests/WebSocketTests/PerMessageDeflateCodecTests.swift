@@ -63,6 +63,35 @@ final class PerMessageDeflateCodecTests: XCTestCase {
         XCTAssertEqual([UInt8]().withUnsafeBytes { MessageDeflater(parameters: .init()).compress($0) }, [0x00])
     }
 
+    // fuzz-ws-deflate's first finding: an empty message after another one
+    // wrote nothing (zlib refuses a second sync flush with no input), and
+    // stripping the 4-byte tail trapped. It is now the tail alone (an
+    // empty payload, §7.2.3.6), with and without context takeover, and it
+    // inflates to an empty message between the others.
+    func testEmptyMessageAfterAMessage() throws {
+        for noTakeover in [false, true] {
+            let deflater = MessageDeflater(parameters: .init(serverNoContextTakeover: noTakeover))
+            let first = hello.withUnsafeBytes { deflater.compress($0) }
+            let empty = [UInt8]().withUnsafeBytes { deflater.compress($0) }
+            let again = [UInt8]().withUnsafeBytes { deflater.compress($0) }
+            let last = hello.withUnsafeBytes { deflater.compress($0) }
+            XCTAssertEqual(empty, [0x00])
+            XCTAssertEqual(again, empty)
+            let params = PerMessageDeflateParameters(clientNoContextTakeover: noTakeover)
+            XCTAssertEqual(try inflate([first, empty, again, last], parameters: params), [hello, [], [], hello])
+        }
+        // The resumable form with too little room asks for more.
+        let deflater = MessageDeflater(parameters: .init())
+        _ = hello.withUnsafeBytes { deflater.compress($0) }
+        var small = [UInt8](repeating: 0, count: 5)
+        let step = small.withUnsafeMutableBytes { deflater.compress(UnsafeRawBufferPointer(start: nil, count: 0), into: $0) }
+        XCTAssertEqual(step, MessageDeflater.Step(consumed: 0, written: 0, isFinished: false))
+        var room = [UInt8](repeating: 0, count: 16)
+        let done = room.withUnsafeMutableBytes { deflater.compress(UnsafeRawBufferPointer(start: nil, count: 0), into: $0) }
+        XCTAssertEqual(done, MessageDeflater.Step(consumed: 0, written: 5, isFinished: true))
+        XCTAssertEqual(Array(room[..<5]), [0x00, 0x00, 0x00, 0xFF, 0xFF])
+    }
+
     func testRoundTripsLargeMessagesWithEveryWindow() throws {
         var text: [UInt8] = []
         for i in 0..<20_000 { text += Array("line \(i % 977) of a moderately repetitive text\n".utf8) }
