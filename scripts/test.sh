@@ -8,7 +8,9 @@
 #   3. lint (ruff) and types (mypy --strict) of the Python package;
 #   4. `swift test`: unit tests of the protocol cores;
 #   5. a short libFuzzer run over each fuzz target (HTTP/1, HPACK/HTTP/2 frames,
-#      QPACK/HTTP/3 frames, Forwarded headers, PROXY protocol, QUIC packets);
+#      QPACK/HTTP/3 frames, Forwarded headers, PROXY protocol, QUIC packets,
+#      the HTTP/3 session, capsules, WebSocket frames, permessage-deflate and
+#      the WebSocket handshake), Swift under ASan, our C under ASan + UBSan;
 #   5b. the benchmark harness in smoke mode (one short round, peregrine only);
 #   6. pytest: end-to-end tests against the installed server, and the install
 #      test (fresh venvs of two interpreters); the framework matrix's outcomes
