@@ -102,6 +102,7 @@ public enum Main {
                 throw StartupFailure("cannot tell whether '\(config.app)' is a WSGI or an ASGI application; pass --protocol wsgi or --protocol asgi")
             }
         }
+        if proto == .asgi { _ = Runtime.prepareASGI(useUVLoop: config.uvloop) }
         let signalFD: Int32
         if proto == .wsgi {
             // A WSGI call may block the main thread: signals go to a thread
