@@ -31,6 +31,9 @@ public struct QUICConfiguration: Sendable {
     /// (§18.2: a limit on what the peer sends). 1472 fits a 1500-byte
     /// Ethernet MTU over IPv4 and the worker's 2048-byte receive slots.
     public var maxReceiveUDPPayloadSize: Int = 1472
+    /// The congestion controller of new connections (RFC 9002 §7): CUBIC
+    /// with HyStart++ (RFC 9438, RFC 9406) unless NewReno is asked for.
+    public var congestionControl: CongestionAlgorithm = .cubic
     public var supportedVersions: [QUICVersion] = [.v1, .v2]
     /// RFC 9221 §3 max_datagram_frame_size: the largest DATAGRAM frame we
     /// accept (type, length and payload). nil: DATAGRAM frames are not
