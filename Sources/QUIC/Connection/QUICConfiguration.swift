@@ -2,6 +2,8 @@
 // transport parameters, §10.1 idle timeout, §14 datagram sizes). Values in
 // nanoseconds are converted to the milliseconds of the wire when encoded.
 
+import Core
+
 public struct QUICConfiguration: Sendable {
     /// Idle timeout in ns (§10.1); 0 disables ours (the peer's still applies).
     public var maxIdleTimeout: Int64 = 30_000_000_000

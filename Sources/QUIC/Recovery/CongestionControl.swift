@@ -1,5 +1,5 @@
 // The controller a connection runs, chosen at run time
-// (`--quic-congestion cubic|newreno`).
+// (`--quic-congestion cubic|newreno`, Core's CongestionAlgorithm).
 //
 // LossRecovery is generic over its controller so the calls stay static;
 // an existential (`any CongestionController`) would box the state and
@@ -7,14 +7,6 @@
 // the two concrete controllers inline and switches per call instead.
 
 import Core
-
-/// Which congestion controller new connections use.
-public enum CongestionAlgorithm: String, Sendable, CaseIterable {
-    /// RFC 9438 with HyStart++ (RFC 9406): the default.
-    case cubic
-    /// RFC 9002 §7 / Appendix B.
-    case newReno = "newreno"
-}
 
 public enum CongestionControl: CongestionController {
     case newReno(NewReno)

@@ -1,6 +1,7 @@
 // Test helpers for loss recovery (RFC 9002): a fake clock around one
-// LossRecovery<NewReno>, and a simulated link (one-way delay, drops,
-// reordering) that runs a sender against it until all data is delivered.
+// LossRecovery<CongestionControl> (NewReno unless a test asks for CUBIC),
+// and a simulated link (one-way delay, bandwidth, drops, reordering,
+// optional pacing) that runs a sender against it until all data is delivered.
 
 import Core
 @testable import QUIC
@@ -11,14 +12,15 @@ func at(ms value: Int64) -> Instant { Instant(nanoseconds: ms(value)) }
 
 /// One LossRecovery driven by hand, the clock moved explicitly.
 struct RecoveryHarness {
-    var recovery: LossRecovery<NewReno>
+    var recovery: LossRecovery<CongestionControl>
     var now: Instant
     var nextPacketNumber: [UInt64] = [0, 0, 0]
 
-    init(maxAckDelay: Int64 = ms(25), role: EndpointRole = .server, maxDatagramSize: Int = 1_200) {
+    init(maxAckDelay: Int64 = ms(25), role: EndpointRole = .server, maxDatagramSize: Int = 1_200,
+         algorithm: CongestionAlgorithm = .newReno) {
         now = Instant(nanoseconds: 0)
-        recovery = LossRecovery(controller: NewReno(maxDatagramSize: maxDatagramSize), maxAckDelay: maxAckDelay,
-                                now: now, role: role)
+        recovery = LossRecovery(controller: CongestionControl(algorithm, maxDatagramSize: maxDatagramSize),
+                                maxAckDelay: maxAckDelay, now: now, role: role)
     }
 
     mutating func advance(ms value: Int64) { now = Instant(nanoseconds: now.nanoseconds + ms(value)) }
@@ -68,8 +70,13 @@ struct RecoveryHarness {
 /// at once, with every range received so far. Lost data goes back to the
 /// front of the queue; PTO probes carry queued data or are PINGs.
 struct SimulatedLink {
-    var harness = RecoveryHarness()
+    var harness: RecoveryHarness
     let oneWayDelay: Int64
+    /// Whether the sender waits for the pacer (RFC 9002 §7.7) as the
+    /// connection does.
+    var paced = false
+    /// When each packet left, by packet number order.
+    var sendTimes: [Instant] = []
     /// Time each packet occupies the link (its bandwidth): packets sent
     /// together arrive one after the other.
     var serialization: Int64 = 0
@@ -92,13 +99,16 @@ struct SimulatedLink {
     /// (time, ranges) arriving back at the sender.
     private var acks: [(Instant, [ClosedRange<UInt64>])] = []
 
-    init(oneWayDelay: Int64, chunks: Int) {
+    init(oneWayDelay: Int64, chunks: Int, algorithm: CongestionAlgorithm = .newReno, paced: Bool = false) {
+        harness = RecoveryHarness(algorithm: algorithm)
+        self.paced = paced
         self.oneWayDelay = oneWayDelay
         pending = Array(0..<chunks)
     }
 
     private mutating func transmit(chunk: Int?) {
         let pn = harness.send(.application)
+        sendTimes.append(harness.now)
         if let chunk { chunkOfPacket[pn] = chunk }
         guard !dropped.contains(pn) else { return }
         linkFreeAt = Instant(nanoseconds: max(linkFreeAt, harness.now).nanoseconds + serialization)
@@ -125,10 +135,16 @@ struct SimulatedLink {
         while delivered.count < total {
             steps += 1
             if steps > 1_000_000 { return false }
+            var release: Instant?
             while harness.recovery.sendAllowance >= 1_200, !pending.isEmpty {
+                if paced, let r = harness.recovery.pacingReleaseTime(now: harness.now) {
+                    release = r
+                    break
+                }
                 transmit(chunk: pending.removeFirst())
             }
             var next = harness.deadline()
+            if let r = release, next.map({ r < $0 }) ?? true { next = r }
             if let a = arrivals.min(by: { $0.0 < $1.0 })?.0, next.map({ a < $0 }) ?? true { next = a }
             if let a = acks.min(by: { $0.0 < $1.0 })?.0, next.map({ a < $0 }) ?? true { next = a }
             guard let time = next, time.nanoseconds <= limit else { return false }
