@@ -128,7 +128,8 @@ final class CubicTests: XCTestCase {
         var trace: [(t: Double, window: Int, region: Cubic.Region)] = []
         for _ in 0..<140 {
             now += 100
-            c.onPacketsAcked(bytes: c.congestionWindow, largestAckedSentTime: at(ms: now - 100), rtt: r, now: at(ms: now),
+            // Acknowledges packets sent after the recovery period began (RFC 9002 §7.3.2).
+            c.onPacketsAcked(bytes: c.congestionWindow, largestAckedSentTime: at(ms: now - 99), rtt: r, now: at(ms: now),
                              appLimited: false)
             let t = Double(now - 1_100) / 1_000
             trace.append((t, c.congestionWindow, c.region))
@@ -140,12 +141,14 @@ final class CubicTests: XCTestCase {
         XCTAssertEqual(c.epochStart, at(ms: 1_100))
         XCTAssertEqual(c.k, cubeRoot(Double(1_200_000 - 840_000) / (0.4 * 1_200)), accuracy: 1e-9)
         XCTAssertEqual(c.k, 9.086, accuracy: 0.001)
-        let concave = trace.filter { $0.t + 0.1 < c.k - 0.05 }
+        // The epoch's first ACK (t = 0) is Reno-friendly: W_cubic(0) = cwnd_epoch < W_est.
+        XCTAssertEqual(trace[0].region, .renoFriendly)
+        let concave = trace.filter { $0.t > 0 && $0.t + 0.1 < c.k - 0.05 }
         let convex = trace.filter { $0.t > c.k + 0.05 }
         XCTAssertGreaterThan(concave.count, 30)
         XCTAssertGreaterThan(convex.count, 30)
         XCTAssertTrue(concave.allSatisfy { $0.region == .concave && $0.window < 1_200_000 })
-        XCTAssertTrue(convex.allSatisfy { $0.region == .convex && $0.window > 1_200_000 })
+        XCTAssertTrue(convex.allSatisfy { $0.region == .convex && $0.window > 1_200_000 }, "\(convex.map { ($0.t, $0.window, $0.region) })")
         let concaveSteps = zip(concave.dropFirst(), concave).map { $0.window - $1.window }
         let convexSteps = zip(convex.dropFirst(), convex).map { $0.window - $1.window }
         // Non-increasing / non-decreasing, up to the byte lost to truncation.
@@ -166,7 +169,7 @@ final class CubicTests: XCTestCase {
         let r = rtt(ms(10))
         var now: Int64 = 1_000
         now += 10
-        c.onPacketsAcked(bytes: c.congestionWindow, largestAckedSentTime: at(ms: now - 10), rtt: r, now: at(ms: now),
+        c.onPacketsAcked(bytes: c.congestionWindow, largestAckedSentTime: at(ms: now - 9), rtt: r, now: at(ms: now),
                          appLimited: false)
         XCTAssertEqual(Cubic.alpha, 0.9 / 1.7, accuracy: 1e-12)
         XCTAssertEqual(c.windowEstimate, 16_800 + Cubic.alpha * 1_200, accuracy: 1e-6)

@@ -104,7 +104,7 @@ final class HyStartTests: XCTestCase {
             c.onPacketsAcked(bytes: 1_200, largestAckedSentTime: Instant(nanoseconds: sent), rtt: r, now: at(ms: now),
                              appLimited: false)
         }
-        for i in 0..<8 { ack(Int64(i) - 1, Int64(i), rtt: ms(100)) }           // round 1
+        for i in 0..<8 { ack(Int64(i) - 10, Int64(i), rtt: ms(100)) }          // round 1
         for i in 0..<8 { ack(Int64(i), 100 + Int64(i), rtt: ms(130)) }         // round 2: into CSS on the 8th
         XCTAssertEqual(c.region, .conservativeSlowStart)
         XCTAssertEqual(c.congestionWindow, 12_000 + 15 * 1_200 + 300)

@@ -83,6 +83,8 @@ struct SimulatedLink {
     private var linkFreeAt = Instant(nanoseconds: 0)
     /// Packet numbers the path drops (first transmission or not: by number).
     var dropped: Set<UInt64> = []
+    /// Packets sent in this interval (ns) are dropped: the path is down.
+    var blackout: Range<Int64>?
     /// Extra one-way delay per packet number (reordering).
     var extraDelay: [UInt64: Int64] = [:]
     /// Data packets the application has; nil: unlimited.
@@ -110,7 +112,7 @@ struct SimulatedLink {
         let pn = harness.send(.application)
         sendTimes.append(harness.now)
         if let chunk { chunkOfPacket[pn] = chunk }
-        guard !dropped.contains(pn) else { return }
+        guard !dropped.contains(pn), !(blackout?.contains(harness.now.nanoseconds) ?? false) else { return }
         linkFreeAt = Instant(nanoseconds: max(linkFreeAt, harness.now).nanoseconds + serialization)
         let arrival = Instant(nanoseconds: linkFreeAt.nanoseconds + oneWayDelay + (extraDelay[pn] ?? 0))
         arrivals.append((arrival, pn))
