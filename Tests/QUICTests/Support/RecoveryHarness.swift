@@ -95,7 +95,9 @@ struct SimulatedLink {
     var probes = 0
     var congestionEvents = 0
     var windowTrace: [Int] = []
-    private var received: Set<UInt64> = []
+    /// Packet numbers received, as ranges largest first (kept merged, so
+    /// long runs stay cheap).
+    private var received: [ClosedRange<UInt64>] = []
     /// (time, packet number) arriving at the receiver.
     private var arrivals: [(Instant, UInt64)] = []
     /// (time, ranges) arriving back at the sender.
@@ -118,16 +120,23 @@ struct SimulatedLink {
         arrivals.append((arrival, pn))
     }
 
-    private func rangesReceived() -> [ClosedRange<UInt64>] {
-        var ranges: [ClosedRange<UInt64>] = []
-        for pn in received.sorted(by: >) {
-            if let last = ranges.last, last.lowerBound == pn + 1 {
-                ranges[ranges.count - 1] = pn...last.upperBound
-            } else {
-                ranges.append(pn...pn)
-            }
+    private func rangesReceived() -> [ClosedRange<UInt64>] { received }
+
+    private mutating func receive(_ pn: UInt64) {
+        // First range (largest first) whose upper bound is below pn + 1.
+        var i = 0
+        while i < received.count, received[i].lowerBound > pn { i += 1 }
+        if i < received.count, received[i].contains(pn) { return }
+        let joinsAbove = i > 0 && received[i - 1].lowerBound == pn + 1
+        let joinsBelow = i < received.count && received[i].upperBound + 1 == pn
+        switch (joinsAbove, joinsBelow) {
+        case (true, true):
+            received[i - 1] = received[i].lowerBound...received[i - 1].upperBound
+            received.remove(at: i)
+        case (true, false): received[i - 1] = pn...received[i - 1].upperBound
+        case (false, true): received[i] = received[i].lowerBound...pn
+        case (false, false): received.insert(pn...pn, at: i)
         }
-        return ranges
     }
 
     /// Runs until every chunk is acknowledged or `limit` passes; returns whether all were.
@@ -152,7 +161,7 @@ struct SimulatedLink {
             guard let time = next, time.nanoseconds <= limit else { return false }
             harness.advance(to: max(time, harness.now))
             if let i = arrivals.firstIndex(where: { $0.0 <= harness.now }) {
-                received.insert(arrivals.remove(at: i).1)
+                receive(arrivals.remove(at: i).1)
                 acks.append((Instant(nanoseconds: harness.now.nanoseconds + oneWayDelay), rangesReceived()))
             } else if let i = acks.firstIndex(where: { $0.0 <= harness.now }) {
                 let ranges = acks.remove(at: i).1
