@@ -18,7 +18,9 @@
 // slow start would (CSS_GROWTH_DIVISOR). A loss in either phase ends
 // HyStart++ through the controller's normal reaction (§4.2). The growth
 // limit L is infinite because our sender paces (§4.3: "L = infinity if
-// paced"). HyStart++ runs only for the first slow start (§4.2: "SHOULD use
+// paced"). Every ACK that grows the window counts as one RTT sample (its
+// latest_rtt), which is what the loss recovery layer reports per ACK frame.
+// HyStart++ runs only for the first slow start (§4.2: "SHOULD use
 // HyStart++ only for the initial slow start ... and fall back to ... standard
 // slow start for the remaining ... slow starts").
 
