@@ -118,6 +118,7 @@ public enum OptionCatalog {
         OptionSpec("quic-idle-timeout", .value, "30000"),
         OptionSpec("quic-stream-window", .value, "1m"),
         OptionSpec("quic-connection-window", .value, "4m"),
+        OptionSpec("quic-congestion", .value, "cubic"),
         OptionSpec("forwarded-allow-ips", .value),
         OptionSpec("scheme", .value),
         OptionSpec("proxy-protocol", .flag),
