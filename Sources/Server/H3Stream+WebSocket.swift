@@ -82,8 +82,9 @@ extension H3Connection {
         if let conversation = s.webSocket?.conversation {
             conversation.timeout()
         } else {
-            // The peer did not end its side in time: stop reading it.
-            s.bodyEnded = true
+            // The peer did not end its side in time: the stream ends with
+            // STOP_SENDING (H3_NO_ERROR), as a response complete before its
+            // request may (RFC 9114 §4.1).
             checkDone(s)
         }
         writeLocalOutput()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import zlib
 from urllib.parse import quote
 from typing import TYPE_CHECKING
@@ -30,6 +31,8 @@ pytest.register_assert_rewrite("h3websocket")
 from h3websocket import (  # noqa: E402
     ENABLE_CONNECT_PROTOCOL,
     H3_MESSAGE_ERROR,
+    H3_NO_ERROR,
+    H3_REQUEST_CANCELLED,
     H3WebSocket,
     records,
     server_settings,
@@ -396,3 +399,65 @@ def test_several_websockets_and_requests_on_one_connection(server: Server, tls_f
             await ws.expect_end()
 
     run(server, tls_files, work)
+
+
+def test_denial_response_with_body(server: Server, tls_files: TLSFiles) -> None:
+    async def work(conn: H3ClientConnection) -> None:
+        r = await H3WebSocket.open(conn, "/deny-response").denied()
+        assert r.status == 418, r
+        assert r.body, r
+
+    run(server, tls_files, work)
+
+
+def test_server_close_unanswered_is_a_reset(h3_server: Callable[..., Server], tls_files: TLSFiles) -> None:
+    server = h3_server("--request-timeout", "1000")
+    ident = unique("h3-unanswered")
+
+    async def work(conn: H3ClientConnection) -> None:
+        ws = await H3WebSocket.open(conn, f"/close?id={ident}&code=4002").accepted()
+        assert await ws.read_text() == "closing"
+        assert (await ws.expect_close()).close_code == 4002
+        # No answer: after min(--request-timeout, 5 s) the stream is cut (RESET_STREAM is the TCP RST, RFC 9220 §3).
+        assert await conn.until(lambda: ws.reset_code is not None, 5)
+        assert ws.reset_code == H3_REQUEST_CANCELLED
+        assert await wait_record(conn, ident, "after_close") == {"type": "websocket.disconnect", "code": 1006}
+
+    run(server, tls_files, work)
+
+
+def test_client_never_ending_its_side_gets_stop_sending(h3_server: Callable[..., Server], tls_files: TLSFiles) -> None:
+    server = h3_server("--request-timeout", "1000")
+
+    async def work(conn: H3ClientConnection) -> None:
+        ws = await H3WebSocket.open(conn, "/close?code=1000").accepted()
+        assert await ws.read_text() == "closing"
+        assert (await ws.expect_close()).close_code == 1000
+        ws.send_close(1000)  # answered, but the stream is never ended
+        assert (await ws.expect_end()).reset_code is None  # the server's FIN
+        # The server waits min(--request-timeout, 5 s) for ours, then asks us to stop (RFC 9114 §4.1).
+        assert await conn.until(lambda: ws.stream_id in conn.stops, 5)
+        assert conn.stops[ws.stream_id] == H3_NO_ERROR
+        assert (await conn.request("GET", "/hello", conn.authority.decode(), [], None)).body == b"hello"
+
+    run(server, tls_files, work)
+
+
+def test_shutdown_closes_with_1001(h3_server: Callable[..., Server], tls_files: TLSFiles) -> None:
+    server = h3_server()
+    stopper = threading.Thread(target=server.stop)
+
+    async def work(conn: H3ClientConnection) -> None:
+        ws = await H3WebSocket.open(conn).accepted()
+        await echo_once(ws)
+        stopper.start()
+        assert (await ws.expect_close(timeout=10)).close_code == 1001
+        ws.send_close(1001, end_stream=True)
+        assert (await ws.expect_end()).reset_code is None
+        assert conn.goaways, "no GOAWAY"
+
+    try:
+        run(server, tls_files, work)
+    finally:
+        if stopper.is_alive():
+            stopper.join(timeout=30)
