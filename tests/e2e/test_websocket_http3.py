@@ -21,11 +21,14 @@ import json
 import os
 import threading
 import zlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pytest
 from h3client import H3Client, H3ClientConnection
+from wsproto.connection import Connection, ConnectionType
+from wsproto.events import BytesMessage, CloseConnection, Ping, Pong, TextMessage
+from wsproto.extensions import PerMessageDeflate
 
 pytest.register_assert_rewrite("h3websocket")
 from h3websocket import (  # noqa: E402
@@ -472,3 +475,83 @@ def test_shutdown_closes_with_1001(h3_server: Callable[..., Server], tls_files: 
     finally:
         if stopper.is_alive():
             stopper.join(timeout=30)
+
+
+# --- another implementation's frames -------------------------------------------------------------------
+
+
+class WsprotoWebSocket:
+    """A WebSocket as aioquic's example HTTP/3 client makes one (examples/http3_client.py, not installed with
+    the package): the extended CONNECT with `:protocol websocket`, then wsproto's client-side frames in DATA."""
+
+    def __init__(self, ws: H3WebSocket, extensions: list[Any]) -> None:
+        self.ws = ws
+        self.connection = Connection(ConnectionType.CLIENT, extensions=extensions)
+
+    def send(self, event: Any) -> None:  # noqa: ANN401 (a wsproto event)
+        self.ws.send_raw(self.connection.send(event), end_stream=isinstance(event, CloseConnection))
+
+    async def next_event(self, timeout: float = 10.0) -> Any:  # noqa: ANN401 (a wsproto event)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            for event in self.connection.events():
+                return event
+            available = self.ws._available()
+            if available:
+                self.connection.receive_data(await self.ws._take(available, deadline))
+                continue
+            assert not self.ws.ended, "the stream ended"
+            assert asyncio.get_running_loop().time() < deadline, "no frame from the server"
+            await asyncio.sleep(0.005)
+
+    async def message(self) -> str | bytes:
+        """The next message, reassembled from wsproto's pieces."""
+        pieces: list[Any] = []
+        while True:
+            event = await self.next_event()
+            assert isinstance(event, TextMessage | BytesMessage), event
+            pieces.append(event.data)
+            if event.message_finished:
+                return "".join(pieces) if isinstance(event, TextMessage) else b"".join(pieces)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_wsproto_client_as_aioquic_example(
+    h3_server: Callable[..., Server], tls_files: TLSFiles, compress: bool
+) -> None:
+    server = h3_server("--ws-compress") if compress else h3_server()
+
+    async def work(conn: H3ClientConnection) -> None:
+        deflate = PerMessageDeflate()
+        headers = [(b"user-agent", b"aioquic"), (b"sec-websocket-protocol", b"chat")]
+        if compress:
+            headers.append((b"sec-websocket-extensions", f"{deflate.name}; {deflate.offer()}".encode()))
+        ws = await H3WebSocket.open(conn, "/subprotocol", headers=headers).accepted()
+        agreed = ws.response.header(b"sec-websocket-extensions")
+        extensions: list[Any] = []
+        if compress:
+            assert agreed is not None, ws.response.headers
+            deflate.finalize(agreed.decode())
+            extensions.append(deflate)
+        else:
+            assert agreed is None, agreed
+        assert ws.response.header(b"sec-websocket-protocol") == b"chat"
+        client = WsprotoWebSocket(ws, extensions)
+        assert await client.message() == "chat"
+        large = b"".join(i.to_bytes(4, "big") for i in range(256 * 1024))  # 1 MiB
+        for message in ("hello over h3", "é" * 5000):
+            client.send(TextMessage(data=message))
+            assert await client.message() == message
+        client.send(BytesMessage(data=large))
+        assert await client.message() == large
+        client.send(Ping(payload=b"p"))
+        event = await client.next_event()
+        assert isinstance(event, Pong), event
+        assert event.payload == b"p"
+        client.send(CloseConnection(code=4003, reason="done"))
+        event = await client.next_event()
+        assert isinstance(event, CloseConnection), event
+        assert event.code == 4003  # echoed without the reason
+        assert (await ws.expect_end()).reset_code is None
+
+    run(server, tls_files, work)
