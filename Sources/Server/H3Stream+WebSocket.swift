@@ -110,8 +110,11 @@ extension H3Stream: WebSocketTransport {
         }
         if conversation.doneReading { return }  // nothing after a close frame is read (RFC 6455 §5.5.1)
         if !bytes.isEmpty && body.isEmpty && conversation.wantsInput {
-            // Decoded where QUIC keeps it; only a remainder (a frame cut
-            // short, or the application's queue filled) is copied.
+            // Decoded where QUIC keeps it (frames are unmasked in place:
+            // the session counts this DATA payload as read, so QUIC
+            // releases these bytes when the read returns and nothing reads
+            // them again); only a remainder (a frame cut short, or the
+            // application's queue filled) is copied.
             webSocket?.directInput = UnsafeMutableRawBufferPointer(mutating: bytes)
             conversation.inputArrived()
             if let left = webSocket?.directInput, !left.isEmpty,

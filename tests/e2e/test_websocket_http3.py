@@ -555,3 +555,28 @@ def test_wsproto_client_as_aioquic_example(
         assert (await ws.expect_end()).reset_code is None
 
     run(server, tls_files, work)
+
+
+def test_slow_application_gets_everything_once_it_catches_up(
+    h3_server: Callable[..., Server], tls_files: TLSFiles
+) -> None:
+    # A queue of two messages: reading pauses at once, the stream is parked past 256 KiB, and is read again
+    # as the application takes its messages (each 0.1 s).
+    server = h3_server("--quic-stream-window", "64k", "--ws-max-queue", "2")
+    ident = unique("h3-catch-up")
+    message = os.urandom(64 * 1024)
+    count = 24
+
+    async def work(conn: H3ClientConnection) -> None:
+        ws = await H3WebSocket.open(conn, f"/slow?id={ident}").accepted()
+        for _ in range(count):
+            ws.send(BINARY, message)
+        deadline = asyncio.get_running_loop().time() + 20
+        while (await records(conn, ident))["received"] < count:
+            assert asyncio.get_running_loop().time() < deadline, await records(conn, ident)
+            await asyncio.sleep(0.2)
+        assert (await records(conn, ident))["bytes"] == count * len(message)
+        ws.send_close(1000, end_stream=True)
+        assert (await ws.expect_close()).close_code == 1000
+
+    run(server, tls_files, work)
