@@ -580,3 +580,23 @@ def test_slow_application_gets_everything_once_it_catches_up(
         assert (await ws.expect_close()).close_code == 1000
 
     run(server, tls_files, work)
+
+
+def test_client_vanishing_silently_is_1006_after_the_idle_timeout(
+    h3_server: Callable[..., Server], tls_files: TLSFiles
+) -> None:
+    # No CONNECTION_CLOSE: the client's packets just stop, and QUIC's idle timeout (RFC 9000 §10.1) ends it.
+    server = h3_server("--quic-idle-timeout", "1000")
+    ident = unique("h3-silent")
+
+    async def work(conn: H3ClientConnection) -> None:
+        ws = await H3WebSocket.open(conn, f"/echo?id={ident}").accepted()
+        await echo_once(ws)
+        conn._transport.close()  # type: ignore[union-attr]
+
+    run(server, tls_files, work)
+
+    async def check(conn: H3ClientConnection) -> None:
+        assert (await wait_record(conn, ident, "disconnect"))["code"] == 1006
+
+    run(server, tls_files, check)
