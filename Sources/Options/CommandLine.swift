@@ -82,7 +82,7 @@ options:
   --http2-only             serve HTTP/2 only (HTTP/1.1 requests get 505)
   --http2-max-streams N    concurrent streams per HTTP/2 connection (default 100)
   --no-websockets          answer WebSocket upgrades with 501 (and do not offer
-                           WebSocket over HTTP/2)
+                           WebSocket over HTTP/2 or HTTP/3)
   --ws-max-message BYTES   largest WebSocket message (default 16m; 1009 beyond)
   --ws-max-queue N         messages queued for a slow application (default 32)
   --ws-max-queue-bytes N   bytes queued for a slow application (default 4m)

@@ -85,7 +85,7 @@ final class QUICService: DatagramHandler {
     /// loop.
     var nextDeadline: Instant? {
         var earliest = endpoint.nextDeadline
-        for d in [bodyDeadline, shutdownDeadline] {
+        for d in [bodyDeadline, shutdownDeadline, webSocketDeadline] {
             if let d { earliest = earliest.map { min($0, d) } ?? d }
         }
         return earliest
@@ -94,6 +94,7 @@ final class QUICService: DatagramHandler {
     /// The loop woke at or after `nextDeadline`.
     func expireIfDue(now: Instant) {
         if let body = bodyDeadline, body <= now { expireBodyWaits(now: now) }
+        if let ws = webSocketDeadline, ws <= now { fireWebSocketTimers(now: now) }
         if let deadline = endpoint.nextDeadline, deadline <= now {
             endpoint.expire(now: now)
             afterInput()
@@ -222,6 +223,38 @@ final class QUICService: DatagramHandler {
             wakeReader(s)
         }
         bodyWaiters.removeAll { $0.bodyWaitSince == nil }
+    }
+
+    // MARK: - WebSocket timers
+
+    /// Streams carrying a WebSocket (RFC 9220), each with at most one
+    /// deadline (H3WebSocket.deadline): keepalive, the wait for the peer's
+    /// close, the wait for its FIN.
+    private var webSockets: [H3Stream] = []
+
+    func webSocketOpened(_ s: H3Stream) {
+        webSockets.append(s)
+    }
+
+    func webSocketClosed(_ s: H3Stream) {
+        if let i = webSockets.firstIndex(where: { $0 === s }) { webSockets.remove(at: i) }
+    }
+
+    private var webSocketDeadline: Instant? {
+        var earliest: Instant?
+        for s in webSockets {
+            if let d = s.webSocket?.deadline, earliest == nil || d < earliest! { earliest = d }
+        }
+        return earliest
+    }
+
+    private func fireWebSocketTimers(now: Instant) {
+        for s in webSockets {
+            guard let deadline = s.webSocket?.deadline, deadline <= now else { continue }
+            s.webSocket?.deadline = nil
+            s.connection.webSocketTimerFired(s)
+        }
+        flush()
     }
 
     // MARK: - WSGI

@@ -180,6 +180,9 @@ final class Worker {
         var limits = H3Limits()
         limits.maxConcurrentStreams = config.http3MaxStreams
         limits.maxFieldSectionSize = max(config.maxHeaderSize, 4096)
+        // RFC 9220 §3: WebSockets over HTTP/3, for ASGI applications only
+        // (as over HTTP/2); without it `:protocol` makes a request malformed.
+        limits.enableConnectProtocol = asgi != nil && config.websockets
         let service = QUICService(worker: self, socket: datagrams.socket, tls: tls,
                                   configuration: QUICService.configuration(config), limits: limits)
         datagrams.handler = service
