@@ -34,7 +34,7 @@
 #endif
 
 // The most datagrams in one UDP_SEGMENT send: the kernel's UDP_MAX_SEGMENTS
-// (64 until Linux 6.11 made it 128), above which the send fails (EINVAL).
+// (64 in older kernels, 128 in newer ones), above which the send fails (EINVAL).
 #define SEGMENTS_MAX 64
 // The most bytes in one: an IPv4 datagram's payload is at most 65,507
 // (65,535 less the IP and UDP headers); kept below for IP options.

@@ -17,10 +17,10 @@ final class UDPSegmentationTests: XCTestCase {
         descriptors = []
     }
 
-    /// One UDP socket on 127.0.0.1 (a group of one beside a TCP listener).
-    private func socket() throws -> UDPSocket {
+    /// One UDP socket on `host` (a group of one beside a TCP listener).
+    private func socket(_ host: String = "127.0.0.1") throws -> UDPSocket {
         var err = [CChar](repeating: 0, count: 256)
-        let tcp = csys_listen_tcp("127.0.0.1", 0, 16, &err, 256)
+        let tcp = csys_listen_tcp(host, 0, 16, &err, 256)
         guard tcp >= 0 else { throw XCTSkip("no loopback here") }
         descriptors.append(tcp)
         guard case .success(let (fds, _)) = UDPSocket.bindGroup(like: tcp, port: 0, count: 1) else {
@@ -148,6 +148,32 @@ final class UDPSegmentationTests: XCTestCase {
         let peers = got.datagrams.map(\.1.peer.port)
         XCTAssertEqual(peers, Array(repeating: one.port, count: fromOne.count) + Array(repeating: two.port, count: 1 + fromTwo.count))
         for (_, p) in got.datagrams { XCTAssertEqual(p.local.ipv4Value, 0x7F00_0001, "packet info still arrives") }
+    }
+
+    func testARunLeavesFromTheLocalAddressOfItsPathAndRunsBreakWhereItChanges() throws {
+        // Bound to the wildcard, the server answers from the address each
+        // client used (IP_PKTINFO): a run shares one source, so datagrams
+        // to one peer from two local addresses are two runs.
+        let server = try socket("0.0.0.0")
+        let client = try socket()
+        guard server.supportsSegmentation else { throw XCTSkip("no UDP_SEGMENT in this kernel") }
+        var batch = DatagramBatch(capacity: 16, slotSize: 1500)!
+        batch.usesSegmentation = true
+        let peer = SocketAddress.ipv4(0x7F00_0001, port: client.port)
+        for i in 0..<10 {
+            for (j, byte) in payload(i, size: 500).enumerated() { batch.slot(i)[j] = byte }
+            let local: UInt32 = i < 6 ? 0x7F00_0002 : 0x7F00_0003
+            batch.setOutgoing(i, length: 500, path: DatagramPath(peer: peer, local: .ipv4(local, port: server.port)))
+        }
+        XCTAssertEqual(server.send(&batch, 0..<10), 10)
+        XCTAssertEqual(batch.segmentedSends.runs, 2)
+        XCTAssertEqual(batch.segmentedSends.datagrams, 10)
+        var rx = DatagramBatch(capacity: 16, slotSize: 2048)!
+        let got = receive(client, into: &rx, expecting: 10).datagrams
+        XCTAssertEqual(got.map(\.0), (0..<10).map { payload($0, size: 500) })
+        XCTAssertEqual(got.map { $0.1.peer.ipv4Value }, Array(repeating: 0x7F00_0002, count: 6) + Array(repeating: 0x7F00_0003, count: 4),
+                       "each run's source")
+        for (_, p) in got { XCTAssertEqual(p.peer.port, server.port) }
     }
 
     func testCoalescedBytesAreCutEverySegmentSizeWithAShorterLast() {
