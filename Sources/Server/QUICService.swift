@@ -14,7 +14,11 @@ import TLS
 /// DatagramEndpoint); each goes to the endpoint, which finds its connection
 /// by connection ID and decrypts it in place. The endpoint's events are then
 /// handed to the connections, queued WSGI requests run, and what the
-/// connections have to send leaves in batches (`sendmmsg`).
+/// connections have to send leaves in batches (`sendmmsg`), each run of
+/// consecutive datagrams to one peer as one message where the kernel has
+/// UDP GSO (`DatagramBatch.usesSegmentation`; a device that refuses it
+/// turns it off for good, and the batch goes out unsegmented). Receives
+/// may be coalesced (UDP GRO, DatagramEndpoint) and are cut apart here.
 ///
 /// Output: an application's response bytes go into QUIC stream buffers (the
 /// one copy); the datagrams are built when this service flushes: after each
@@ -36,6 +40,10 @@ final class QUICService: DatagramHandler {
     let endpoint: QUICEndpoint
     let socket: UDPSocket
     private var out: DatagramBatch
+    /// Datagrams built per send: 64 of 1500 bytes, 96 KiB per worker. With
+    /// UDP GSO a run of one connection's datagrams (up to 54 of 1200 bytes,
+    /// the kernel's 64 KiB) leaves as one message.
+    static let sendBatchCapacity = 64
     /// Entries of `out` the socket did not take (it was full).
     private var unsent: Range<Int> = 0..<0
     private var flushScheduled = false
@@ -55,7 +63,8 @@ final class QUICService: DatagramHandler {
         self.worker = worker
         self.socket = socket
         self.limits = limits
-        out = DatagramBatch(capacity: 32, slotSize: 1500)!
+        out = DatagramBatch(capacity: QUICService.sendBatchCapacity, slotSize: 1500)!
+        out.usesSegmentation = socket.supportsSegmentation
         endpoint = QUICEndpoint(configuration: configuration, connectionIDs: ServerConnectionIDs(socketIndex: socket.index),
                                 makeHandshake: { parameters in tls.makeSession(transportParameters: parameters) })
     }
@@ -75,8 +84,11 @@ final class QUICService: DatagramHandler {
 
     func datagramsReceived(_ batch: borrowing DatagramBatch, count: Int, on socket: UDPSocket, now: Instant) {
         for i in 0..<count where !batch.isTruncated(i) {
-            worker.metrics.received(.quic, bytes: batch.bytes(i).count)
-            endpoint.receive(UnsafeMutableRawBufferPointer(mutating: batch.bytes(i)), path: batch.path(i), now: now)
+            let path = batch.path(i)
+            for datagram in batch.datagrams(i) {
+                worker.metrics.received(.quic, bytes: datagram.count)
+                endpoint.receive(UnsafeMutableRawBufferPointer(mutating: datagram), path: path, now: now)
+            }
         }
         afterInput()
     }
@@ -383,6 +395,12 @@ final class QUICService: DatagramHandler {
     /// waits for writability) or failed (the datagrams are lost, as a
     /// network may lose them: QUIC's recovery resends what mattered).
     private func send(_ range: Range<Int>) -> Bool {
+        let segmented = out.usesSegmentation
+        defer {
+            if segmented && !out.usesSegmentation {
+                Log.info("UDP socket \(socket.index): the kernel refused UDP GSO; sending without it")
+            }
+        }
         guard let sent = socket.send(&out, range) else {
             Log.error("UDP socket \(socket.index): \(SystemError(call: "sendmmsg", errno: csys_errno()))")
             return false

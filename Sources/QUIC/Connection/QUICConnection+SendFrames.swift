@@ -66,11 +66,11 @@ extension QUICConnection {
         let delay: UInt64 = space == .application
             ? UInt64(max(0, now.nanoseconds - received.largestReceivedTime.nanoseconds) / 1000) >> UInt64(configuration.ackDelayExponent)
             : 0
-        let all = received.ackRanges.lazy.map { $0.lowerBound...($0.upperBound - 1) }
+        let all = received.ranges.ranges
         var count = all.count
-        while count > 0 && FrameEncoder.ackSize(ranges: all.prefix(count), ackDelay: delay) > c.room { count -= 1 }
+        while count > 0 && FrameEncoder.ackSize(ranges: AckRangeView(all, count: count), ackDelay: delay) > c.room { count -= 1 }
         guard count > 0 else { return }
-        c.at += FrameEncoder.encodeAck(ranges: all.prefix(count), ackDelay: delay, into: c.rest)
+        c.at += FrameEncoder.encodeAck(ranges: AckRangeView(all, count: count), ackDelay: delay, into: c.rest)
         log(space, .ack(largest: largest), &c)
         spaces[s].received.ackSent()
     }

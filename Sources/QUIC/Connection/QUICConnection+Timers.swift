@@ -16,22 +16,18 @@ extension QUICConnection {
         case .terminated:
             return nil
         case .open:
-            var d = idleDeadline
-            func consider(_ x: Instant?) {
-                guard let x else { return }
-                if d.map({ x < $0 }) ?? true { d = x }
-            }
-            consider(recovery.lossDetectionDeadline(handshakeConfirmed: handshakeConfirmed,
-                                                    amplificationBlocked: amplificationAllowance <= 0))
+            // Plain comparisons and index loops: no captured variable and no
+            // element copies, which allocate in unoptimised builds (this runs
+            // after every packet built).
+            var d = earlier(idleDeadline, recovery.lossDetectionDeadline(handshakeConfirmed: handshakeConfirmed,
+                                                                         amplificationBlocked: amplificationAllowance <= 0))
             // A delayed ACK that cannot be sent (amplification limit) must
             // not keep a past deadline armed: it goes out with the next
             // datagram that arrives.
             if amplificationAllowance >= Self.minimumPacketRoom {
-                for space in spaces where space.readKeys != nil { consider(space.received.ackDeadline) }
+                for i in spaces.indices where spaces[i].readKeys != nil { d = earlier(d, spaces[i].received.ackDeadline) }
             }
-            consider(keyPhase?.discardPreviousAt)
-            consider(pacedUntil)
-            return d
+            return earlier(earlier(d, keyPhase?.discardPreviousAt), pacedUntil)
         }
     }
 
@@ -152,4 +148,11 @@ extension SendBuffer {
         guard nextNew > base else { return }
         markLost(offset: base, length: Int(nextNew - base))
     }
+}
+
+/// The earlier of two optional deadlines (nil: none).
+private func earlier(_ a: Instant?, _ b: Instant?) -> Instant? {
+    guard let a else { return b }
+    guard let b else { return a }
+    return b < a ? b : a
 }
