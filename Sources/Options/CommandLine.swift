@@ -129,6 +129,11 @@ options:
   --quic-connection-window BYTES
                            receive window of a whole QUIC connection (16k-1g,
                            default 4m; at least --quic-stream-window)
+  --quic-retry             send every new QUIC client a Retry to prove its
+                           address first (one more round trip; a NEW_TOKEN
+                           token from an earlier connection skips it)
+  --quic-retry-threshold N send Retries once N handshakes are under way on
+                           a worker (default 100; 0 is --quic-retry)
   --forwarded-allow-ips LIST
                            peers whose Forwarded / X-Forwarded-* headers are
                            honoured: comma-separated addresses and CIDR blocks
@@ -368,6 +373,9 @@ public enum CommandLineParser {
             case "--quic-stream-window": config.quicStreamWindow = try size(name, try value(), Config.quicWindowRange)
             case "--quic-connection-window":
                 config.quicConnectionWindow = try size(name, try value(), Config.quicWindowRange)
+            case "--quic-retry": try flag(); config.quicRetry = true
+            case "--quic-retry-threshold":
+                config.quicRetryThreshold = try integer(name, try value(), Config.quicRetryThresholdRange)
             case "--worker-udp":
                 let v = try value()
                 guard let sockets = workerDatagramSockets(v) else {

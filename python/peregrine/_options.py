@@ -128,6 +128,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--quic-idle-timeout", Kind.INTEGER),
     Option("--quic-stream-window", Kind.SIZE),
     Option("--quic-connection-window", Kind.SIZE),
+    Option("--quic-retry", Kind.FLAG),
+    Option("--quic-retry-threshold", Kind.INTEGER),
     Option("--forwarded-allow-ips", Kind.COMMA_LIST),
     Option("--scheme", Kind.TEXT, choices=("http", "https")),
     Option("--proxy-protocol", Kind.FLAG),
