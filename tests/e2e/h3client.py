@@ -390,6 +390,9 @@ class H3Client:
                 "version": quic._version,
                 # aioquic followed a Retry (and checked retry_source_connection_id, RFC 9000 §7.3).
                 "retried": quic._retry_count > 0,
+                # The server's connection ID in use and its stateless reset token (RFC 9000 §10.3).
+                "peer_cid": quic._peer_cid.cid,
+                "stateless_reset_token": quic._peer_cid.stateless_reset_token,
             }
             return result
 

@@ -8,8 +8,12 @@ real Initials (aioquic's ClientHellos, each with its own connection ID) from man
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
 import socket
+import subprocess
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -17,9 +21,11 @@ from typing import TYPE_CHECKING
 import pytest
 from asgi_support import rss_kib
 from h3client import H3_ALPN, H3Client
+from process_support import wait_for_workers
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     from tls_support import TLSFiles
 
@@ -50,6 +56,26 @@ def test_quic_retry_handshake_completes(h3_server: Callable[..., Server], tls_fi
     c = client(server, tls_files)
     assert c.request("GET", "/info").status == 200
     assert c.connection_facts["retried"] is True
+
+
+@pytest.mark.skipif(shutil.which("gtlsclient") is None, reason="gtlsclient (Debian ngtcp2-client) is not installed")
+def test_gtlsclient_follows_retry(h3_server: Callable[..., Server], tmp_path: Path) -> None:
+    """ngtcp2's client (another QUIC stack) receives the Retry, verifies its integrity tag (RFC 9001 §5.8), sends
+    its Initial again to the Retry's connection ID with the token, and checks the transport parameters (§7.3).
+    (Its --token-file cannot read back the NEW_TOKEN token it saved, in this ngtcp2 0.12 build, so NEW_TOKEN is
+    tested with aioquic only.)"""
+    server = h3_server("tls_apps:asgi", "--quic-retry", "--access-log")
+    downloads = tmp_path / "dl"
+    downloads.mkdir()
+    command = [shutil.which("gtlsclient") or "gtlsclient", "--exit-on-all-streams-close", "--no-quic-dump",
+               "--no-http-dump", f"--download={downloads}", "127.0.0.1", str(server.port),
+               f"https://127.0.0.1:{server.port}/info"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    log = done.stdout + done.stderr
+    assert (downloads / "info").exists(), log[-3000:]
+    received = [line for line in log.splitlines() if " pkt rx " in line]
+    assert any("type=Retry" in line for line in received), log[-3000:]
+    assert server.stdout.wait_for(lambda line: '"GET /info HTTP/3" 200' in line, 5.0) is not None
 
 
 def test_no_retry_by_default_and_new_token_sent(h3_server: Callable[..., Server], tls_files: TLSFiles) -> None:
@@ -125,6 +151,30 @@ def test_stateless_reset_for_unknown_connection(h3_server: Callable[..., Server]
             sock.send(_short_header(60))
         flood = _replies(sock, 1.0)
         assert 0 < len(flood) <= 150
+
+
+def test_stateless_reset_after_worker_restart_carries_the_token_the_client_holds(
+    h3_server: Callable[..., Server], tls_files: TLSFiles
+) -> None:
+    """§10.3.2: the worker that replaces a killed one (or its sibling) does not know the connection but
+    computes its reset token from the connection ID under the key every worker derives from the supervisor's
+    secret: the reset ends in exactly the token the client was given in the transport parameters."""
+    server = h3_server("tls_apps:asgi", "--workers", "2")
+    wait_for_workers(server, 2)
+    c = client(server, tls_files)
+    response = c.request("GET", "/info")
+    assert response.status == 200
+    pid = json.loads(response.body)["pid"]
+    cid, token = c.connection_facts["peer_cid"], c.connection_facts["stateless_reset_token"]
+    assert len(token) == 16
+    os.kill(pid, signal.SIGKILL)
+    wait_for_workers(server, 2, exclude={pid})
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.connect(("127.0.0.1", server.port))
+        sock.send(bytes([0x41]) + cid + os.urandom(60))
+        replies = _replies(sock, 2.0)
+    assert [len(r) for r in replies] == [43]
+    assert replies[0][-16:] == token
 
 
 def _initials(port: int, n: int) -> list[bytes]:
