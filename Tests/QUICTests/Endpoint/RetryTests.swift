@@ -165,6 +165,32 @@ final class RetryTests: XCTestCase {
         XCTAssertNotNil(retry(out[0].bytes, odcid: later.originalDestinationID))
     }
 
+    func newTokens(_ packets: [ReceivedPacket]) -> [[UInt8]] {
+        packets.flatMap { p in p.frames.compactMap { f -> [UInt8]? in if case .newToken(let span) = f { p.slice(span) } else { nil } } }
+    }
+
+    /// §13.3: a lost NEW_TOKEN frame is sent again (the same token); once
+    /// acknowledged it is not.
+    func testLostNewTokenIsResent() {
+        let h = ConnectionHarness()
+        let answer = h.completeHandshake()
+        let sent = newTokens(answer)
+        XCTAssertEqual(sent.count, 1)
+        let c = h.connection!
+        h.send1RTT(Frames.stream(0, [1], fin: true))
+        _ = c.withReadableBytes(stream: 0) { b, _ in (b.count, ()) }
+        let body = [UInt8](repeating: 7, count: 5000)
+        XCTAssertEqual(body.withUnsafeBytes { c.write(stream: 0, $0, fin: true) }, 5000)
+        let later = h.exchange()
+        XCTAssertGreaterThanOrEqual(later.count, 3)
+        h.ack1RTT(later)  // three later packets acknowledged: the handshake answer is lost (RFC 9002 §6.1.1)
+        let again = h.exchange()
+        XCTAssertEqual(newTokens(again), sent)
+        h.ack1RTT(again)
+        h.send1RTT(Frames.ping)
+        XCTAssertTrue(newTokens(h.exchange()).isEmpty)
+    }
+
     /// With sendsNewToken off, no NEW_TOKEN.
     func testNoNewTokenWhenDisabled() {
         let h = ConnectionHarness(configuration: config { $0.sendsNewToken = false })
