@@ -129,6 +129,9 @@ options:
   --quic-connection-window BYTES
                            receive window of a whole QUIC connection (16k-1g,
                            default 4m; at least --quic-stream-window)
+  --quic-congestion ALGORITHM
+                           QUIC congestion control: cubic (RFC 9438 with
+                           HyStart++, default) or newreno (RFC 9002)
   --quic-retry             send every new QUIC client a Retry to prove its
                            address first (one more round trip; a NEW_TOKEN
                            token from an earlier connection skips it)
@@ -373,6 +376,12 @@ public enum CommandLineParser {
             case "--quic-stream-window": config.quicStreamWindow = try size(name, try value(), Config.quicWindowRange)
             case "--quic-connection-window":
                 config.quicConnectionWindow = try size(name, try value(), Config.quicWindowRange)
+            case "--quic-congestion":
+                let v = try value()
+                guard let algorithm = CongestionAlgorithm(rawValue: v) else {
+                    throw UsageError(message: "--quic-congestion must be cubic or newreno, got '\(v)'")
+                }
+                config.quicCongestion = algorithm
             case "--quic-retry": try flag(); config.quicRetry = true
             case "--quic-retry-threshold":
                 config.quicRetryThreshold = try integer(name, try value(), Config.quicRetryThresholdRange)

@@ -164,6 +164,8 @@ public struct Config: Sendable {
     /// (`initial_max_stream_data_bidi_remote`, `initial_max_data`).
     public var quicStreamWindow = 1 << 20
     public var quicConnectionWindow = 4 << 20
+    /// `--quic-congestion`: the congestion controller (RFC 9002 §7).
+    public var quicCongestion: CongestionAlgorithm = .cubic
     public static let quicWindowRange = (16 << 10)...(1 << 30)
     /// `--quic-retry`: every new QUIC connection proves its address with a
     /// Retry round trip first (RFC 9000 §8.1.2) unless it brings a token.

@@ -118,6 +118,7 @@ public enum OptionCatalog {
         OptionSpec("quic-idle-timeout", .value, "30000"),
         OptionSpec("quic-stream-window", .value, "1m"),
         OptionSpec("quic-connection-window", .value, "4m"),
+        OptionSpec("quic-congestion", .value, "cubic"),
         OptionSpec("quic-retry", .flag),
         OptionSpec("quic-retry-threshold", .value, "100"),
         OptionSpec("forwarded-allow-ips", .value),

@@ -65,9 +65,8 @@ public enum Main {
             guard let absolute = enterAppDirectory(dir) else {
                 throw StartupFailure("--app-dir: cannot change to \(dir): \(SystemError(call: "chdir", errno: csys_errno()))")
             }
-            // Interpreter.start inserts each entry at sys.path[0] in turn, so
-            // the last of the list ends up first (test_config_sources checks it).
-            pythonPaths.append(absolute)
+            // Before every --python-path (test_config_sources checks it).
+            pythonPaths.insert(absolute, at: 0)
         }
         do {
             try Interpreter.start(programName: programName, argv: ["peregrine"], pythonPaths: pythonPaths)
@@ -102,6 +101,7 @@ public enum Main {
                 throw StartupFailure("cannot tell whether '\(config.app)' is a WSGI or an ASGI application; pass --protocol wsgi or --protocol asgi")
             }
         }
+        if proto == .asgi { _ = Runtime.prepareASGI(useUVLoop: config.uvloop) }
         let signalFD: Int32
         if proto == .wsgi {
             // A WSGI call may block the main thread: signals go to a thread

@@ -73,6 +73,7 @@ final class QUICService: DatagramHandler {
         c.initialMaxStreamsBidi = UInt64(config.http3MaxStreams)
         c.initialMaxStreamDataBidiRemote = UInt64(config.quicStreamWindow)
         c.initialMaxData = UInt64(config.quicConnectionWindow)
+        c.congestionControl = config.quicCongestion
         c.alwaysRetry = config.quicRetry
         c.retryThreshold = config.quicRetryThreshold
         return c

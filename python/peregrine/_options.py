@@ -128,6 +128,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--quic-idle-timeout", Kind.INTEGER),
     Option("--quic-stream-window", Kind.SIZE),
     Option("--quic-connection-window", Kind.SIZE),
+    Option("--quic-congestion", Kind.TEXT, choices=("cubic", "newreno")),
     Option("--quic-retry", Kind.FLAG),
     Option("--quic-retry-threshold", Kind.INTEGER),
     Option("--forwarded-allow-ips", Kind.COMMA_LIST),

@@ -84,7 +84,8 @@ extension QUICConnection {
         // server learns it from the ClientHello, before sending anything.
         let peerMaxAckDelay = Int64(p.maxAckDelay) * 1_000_000
         if peerMaxAckDelay != recovery.maxAckDelay && recovery.largestSent(space: .initial) == nil {
-            recovery = LossRecovery(controller: NewReno(maxDatagramSize: configuration.maxUDPPayloadSize),
+            recovery = LossRecovery(controller: CongestionControl(configuration.congestionControl,
+                                                                   maxDatagramSize: configuration.maxUDPPayloadSize),
                                     maxAckDelay: peerMaxAckDelay, now: now)
         }
     }

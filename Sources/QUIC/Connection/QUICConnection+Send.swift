@@ -14,7 +14,9 @@
 // limit before the client's address is validated (§8.1: three times what
 // was received), and the congestion window (RFC 9002 §7) — except PTO
 // probes, which ignore it (§6.2.4), and ACK-only packets, which are not in
-// flight. Frames go in this order: ACK, HANDSHAKE_DONE, PATH_RESPONSE,
+// flight. In-flight packets are also paced (RFC 9002 §7.7, Pacer.swift):
+// before the pacer's release time only ACK-only packets leave, and the
+// release time becomes the connection's deadline. Frames go in this order: ACK, HANDSHAKE_DONE, PATH_RESPONSE,
 // CRYPTO, connection-level control frames, DATAGRAM frames, then stream
 // frames round-robin over the streams with something to send, and a PING
 // when a probe found nothing else to carry.
@@ -68,9 +70,20 @@ extension QUICConnection {
         let probing = spaces.contains { $0.probesOwed > 0 && $0.writeKeys != nil }
         var mode = SendMode.full
         var limit = limit
+        pacedUntil = nil
         if !probing {
             let window = recovery.sendAllowance
-            if window < Self.minimumPacketRoom { mode = .ackOnly } else { limit = min(limit, window) }
+            if window < Self.minimumPacketRoom {
+                mode = .ackOnly
+            } else if let release = recovery.pacingReleaseTime(now: now) {
+                // RFC 9002 §7.7: not yet; ACKs still go (they are not paced),
+                // and the deadline wakes the connection when the pacer allows,
+                // if it has anything the pacer holds back.
+                mode = .ackOnly
+                if Self.sendOrder.contains(where: { wantsToSend($0, mode: .full, now: now) }) { pacedUntil = release }
+            } else {
+                limit = min(limit, window)
+            }
         }
         var drafts: (PacketDraft?, PacketDraft?, PacketDraft?) = (nil, nil, nil)
         var offset = 0

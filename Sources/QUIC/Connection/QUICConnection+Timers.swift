@@ -3,7 +3,7 @@
 // One deadline per connection is armed in the endpoint: the earliest of the
 // idle timeout (§10.1), loss detection or PTO (RFC 9002 §6.2), the delayed
 // ACK (§13.2.1), the discard of the previous 1-RTT read keys (RFC 9001
-// §6.5), and in the closing or draining states their end (§10.2: "at
+// §6.5), the pacer's release of held-back data (RFC 9002 §7.7), and in the closing or draining states their end (§10.2: "at
 // least three times the current Probe Timeout").
 
 import Core
@@ -30,6 +30,7 @@ extension QUICConnection {
                 for space in spaces where space.readKeys != nil { consider(space.received.ackDeadline) }
             }
             consider(keyPhase?.discardPreviousAt)
+            consider(pacedUntil)
             return d
         }
     }
@@ -67,6 +68,9 @@ extension QUICConnection {
             terminate()
             return
         }
+        // The pacer's release: nothing to do but become ready to send
+        // (scheduleUpdate below); writing recomputes it.
+        if let at = pacedUntil, now >= at { pacedUntil = nil }
         if let at = keyPhase?.discardPreviousAt, now >= at {
             keyPhase!.previousRead = nil
             keyPhase!.discardPreviousAt = nil

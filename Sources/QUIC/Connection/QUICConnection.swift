@@ -75,7 +75,10 @@ public final class QUICConnection {
 
     var spaces = [PacketSpaceState](repeating: PacketSpaceState(), count: 3)
     var keyPhase: KeyPhase?
-    var recovery: LossRecovery<NewReno>
+    var recovery: LossRecovery<CongestionControl>
+    /// The pacer held back data (RFC 9002 §7.7) until this time: the
+    /// connection's deadline wakes it then. nil: not pacing-blocked.
+    var pacedUntil: Instant?
     /// Scratch lists of acknowledged / lost packet numbers (reused, so an ACK
     /// allocates nothing).
     var ackedScratch: [UInt64] = []
@@ -171,7 +174,8 @@ public final class QUICConnection {
         createdAt = now
         self.peerInitialSourceID = peerSourceID
         self.handshake = handshake
-        recovery = LossRecovery(controller: NewReno(maxDatagramSize: configuration.maxUDPPayloadSize),
+        recovery = LossRecovery(controller: CongestionControl(configuration.congestionControl,
+                                                                   maxDatagramSize: configuration.maxUDPPayloadSize),
                                 maxAckDelay: 25_000_000, now: now)
         streams = StreamMap(maxBidi: configuration.initialMaxStreamsBidi, maxUni: configuration.initialMaxStreamsUni)
         receiveLimit = configuration.initialMaxData
