@@ -132,6 +132,11 @@ options:
   --quic-congestion ALGORITHM
                            QUIC congestion control: cubic (RFC 9438 with
                            HyStart++, default) or newreno (RFC 9002)
+  --quic-retry             send every new QUIC client a Retry to prove its
+                           address first (one more round trip; a NEW_TOKEN
+                           token from an earlier connection skips it)
+  --quic-retry-threshold N send Retries once N handshakes are under way on
+                           a worker (default 100; 0 is --quic-retry)
   --forwarded-allow-ips LIST
                            peers whose Forwarded / X-Forwarded-* headers are
                            honoured: comma-separated addresses and CIDR blocks
@@ -377,6 +382,9 @@ public enum CommandLineParser {
                     throw UsageError(message: "--quic-congestion must be cubic or newreno, got '\(v)'")
                 }
                 config.quicCongestion = algorithm
+            case "--quic-retry": try flag(); config.quicRetry = true
+            case "--quic-retry-threshold":
+                config.quicRetryThreshold = try integer(name, try value(), Config.quicRetryThresholdRange)
             case "--worker-udp":
                 let v = try value()
                 guard let sockets = workerDatagramSockets(v) else {

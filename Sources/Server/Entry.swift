@@ -51,7 +51,7 @@ public enum Main {
             programName = venv + "/bin/python"
         }
         // Before Python starts: the ticket secret leaves the environment.
-        let (tlsContext, quicTLSContext) = try TLSSetup.workerContexts(config)
+        let (tlsContext, quicTLSContext, statelessSecret) = try TLSSetup.workerContexts(config)
         // --scheme forces what every request reports; else TLS decides.
         let scheme: StaticString = switch config.scheme {
         case .https?: "https"
@@ -142,7 +142,7 @@ public enum Main {
             // it replaces, see Supervisor.spawn).
             w.slot = threadBoard ? 0 : config.boardSlot / 2
             w.tlsContext = tlsContext
-            if let quicTLSContext { w.enableHTTP3(tls: quicTLSContext) }
+            if let quicTLSContext { w.enableHTTP3(tls: quicTLSContext, statelessSecret: statelessSecret) }
         }
         // --lifespan-scope process: the one lifespan runs on worker 0's
         // loop, and the other threads start only once its startup is

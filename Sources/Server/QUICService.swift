@@ -59,14 +59,20 @@ final class QUICService: DatagramHandler {
     private(set) var connections: [ObjectIdentifier: H3Connection] = [:]
     let limits: H3Limits
 
-    init(worker: Worker, socket: UDPSocket, tls: QUICTLSContext, configuration: QUICConfiguration, limits: H3Limits) {
+    /// `statelessSecret`: the secret all workers of this supervisor
+    /// generation share; address-validation tokens and stateless reset
+    /// tokens derive from it, so either minted by one worker is good on
+    /// every other.
+    init(worker: Worker, socket: UDPSocket, tls: QUICTLSContext, statelessSecret: [UInt8], configuration: QUICConfiguration,
+         limits: H3Limits) {
         self.worker = worker
         self.socket = socket
         self.limits = limits
         out = DatagramBatch(capacity: QUICService.sendBatchCapacity, slotSize: 1500)!
         out.usesSegmentation = socket.supportsSegmentation
-        endpoint = QUICEndpoint(configuration: configuration, connectionIDs: ServerConnectionIDs(socketIndex: socket.index),
-                                makeHandshake: { parameters in tls.makeSession(transportParameters: parameters) })
+        endpoint = QUICEndpoint(configuration: configuration,
+                                connectionIDs: ServerConnectionIDs(socketIndex: socket.index, secret: statelessSecret),
+                                tokenSecret: statelessSecret, makeHandshake: { parameters in tls.makeSession(transportParameters: parameters) })
     }
 
     /// The QUIC settings the options ask for.
@@ -77,6 +83,8 @@ final class QUICService: DatagramHandler {
         c.initialMaxStreamDataBidiRemote = UInt64(config.quicStreamWindow)
         c.initialMaxData = UInt64(config.quicConnectionWindow)
         c.congestionControl = config.quicCongestion
+        c.alwaysRetry = config.quicRetry
+        c.retryThreshold = config.quicRetryThreshold
         return c
     }
 

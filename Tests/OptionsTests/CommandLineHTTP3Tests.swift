@@ -17,6 +17,22 @@ final class CommandLineHTTP3Tests: XCTestCase {
         XCTAssertEqual(c.quicConnectionWindow, 4 << 20)
         XCTAssertEqual(c.quicCongestion, .cubic)
         XCTAssertEqual(c.inheritedDatagramSockets, [])
+        XCTAssertFalse(c.quicRetry)
+        XCTAssertEqual(c.quicRetryThreshold, 100)
+    }
+
+    /// `--quic-retry` and `--quic-retry-threshold` (RFC 9000 §8.1.2;
+    /// TRANSPORT.md "Address validation").
+    func testRetryOptions() throws {
+        let c = try config(tls + ["--http3", "--quic-retry", "--quic-retry-threshold", "0"])
+        XCTAssertTrue(c.quicRetry)
+        XCTAssertEqual(c.quicRetryThreshold, 0)
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-retry-threshold=1000000"]).quicRetryThreshold, 1_000_000)
+        XCTAssertEqual(usageError(tls + ["--http3", "--quic-retry=yes"]), "option --quic-retry takes no value")
+        XCTAssertNotNil(usageError(tls + ["--http3", "--quic-retry-threshold", "1000001"]))
+        XCTAssertNotNil(usageError(tls + ["--http3", "--quic-retry-threshold", "-1"]))
+        XCTAssertNotNil(usageError(tls + ["--http3", "--quic-retry-threshold", "x"]))
+        XCTAssertEqual(usageError(tls + ["--quic-retry"]), "--quic-retry needs --http3")
     }
 
     func testEveryOptionIsRead() throws {

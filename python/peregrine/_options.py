@@ -129,6 +129,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--quic-stream-window", Kind.SIZE),
     Option("--quic-connection-window", Kind.SIZE),
     Option("--quic-congestion", Kind.TEXT, choices=("cubic", "newreno")),
+    Option("--quic-retry", Kind.FLAG),
+    Option("--quic-retry-threshold", Kind.INTEGER),
     Option("--forwarded-allow-ips", Kind.COMMA_LIST),
     Option("--scheme", Kind.TEXT, choices=("http", "https")),
     Option("--proxy-protocol", Kind.FLAG),

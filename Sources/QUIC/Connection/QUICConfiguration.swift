@@ -47,6 +47,24 @@ public struct QUICConfiguration: Sendable {
     public var maxQueuedDatagrams = 64
     public var maxQueuedDatagramBytes = 64 << 10
 
+    // Address validation and floods (§8.1, §10.3; QUICEndpoint).
+
+    /// Every Initial without a valid token gets a Retry (§8.1.2).
+    public var alwaysRetry = false
+    /// Initials without a valid token get a Retry once this many
+    /// connections are half-open (handshaking); a flood then costs no state.
+    public var retryThreshold = 100
+    /// The most half-open connections an endpoint keeps. Reaching it, an
+    /// Initial without a valid token always gets a Retry, and one with a
+    /// valid token (the address is proven) evicts the oldest half-open
+    /// connection: memory stays bounded and a real client still gets in.
+    public var maxHalfOpenConnections = 1000
+    /// §8.1.3: send a NEW_TOKEN frame once the handshake completes.
+    public var sendsNewToken = true
+    /// §10.3: stateless resets sent per second at most (and in a burst),
+    /// in answer to short-header packets for unknown connection IDs.
+    public var statelessResetsPerSecond = 100
+
     public init() {}
 
     /// The transport parameters this configuration advertises, before the

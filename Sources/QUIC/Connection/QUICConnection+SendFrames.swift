@@ -126,6 +126,12 @@ extension QUICConnection {
             streams.streamsBlockedPending = nil
             log(space, .streamsBlocked(bidirectional: false, value), &c)
         }
+        if newTokenPending, let token = newToken {
+            guard c.room >= FrameEncoder.newTokenSize(tokenLength: token.count) else { return }
+            c.at += token.withUnsafeBytes { FrameEncoder.encodeNewToken($0, into: c.rest) }
+            newTokenPending = false
+            log(space, .newToken, &c)
+        }
         while let sequence = localIDs.pendingAnnouncements.first {
             guard let issued = localIDs.issued(sequence: sequence) else {
                 localIDs.pendingAnnouncements.removeFirst()

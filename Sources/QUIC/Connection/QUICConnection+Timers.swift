@@ -135,7 +135,7 @@ extension QUICConnection {
     func terminate() {
         lifecycle = .terminated
         for issued in localIDs.active where context.routes[issued.id] === self { context.routes[issued.id] = nil }
-        if context.routes[originalDestinationID] === self { context.routes[originalDestinationID] = nil }
+        if context.routes[initialDestinationID] === self { context.routes[initialDestinationID] = nil }
         context.connectionTerminated(self)
         context.deadlines.arm(self, at: nil)
     }

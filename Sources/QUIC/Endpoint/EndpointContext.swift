@@ -12,6 +12,10 @@ import Core
 final class EndpointContext {
     let configuration: QUICConfiguration
     let connectionIDs: ConnectionIDSource
+    let addressTokens: AddressTokens
+    /// Connections made and not yet handshake-complete nor terminated
+    /// (§8.1 half-open), what Retry and the cap on them count.
+    private(set) var halfOpenCount = 0
 
     var routes: [ConnectionID: QUICConnection] = [:]
     /// Every connection not yet terminated (closing and draining included).
@@ -26,13 +30,27 @@ final class EndpointContext {
 
     var deadlines = DeadlineHeap()
 
-    init(configuration: QUICConfiguration, connectionIDs: ConnectionIDSource) {
+    init(configuration: QUICConfiguration, connectionIDs: ConnectionIDSource, addressTokens: AddressTokens) {
         self.configuration = configuration
         self.connectionIDs = connectionIDs
+        self.addressTokens = addressTokens
     }
 
     func connectionTerminated(_ connection: QUICConnection) {
         connections[ObjectIdentifier(connection)] = nil
+        halfOpenEnded(connection)
+    }
+
+    func halfOpenStarted(_ connection: QUICConnection) {
+        guard !connection.isHalfOpen else { return }
+        connection.isHalfOpen = true
+        halfOpenCount += 1
+    }
+
+    func halfOpenEnded(_ connection: QUICConnection) {
+        guard connection.isHalfOpen else { return }
+        connection.isHalfOpen = false
+        halfOpenCount -= 1
     }
 
     func post(_ event: QUICEvent, from connection: QUICConnection) {
