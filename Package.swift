@@ -123,7 +123,10 @@ let package = Package(
         .executableTarget(name: "fuzz-ws-handshake", dependencies: ["FuzzSupport", "WebSocket", "Core"], path: "fuzz/Sources/fuzz-ws-handshake",
                           swiftSettings: strict),
 
-        .testTarget(name: "QUICTests", dependencies: ["QUIC", "Core"], swiftSettings: strict),
+        // Counts a thread's mallocs (interposed for the test executable), for
+        // the allocation-count tests.
+        .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
+        .testTarget(name: "QUICTests", dependencies: ["QUIC", "Core", "AllocationCounter"], swiftSettings: strict),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "QUIC", "Core"], exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "CoreTests", dependencies: ["Core"], swiftSettings: strict),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "Core"], swiftSettings: strict),

@@ -100,15 +100,17 @@ def table(report: dict[str, Any]) -> str:
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     lines.append(
-        "Checks: " + ", ".join(f"`{check}`" for check in CHECKS) + " (tests/e2e/test_framework_matrix.py). "
-        "HTTP/3 with aioquic, to the TLS server's port over UDP (`--http3`). "
-        + (
-            "WebSocket over "
-            + ", ".join(p["title"] for p in protocols if not p.get("websocket", True))
-            + " (RFC 9220's extended CONNECT): not yet, so not tested there."
-            if any(not p.get("websocket", True) for p in protocols)
-            else ""
-        )
+        (
+            "Checks: " + ", ".join(f"`{check}`" for check in CHECKS) + " (tests/e2e/test_framework_matrix.py). "
+            "HTTP/3 with aioquic, to the TLS server's port over UDP (`--http3`). "
+            + (
+                "WebSocket over "
+                + ", ".join(p["title"] for p in protocols if not p.get("websocket", True))
+                + " (RFC 9220's extended CONNECT): not yet, so not tested there."
+                if any(not p.get("websocket", True) for p in protocols)
+                else ""
+            )
+        ).rstrip()
     )
     for number, note in enumerate(notes, 1):
         lines.append("")

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <linux/filter.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,15 +23,38 @@
 #define UDP_BUFFER_BYTES (4 << 20)
 #define BATCH_MAX 1024
 
-// Room for one IPV6_PKTINFO and one IP_PKTINFO control message: a
-// dual-stack socket may deliver either for an IPv4 datagram.
-#define CONTROL_BYTES (CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct in_pktinfo)))
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+// The most datagrams in one UDP_SEGMENT send: the kernel's UDP_MAX_SEGMENTS
+// (64 in older kernels, 128 in newer ones), above which the send fails (EINVAL).
+#define SEGMENTS_MAX 64
+// The most bytes in one: an IPv4 datagram's payload is at most 65,507
+// (65,535 less the IP and UDP headers); kept below for IP options.
+#define SEGMENTED_BYTES_MAX 65000
+
+// Room for one IPV6_PKTINFO and one IP_PKTINFO control message (a
+// dual-stack socket may deliver either for an IPv4 datagram) and a UDP_GRO
+// one on receive; a send uses one packet info and a UDP_SEGMENT (uint16_t).
+#define CONTROL_BYTES \
+    (CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int)))
 
 struct csys_udp_batch {
     int capacity;
+    int segmentation;            // send runs with UDP_SEGMENT
+    uint64_t segmented_runs;
+    uint64_t segmented_datagrams;
     csys_datagram *entries;
     struct mmsghdr *messages;
-    struct iovec *iovecs;
+    int *message_entries;        // on send: the entries message i carries
+    struct iovec *iovecs;        // on send, a message's run has consecutive ones
     struct sockaddr_in6 *names;  // large enough for sockaddr_in too
     unsigned char *control;      // capacity * CONTROL_BYTES
 };
@@ -42,10 +66,11 @@ csys_udp_batch *csys_udp_batch_create(int capacity) {
     b->capacity = capacity;
     b->entries = calloc((size_t)capacity, sizeof *b->entries);
     b->messages = calloc((size_t)capacity, sizeof *b->messages);
+    b->message_entries = calloc((size_t)capacity, sizeof *b->message_entries);
     b->iovecs = calloc((size_t)capacity, sizeof *b->iovecs);
     b->names = calloc((size_t)capacity, sizeof *b->names);
     b->control = calloc((size_t)capacity, CONTROL_BYTES);
-    if (!b->entries || !b->messages || !b->iovecs || !b->names || !b->control) {
+    if (!b->entries || !b->messages || !b->message_entries || !b->iovecs || !b->names || !b->control) {
         csys_udp_batch_destroy(b);
         errno = ENOMEM;
         return NULL;
@@ -57,6 +82,7 @@ void csys_udp_batch_destroy(csys_udp_batch *b) {
     if (!b) return;
     free(b->entries);
     free(b->messages);
+    free(b->message_entries);
     free(b->iovecs);
     free(b->names);
     free(b->control);
@@ -65,6 +91,13 @@ void csys_udp_batch_destroy(csys_udp_batch *b) {
 
 csys_datagram *csys_udp_batch_entries(csys_udp_batch *b) { return b->entries; }
 int csys_udp_batch_capacity(const csys_udp_batch *b) { return b->capacity; }
+void csys_udp_batch_set_segmentation(csys_udp_batch *b, int on) { b->segmentation = on ? 1 : 0; }
+int csys_udp_batch_segmentation(const csys_udp_batch *b) { return b->segmentation; }
+
+void csys_udp_batch_segmentation_counts(const csys_udp_batch *b, uint64_t *runs, uint64_t *datagrams) {
+    *runs = b->segmented_runs;
+    *datagrams = b->segmented_datagrams;
+}
 
 // MARK: - Addresses
 
@@ -178,21 +211,36 @@ static size_t control_from_local(unsigned char *buffer, const csys_ip_endpoint *
     return m.msg_controllen;
 }
 
-// The destination of a received datagram, from its packet info.
-static void local_from_control(csys_ip_endpoint *local, struct msghdr *m, int port) {
+// A UDP_SEGMENT control message at `buffer` (after `used` bytes of packet
+// info): the kernel cuts the message's payload into datagrams of `size`.
+static size_t control_add_segment(unsigned char *buffer, size_t used, uint16_t size) {
+    struct cmsghdr *c = (struct cmsghdr *)(buffer + used);
+    memset(c, 0, CMSG_SPACE(sizeof size));
+    c->cmsg_level = SOL_UDP;
+    c->cmsg_type = UDP_SEGMENT;
+    c->cmsg_len = CMSG_LEN(sizeof size);
+    memcpy(CMSG_DATA(c), &size, sizeof size);
+    return used + CMSG_SPACE(sizeof size);
+}
+
+// The destination of a received datagram, from its packet info, and the
+// segment size of a coalesced one (UDP_GRO; 0 when it is one datagram).
+static void local_from_control(csys_ip_endpoint *local, uint32_t *segment_size, struct msghdr *m, int port) {
     memset(local, 0, sizeof *local);
+    *segment_size = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
         if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
             struct in6_pktinfo info;
             memcpy(&info, CMSG_DATA(c), sizeof info);
             endpoint_from_v6(local, &info.ipi6_addr, htons((uint16_t)port), (uint32_t)info.ipi6_ifindex);
-            return;
-        }
-        if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+        } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
             struct in_pktinfo info;
             memcpy(&info, CMSG_DATA(c), sizeof info);
             endpoint_from_v4(local, &info.ipi_addr, htons((uint16_t)port), (uint32_t)info.ipi_ifindex);
-            return;
+        } else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+            int size;
+            memcpy(&size, CMSG_DATA(c), sizeof size);
+            *segment_size = size > 0 ? (uint32_t)size : 0;
         }
     }
 }
@@ -312,6 +360,17 @@ int csys_udp_buffer_sizes(int fd, int *receive, int *send) {
     return getsockopt(fd, SOL_SOCKET, SO_SNDBUF, send, &l);
 }
 
+int csys_udp_segmentation_supported(int fd) {
+    int size = 0;
+    socklen_t l = sizeof size;
+    return getsockopt(fd, SOL_UDP, UDP_SEGMENT, &size, &l) == 0 ? 1 : 0;
+}
+
+int csys_udp_enable_gro(int fd) {
+    int one = 1;
+    return setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one);
+}
+
 int csys_udp_attach_steering(int fd, const void *instructions, int count) {
     struct sock_fprog program;
     program.len = (unsigned short)count;
@@ -362,58 +421,110 @@ int csys_udp_receive(int fd, csys_udp_batch *b, int count, int local_port) {
         d->length = b->messages[i].msg_len;
         d->status = (m->msg_flags & MSG_TRUNC) ? 1 : 0;
         endpoint_from_sockaddr(&d->peer, &b->names[i]);
-        local_from_control(&d->local, m, local_port);
+        local_from_control(&d->local, &d->segment_size, m, local_port);
+        // A "coalesced" buffer of one datagram is just that datagram.
+        if (d->segment_size >= d->length) d->segment_size = 0;
+    }
+    return n;
+}
+
+static int same_endpoint(const csys_ip_endpoint *a, const csys_ip_endpoint *b) {
+    return a->family == b->family && a->port == b->port && a->scope_id == b->scope_id &&
+           memcmp(a->addr, b->addr, sizeof a->addr) == 0;
+}
+
+// How many entries from `i` (before `end`) go as one UDP_SEGMENT message:
+// consecutive, one peer, one local address, all of the first's length but
+// the last, which may be shorter (the kernel cuts the payload every
+// `length` bytes), within the kernel's limits. 1 when segmentation is off.
+static int run_length(const csys_udp_batch *b, int i, int end) {
+    if (!b->segmentation) return 1;
+    const csys_datagram *first = &b->entries[i];
+    uint32_t size = first->length;
+    if (size == 0 || size > UINT16_MAX) return 1;
+    int n = 1;
+    size_t bytes = size;
+    while (i + n < end && n < SEGMENTS_MAX) {
+        const csys_datagram *d = &b->entries[i + n];
+        if (b->entries[i + n - 1].length != size) break;  // a shorter one ended the run
+        if (d->length == 0 || d->length > size || bytes + d->length > SEGMENTED_BYTES_MAX) break;
+        if (!same_endpoint(&d->peer, &first->peer) || !same_endpoint(&d->local, &first->local)) break;
+        bytes += d->length;
+        n++;
     }
     return n;
 }
 
 int csys_udp_send(int fd, int socket_family, csys_udp_batch *b, int first, int count) {
     if (first < 0 || count < 0 || first + count > b->capacity) { errno = EINVAL; return -1; }
-    int usable = 0;  // entries first..<first+usable have headers at messages[0..<]
+    int end = first + count;
     int done = 0;
     while (done < count) {
-        // Headers for the entries not yet dealt with, skipping (and
-        // marking) those that cannot go out of this socket at all.
-        usable = 0;
+        // Headers for the entries not yet dealt with, a run per message,
+        // skipping (and marking) those that cannot go out of this socket
+        // at all. Messages, iovecs and control space are used from index
+        // 0: there are never more messages or iovecs than entries.
+        int messages = 0;
+        int iovecs = 0;
         int start = first + done;
-        while (start + usable < first + count) {
-            int i = start + usable;
-            csys_datagram *d = &b->entries[i];
-            socklen_t name_length = sockaddr_from_endpoint(&b->names[usable], &d->peer, socket_family);
+        while (start < end) {
+            csys_datagram *d = &b->entries[start];
+            socklen_t name_length = sockaddr_from_endpoint(&b->names[messages], &d->peer, socket_family);
             if (name_length == 0) {
-                if (usable > 0) break;  // send what precedes it first
+                if (messages > 0) break;  // send what precedes it first
                 d->status = EAFNOSUPPORT;
                 done++;
                 start++;
                 continue;
             }
-            d->status = 0;
-            b->iovecs[usable].iov_base = d->data;
-            b->iovecs[usable].iov_len = d->length;
-            struct msghdr *m = &b->messages[usable].msg_hdr;
-            m->msg_name = &b->names[usable];
+            int run = run_length(b, start, end);
+            struct msghdr *m = &b->messages[messages].msg_hdr;
+            m->msg_name = &b->names[messages];
             m->msg_namelen = name_length;
-            m->msg_iov = &b->iovecs[usable];
-            m->msg_iovlen = 1;
-            unsigned char *control = b->control + (size_t)usable * CONTROL_BYTES;
+            m->msg_iov = &b->iovecs[iovecs];
+            m->msg_iovlen = (size_t)run;
+            for (int k = 0; k < run; k++) {
+                b->entries[start + k].status = 0;
+                b->iovecs[iovecs + k].iov_base = b->entries[start + k].data;
+                b->iovecs[iovecs + k].iov_len = b->entries[start + k].length;
+            }
+            unsigned char *control = b->control + (size_t)messages * CONTROL_BYTES;
             size_t control_length = control_from_local(control, &d->local, socket_family);
+            if (run > 1) control_length = control_add_segment(control, control_length, (uint16_t)d->length);
             m->msg_control = control_length ? control : NULL;
             m->msg_controllen = control_length;
             m->msg_flags = 0;
-            usable++;
+            b->message_entries[messages] = run;
+            messages++;
+            iovecs += run;
+            start += run;
         }
-        if (usable == 0) break;
-        int sent = sendmmsg(fd, b->messages, (unsigned)usable, MSG_DONTWAIT);
+        if (messages == 0) break;
+        int sent = sendmmsg(fd, b->messages, (unsigned)messages, MSG_DONTWAIT);
         if (sent > 0) {
-            done += sent;
+            for (int i = 0; i < sent; i++) {
+                done += b->message_entries[i];
+                if (b->message_entries[i] > 1) {
+                    b->segmented_runs++;
+                    b->segmented_datagrams += (uint64_t)b->message_entries[i];
+                }
+            }
             continue;
         }
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
         if (errno == EBADF || errno == ENOTSOCK || errno == EFAULT) return done > 0 ? done : -1;
-        // This one datagram was refused: drop it and go on with the rest.
-        b->entries[first + done].status = errno;
-        done++;
+        if (b->message_entries[0] > 1 && (errno == EIO || errno == EINVAL)) {
+            // The kernel refused the segmentation itself: EIO when the
+            // route's device cannot checksum for it, EINVAL past a limit
+            // (segments, or a segment over the device MTU). Without it from
+            // now on; the same datagrams go again, one message each.
+            b->segmentation = 0;
+            continue;
+        }
+        // This datagram (or run) was refused: drop it and go on with the rest.
+        for (int k = 0; k < b->message_entries[0]; k++) b->entries[first + done + k].status = errno;
+        done += b->message_entries[0];
     }
     return done;
 }

@@ -82,7 +82,7 @@ options:
   --http2-only             serve HTTP/2 only (HTTP/1.1 requests get 505)
   --http2-max-streams N    concurrent streams per HTTP/2 connection (default 100)
   --no-websockets          answer WebSocket upgrades with 501 (and do not offer
-                           WebSocket over HTTP/2)
+                           WebSocket over HTTP/2 or HTTP/3)
   --ws-max-message BYTES   largest WebSocket message (default 16m; 1009 beyond)
   --ws-max-queue N         messages queued for a slow application (default 32)
   --ws-max-queue-bytes N   bytes queued for a slow application (default 4m)
@@ -129,6 +129,14 @@ options:
   --quic-connection-window BYTES
                            receive window of a whole QUIC connection (16k-1g,
                            default 4m; at least --quic-stream-window)
+  --quic-congestion ALGORITHM
+                           QUIC congestion control: cubic (RFC 9438 with
+                           HyStart++, default) or newreno (RFC 9002)
+  --quic-retry             send every new QUIC client a Retry to prove its
+                           address first (one more round trip; a NEW_TOKEN
+                           token from an earlier connection skips it)
+  --quic-retry-threshold N send Retries once N handshakes are under way on
+                           a worker (default 100; 0 is --quic-retry)
   --forwarded-allow-ips LIST
                            peers whose Forwarded / X-Forwarded-* headers are
                            honoured: comma-separated addresses and CIDR blocks
@@ -368,6 +376,15 @@ public enum CommandLineParser {
             case "--quic-stream-window": config.quicStreamWindow = try size(name, try value(), Config.quicWindowRange)
             case "--quic-connection-window":
                 config.quicConnectionWindow = try size(name, try value(), Config.quicWindowRange)
+            case "--quic-congestion":
+                let v = try value()
+                guard let algorithm = CongestionAlgorithm(rawValue: v) else {
+                    throw UsageError(message: "--quic-congestion must be cubic or newreno, got '\(v)'")
+                }
+                config.quicCongestion = algorithm
+            case "--quic-retry": try flag(); config.quicRetry = true
+            case "--quic-retry-threshold":
+                config.quicRetryThreshold = try integer(name, try value(), Config.quicRetryThresholdRange)
             case "--worker-udp":
                 let v = try value()
                 guard let sockets = workerDatagramSockets(v) else {

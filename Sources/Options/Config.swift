@@ -164,7 +164,16 @@ public struct Config: Sendable {
     /// (`initial_max_stream_data_bidi_remote`, `initial_max_data`).
     public var quicStreamWindow = 1 << 20
     public var quicConnectionWindow = 4 << 20
+    /// `--quic-congestion`: the congestion controller (RFC 9002 §7).
+    public var quicCongestion: CongestionAlgorithm = .cubic
     public static let quicWindowRange = (16 << 10)...(1 << 30)
+    /// `--quic-retry`: every new QUIC connection proves its address with a
+    /// Retry round trip first (RFC 9000 §8.1.2) unless it brings a token.
+    public var quicRetry = false
+    /// `--quic-retry-threshold`: past this many handshakes under way on a
+    /// worker, new connections without a token get a Retry (flood defence).
+    public var quicRetryThreshold = 100
+    public static let quicRetryThresholdRange = 0...1_000_000
 
     /// Peers whose `Forwarded` / `X-Forwarded-*` fields are honoured
     /// (`--forwarded-allow-ips`, else `FORWARDED_ALLOW_IPS`); empty: none.

@@ -33,14 +33,12 @@ public enum Interpreter {
         guard let sysPath = PySys_GetObject("path") else {
             throw StartupError("cannot start Python: sys.path is missing")
         }
-        // Later entries are inserted first so the final order is the
-        // command-line order, then the current directory.
-        for dir in (pythonPaths.reversed() + [""]).reversed() {
+        // Each is inserted at the front, the last first, so sys.path begins
+        // with `pythonPaths` in the order given, then the current directory.
+        for dir in (pythonPaths + [""]).reversed() {
             let s = PyOwned(stealing: Py.str(dir))
             PyList_Insert(sysPath, 0, s.ref)
         }
-        // Only `--python-path` entries and "" (cwd) were inserted above, in
-        // reverse, so they now lead sys.path in the order given.
     }
 
     /// Imports `MODULE:ATTR` (ATTR may be dotted) and, with `factory`, calls

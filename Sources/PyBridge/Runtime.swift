@@ -191,6 +191,19 @@ def serve_asgi(app, fd, poll, attach, lifespan, use_uvloop):
         loop.close()
 
 
+def prepare_asgi(use_uvloop):
+    """Import the event-loop modules on the main thread, before any worker
+    thread starts: worker threads that import asyncio and uvloop for the
+    first time at once can leave one of them with a loop that counts as
+    already running (RuntimeError on start)."""
+    import asyncio  # noqa: F401
+    if use_uvloop:
+        try:
+            import uvloop  # noqa: F401
+        except ImportError:
+            pass
+
+
 def share_code_constants():
     """On a free-threaded CPython 3.13, make modules compiled from source
     keep their constants immortal, as modules read from .pyc files do.
@@ -289,6 +302,17 @@ class FileWrapper:
     public static func shareCodeConstants() -> Bool {
         let share = attribute("share_code_constants")
         guard PyOwned(stealing: pshim_call0(share.ref)) != nil else {
+            PyErr_Clear()
+            return false
+        }
+        return true
+    }
+
+    /// Imports asyncio (and uvloop when wanted) before the worker threads
+    /// start; false if that raised (the loop's own start reports it again).
+    public static func prepareASGI(useUVLoop: Bool) -> Bool {
+        let prepare = attribute("prepare_asgi")
+        guard PyOwned(stealing: pshim_call1(prepare.ref, useUVLoop ? Py.true : Py.false)) != nil else {
             PyErr_Clear()
             return false
         }

@@ -11,7 +11,8 @@ import Core
 /// them); a handler keeps what it needs by copying or decrypting in place
 /// into its own buffers.
 protocol DatagramHandler: AnyObject {
-    /// Entries `0..<count` of `batch` arrived on `socket`. Truncated ones
+    /// Entries `0..<count` of `batch` arrived on `socket`, each one
+    /// datagram or several coalesced (`batch.datagrams(i)`). Truncated ones
     /// (`batch.isTruncated(i)`: longer than a slot) are among them, to be
     /// dropped.
     func datagramsReceived(_ batch: borrowing DatagramBatch, count: Int, on socket: UDPSocket, now: Instant)
@@ -26,7 +27,7 @@ final class DroppingDatagramHandler: DatagramHandler {
     private(set) var dropped = 0
 
     func datagramsReceived(_ batch: borrowing DatagramBatch, count: Int, on socket: UDPSocket, now: Instant) {
-        dropped &+= count
+        for i in 0..<count { for _ in batch.datagrams(i) { dropped &+= 1 } }
     }
 
     func datagramSocketWritable(_ socket: UDPSocket, now: Instant) {}
@@ -34,7 +35,9 @@ final class DroppingDatagramHandler: DatagramHandler {
 
 /// A worker's UDP socket (`--http3`), in the worker's poller beside the TCP
 /// listener: on readiness it receives in batches (`recvmmsg`, into one
-/// batch allocated here once) and passes each batch to the handler. The
+/// batch allocated here once) and passes each batch to the handler. Where
+/// the kernel has UDP GRO the socket coalesces: an entry may hold several
+/// datagrams of one sender (`batch.datagrams(i)` cuts them apart). The
 /// socket is the one the supervisor bound for this worker context
 /// (`--worker-udp`); `socket.index` is what the connection IDs this worker
 /// issues must carry (QUICConnectionIDLayout), so that the kernel's
@@ -50,21 +53,34 @@ final class DatagramEndpoint {
     /// The socket is in the poller for writability too.
     private(set) var interest: IOEvents = .readable
 
-    /// Datagrams in one receive. 64 datagrams of 2 KiB: 128 KiB per worker.
+    /// Entries in one receive without UDP GRO: 64 datagrams of 2 KiB, 128
+    /// KiB per worker.
     static let batchCapacity = 64
-    /// Bytes per received datagram: an Ethernet-MTU datagram and margin,
-    /// the most a client sends before it learns our max_udp_payload_size
-    /// (RFC 9000 §18.2), which the QUIC layer must advertise at most this.
-    /// Longer datagrams arrive truncated and are dropped.
+    /// Bytes per received datagram without UDP GRO: an Ethernet-MTU datagram
+    /// and margin, the most a client sends before it learns our
+    /// max_udp_payload_size (RFC 9000 §18.2), which the QUIC layer must
+    /// advertise at most this. Longer datagrams arrive truncated and are
+    /// dropped.
     static let slotSize = 2048
+    /// Entries in one receive with UDP GRO, each of 64 KiB (a coalesced
+    /// receive fills up to that): 1 MiB per worker, holding up to 16 runs
+    /// of one sender's datagrams each, or 16 single datagrams when nothing
+    /// coalesces (many clients); `batchesPerWakeup` still bounds a wakeup.
+    static let coalescingBatchCapacity = 16
     /// Batches received per readiness before the loop serves the rest of its
     /// events (level-triggered: what is left is reported again).
     static let batchesPerWakeup = 16
 
+    /// Receives coalesce datagrams (UDP GRO), where the kernel has it.
+    let coalesces: Bool
+
     init(socket: UDPSocket, handler: DatagramHandler) {
         self.socket = socket
         self.handler = handler
-        batch = DatagramBatch(capacity: DatagramEndpoint.batchCapacity, slotSize: DatagramEndpoint.slotSize)!
+        coalesces = socket.enableReceiveCoalescing()
+        batch = coalesces
+            ? DatagramBatch(capacity: DatagramEndpoint.coalescingBatchCapacity, slotSize: DatagramBatch.maxSlotSize)!
+            : DatagramBatch(capacity: DatagramEndpoint.batchCapacity, slotSize: DatagramEndpoint.slotSize)!
     }
 
     /// Readiness from the poller.
@@ -84,7 +100,7 @@ final class DatagramEndpoint {
             if n == 0 { return }
             Log.debug("UDP socket \(socket.index): \(n) datagram\(n == 1 ? "" : "s")")
             handler.datagramsReceived(batch, count: n, on: socket, now: now)
-            if n < DatagramEndpoint.batchCapacity { return }
+            if n < batch.capacity { return }
         }
     }
 

@@ -51,7 +51,7 @@ public enum Main {
             programName = venv + "/bin/python"
         }
         // Before Python starts: the ticket secret leaves the environment.
-        let (tlsContext, quicTLSContext) = try TLSSetup.workerContexts(config)
+        let (tlsContext, quicTLSContext, statelessSecret) = try TLSSetup.workerContexts(config)
         // --scheme forces what every request reports; else TLS decides.
         let scheme: StaticString = switch config.scheme {
         case .https?: "https"
@@ -65,9 +65,8 @@ public enum Main {
             guard let absolute = enterAppDirectory(dir) else {
                 throw StartupFailure("--app-dir: cannot change to \(dir): \(SystemError(call: "chdir", errno: csys_errno()))")
             }
-            // Interpreter.start inserts each entry at sys.path[0] in turn, so
-            // the last of the list ends up first (test_config_sources checks it).
-            pythonPaths.append(absolute)
+            // Before every --python-path (test_config_sources checks it).
+            pythonPaths.insert(absolute, at: 0)
         }
         do {
             try Interpreter.start(programName: programName, argv: ["peregrine"], pythonPaths: pythonPaths)
@@ -102,6 +101,7 @@ public enum Main {
                 throw StartupFailure("cannot tell whether '\(config.app)' is a WSGI or an ASGI application; pass --protocol wsgi or --protocol asgi")
             }
         }
+        if proto == .asgi { _ = Runtime.prepareASGI(useUVLoop: config.uvloop) }
         let signalFD: Int32
         if proto == .wsgi {
             // A WSGI call may block the main thread: signals go to a thread
@@ -142,7 +142,7 @@ public enum Main {
             // it replaces, see Supervisor.spawn).
             w.slot = threadBoard ? 0 : config.boardSlot / 2
             w.tlsContext = tlsContext
-            if let quicTLSContext { w.enableHTTP3(tls: quicTLSContext) }
+            if let quicTLSContext { w.enableHTTP3(tls: quicTLSContext, statelessSecret: statelessSecret) }
         }
         // --lifespan-scope process: the one lifespan runs on worker 0's
         // loop, and the other threads start only once its startup is

@@ -64,6 +64,8 @@ extension H3Connection {
     /// the open requests finish and the connection closes.
     func beginShutdown() {
         guard !closed else { return }
+        // WebSockets close with 1001 (going away), as over HTTP/1.1 and HTTP/2.
+        closeWebSocketsGoingAway()
         let now = worker.now
         switch shutdown {
         case .serving:

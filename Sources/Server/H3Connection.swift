@@ -152,6 +152,10 @@ final class H3Connection {
             if id != feeding { refeed.append(id) }
         case .data(let id, let bytes, let end):
             guard let s = streams[id] else { return }
+            if s.webSocket != nil {
+                s.webSocketData(bytes, end: end)
+                return
+            }
             // A body without Content-Length is held to --max-body as it
             // grows (a declared one over it was refused with the head): past
             // it, reads fail with 413 and the bytes are dropped, their
@@ -173,6 +177,11 @@ final class H3Connection {
         case .trailers(let id, _):
             if id != feeding { refeed.append(id) }
             guard let s = streams[id] else { return }
+            if s.webSocket != nil {
+                // Trailers end a WebSocket's stream like a FIN.
+                s.webSocketData(UnsafeRawBufferPointer(start: nil, count: 0), end: true)
+                return
+            }
             s.bodyEnded = true
             service.wakeReader(s)
         case .streamReset(let id, _):
@@ -217,6 +226,11 @@ final class H3Connection {
             return
         }
         if let resolver = worker.forwardedResolver { s.request.resolveForwarded(resolver) }
+        if head.protocolName.count > 0 {
+            // An extended CONNECT (RFC 9220): a WebSocket, or a refusal.
+            openWebSocket(s, protocolName: head.protocolName)
+            return
+        }
         if let status = s.exchange.refusal {
             worker.metrics.rejected(status: status)
             respondDirectly(s, status: status)
@@ -357,6 +371,7 @@ final class H3Connection {
             guard s.pendingOutputBytes < H3Connection.lowWater else { drainWaiters.append(s); continue }
             s.drainWanted = false
             s.delegate?.outputDrained()
+            s.webSocket?.conversation?.outputDrained()
         }
     }
 
@@ -369,6 +384,11 @@ final class H3Connection {
     /// Ends the stream once its response is in QUIC completely.
     func checkDone(_ s: H3Stream) {
         guard s.responseEnded, !s.hasPendingOutput, streams[s.id] === s else { return }
+        if s.webSocket != nil {
+            // The peer gets a moment to end its side too (RFC 9220 §3).
+            if s.lingerForPeerEnd() { return }
+            webSocketEnded(s)
+        }
         streams[s.id] = nil
         sendQueue.removeAll { $0 === s }
         if !s.bodyEnded {
@@ -418,6 +438,7 @@ final class H3Connection {
         s.reset = true
         if streams[s.id] === s { streams[s.id] = nil }
         sendQueue.removeAll { $0 === s }
+        if s.webSocket != nil { webSocketEnded(s) }
         s.body.detach()?.deallocate()
         if let file = s.pendingFile {
             _ = csys_close(file.fd)

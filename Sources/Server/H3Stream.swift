@@ -26,7 +26,7 @@ final class H3Stream {
     var exchange: HTTPExchange
     var accessLine: AccessLog.RequestLine?
     /// Metered until it ends (RequestMetering).
-    var metered = false
+    var metered: MetricsProtocol?
 
     // Request body.
     var body = ByteBuffer()
@@ -59,6 +59,9 @@ final class H3Stream {
     var delegate: AsyncExchangeDelegate?
     /// In flight for --limit-concurrency (`Admission.ended` when it ends).
     var counted = false
+    /// Set when an extended CONNECT opened a WebSocket over this stream
+    /// (RFC 9220); see +WebSocket.
+    var webSocket: H3WebSocket?
 
     /// Body bytes held here before the stream's reading pauses.
     static let bodyHighWater = 256 * 1024

@@ -14,7 +14,11 @@ import TLS
 /// DatagramEndpoint); each goes to the endpoint, which finds its connection
 /// by connection ID and decrypts it in place. The endpoint's events are then
 /// handed to the connections, queued WSGI requests run, and what the
-/// connections have to send leaves in batches (`sendmmsg`).
+/// connections have to send leaves in batches (`sendmmsg`), each run of
+/// consecutive datagrams to one peer as one message where the kernel has
+/// UDP GSO (`DatagramBatch.usesSegmentation`; a device that refuses it
+/// turns it off for good, and the batch goes out unsegmented). Receives
+/// may be coalesced (UDP GRO, DatagramEndpoint) and are cut apart here.
 ///
 /// Output: an application's response bytes go into QUIC stream buffers (the
 /// one copy); the datagrams are built when this service flushes: after each
@@ -36,6 +40,10 @@ final class QUICService: DatagramHandler {
     let endpoint: QUICEndpoint
     let socket: UDPSocket
     private var out: DatagramBatch
+    /// Datagrams built per send: 64 of 1500 bytes, 96 KiB per worker. With
+    /// UDP GSO a run of one connection's datagrams (up to 54 of 1200 bytes,
+    /// the kernel's 64 KiB) leaves as one message.
+    static let sendBatchCapacity = 64
     /// Entries of `out` the socket did not take (it was full).
     private var unsent: Range<Int> = 0..<0
     private var flushScheduled = false
@@ -51,13 +59,20 @@ final class QUICService: DatagramHandler {
     private(set) var connections: [ObjectIdentifier: H3Connection] = [:]
     let limits: H3Limits
 
-    init(worker: Worker, socket: UDPSocket, tls: QUICTLSContext, configuration: QUICConfiguration, limits: H3Limits) {
+    /// `statelessSecret`: the secret all workers of this supervisor
+    /// generation share; address-validation tokens and stateless reset
+    /// tokens derive from it, so either minted by one worker is good on
+    /// every other.
+    init(worker: Worker, socket: UDPSocket, tls: QUICTLSContext, statelessSecret: [UInt8], configuration: QUICConfiguration,
+         limits: H3Limits) {
         self.worker = worker
         self.socket = socket
         self.limits = limits
-        out = DatagramBatch(capacity: 32, slotSize: 1500)!
-        endpoint = QUICEndpoint(configuration: configuration, connectionIDs: ServerConnectionIDs(socketIndex: socket.index),
-                                makeHandshake: { parameters in tls.makeSession(transportParameters: parameters) })
+        out = DatagramBatch(capacity: QUICService.sendBatchCapacity, slotSize: 1500)!
+        out.usesSegmentation = socket.supportsSegmentation
+        endpoint = QUICEndpoint(configuration: configuration,
+                                connectionIDs: ServerConnectionIDs(socketIndex: socket.index, secret: statelessSecret),
+                                tokenSecret: statelessSecret, makeHandshake: { parameters in tls.makeSession(transportParameters: parameters) })
     }
 
     /// The QUIC settings the options ask for.
@@ -67,6 +82,9 @@ final class QUICService: DatagramHandler {
         c.initialMaxStreamsBidi = UInt64(config.http3MaxStreams)
         c.initialMaxStreamDataBidiRemote = UInt64(config.quicStreamWindow)
         c.initialMaxData = UInt64(config.quicConnectionWindow)
+        c.congestionControl = config.quicCongestion
+        c.alwaysRetry = config.quicRetry
+        c.retryThreshold = config.quicRetryThreshold
         return c
     }
 
@@ -74,8 +92,11 @@ final class QUICService: DatagramHandler {
 
     func datagramsReceived(_ batch: borrowing DatagramBatch, count: Int, on socket: UDPSocket, now: Instant) {
         for i in 0..<count where !batch.isTruncated(i) {
-            worker.metrics.received(.quic, bytes: batch.bytes(i).count)
-            endpoint.receive(UnsafeMutableRawBufferPointer(mutating: batch.bytes(i)), path: batch.path(i), now: now)
+            let path = batch.path(i)
+            for datagram in batch.datagrams(i) {
+                worker.metrics.received(.quic, bytes: datagram.count)
+                endpoint.receive(UnsafeMutableRawBufferPointer(mutating: datagram), path: path, now: now)
+            }
         }
         afterInput()
     }
@@ -84,7 +105,7 @@ final class QUICService: DatagramHandler {
     /// loop.
     var nextDeadline: Instant? {
         var earliest = endpoint.nextDeadline
-        for d in [bodyDeadline, shutdownDeadline] {
+        for d in [bodyDeadline, shutdownDeadline, webSocketDeadline] {
             if let d { earliest = earliest.map { min($0, d) } ?? d }
         }
         return earliest
@@ -93,6 +114,7 @@ final class QUICService: DatagramHandler {
     /// The loop woke at or after `nextDeadline`.
     func expireIfDue(now: Instant) {
         if let body = bodyDeadline, body <= now { expireBodyWaits(now: now) }
+        if let ws = webSocketDeadline, ws <= now { fireWebSocketTimers(now: now) }
         if let deadline = endpoint.nextDeadline, deadline <= now {
             endpoint.expire(now: now)
             afterInput()
@@ -223,6 +245,38 @@ final class QUICService: DatagramHandler {
         bodyWaiters.removeAll { $0.bodyWaitSince == nil }
     }
 
+    // MARK: - WebSocket timers
+
+    /// Streams carrying a WebSocket (RFC 9220), each with at most one
+    /// deadline (H3WebSocket.deadline): keepalive, the wait for the peer's
+    /// close, the wait for its FIN.
+    private var webSockets: [H3Stream] = []
+
+    func webSocketOpened(_ s: H3Stream) {
+        webSockets.append(s)
+    }
+
+    func webSocketClosed(_ s: H3Stream) {
+        if let i = webSockets.firstIndex(where: { $0 === s }) { webSockets.remove(at: i) }
+    }
+
+    private var webSocketDeadline: Instant? {
+        var earliest: Instant?
+        for s in webSockets {
+            if let d = s.webSocket?.deadline, earliest == nil || d < earliest! { earliest = d }
+        }
+        return earliest
+    }
+
+    private func fireWebSocketTimers(now: Instant) {
+        for s in webSockets {
+            guard let deadline = s.webSocket?.deadline, deadline <= now else { continue }
+            s.webSocket?.deadline = nil
+            s.connection.webSocketTimerFired(s)
+        }
+        flush()
+    }
+
     // MARK: - WSGI
 
     /// A WSGI request is ready for the application: it runs after the ones
@@ -349,6 +403,12 @@ final class QUICService: DatagramHandler {
     /// waits for writability) or failed (the datagrams are lost, as a
     /// network may lose them: QUIC's recovery resends what mattered).
     private func send(_ range: Range<Int>) -> Bool {
+        let segmented = out.usesSegmentation
+        defer {
+            if segmented && !out.usesSegmentation {
+                Log.info("UDP socket \(socket.index): the kernel refused UDP GSO; sending without it")
+            }
+        }
         guard let sent = socket.send(&out, range) else {
             Log.error("UDP socket \(socket.index): \(SystemError(call: "sendmmsg", errno: csys_errno()))")
             return false

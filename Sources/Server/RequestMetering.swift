@@ -57,15 +57,15 @@ extension H2Session {
 }
 
 extension H3Connection {
-    func meterBegin(_ s: H3Stream) {
+    func meterBegin(_ s: H3Stream, _ p: MetricsProtocol = .h3) {
         guard worker.metrics.enabled else { return }
-        s.metered = true
-        worker.metrics.requestBegun(.h3)
+        s.metered = p
+        worker.metrics.requestBegun(p)
     }
 
     func meterEnd(_ s: H3Stream) {
-        guard s.metered else { return }
-        s.metered = false
-        worker.metrics.requestEnded(.h3, status: s.exchange.status, microseconds: worker.microseconds(since: s.exchange.start))
+        guard let p = s.metered else { return }
+        s.metered = nil
+        worker.metrics.requestEnded(p, status: s.exchange.status, microseconds: worker.microseconds(since: s.exchange.start))
     }
 }

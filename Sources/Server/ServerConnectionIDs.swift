@@ -7,18 +7,19 @@ import QUIC
 /// random bits from the system's generator.
 ///
 /// Stateless reset tokens (RFC 9000 §10.3.2) are HMAC-SHA256 of the ID
-/// under a key drawn once per worker, so a token can be recomputed from the
-/// ID alone. The key is per worker: a stateless reset sent by another
-/// worker (for a connection it never saw) would not match; sending them is
-/// issue "HTTP/3 at speed"'s, and the key will then come from the secret the
-/// workers share for session tickets.
+/// under a key derived from the secret all workers of a supervisor
+/// generation share, so a token can be recomputed from the ID alone by any
+/// of them: a worker that receives a packet for a connection it does not
+/// know (another worker's, after a restart, or a connection long gone)
+/// answers with the reset the client will recognise (QUICEndpoint).
 final class ServerConnectionIDs: ConnectionIDSource {
     let socketIndex: Int
     private let resetKey: [UInt8]
 
-    init(socketIndex: Int) {
+    init(socketIndex: Int, secret: [UInt8]) {
         self.socketIndex = socketIndex
-        resetKey = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let prk = secret.withUnsafeBytes { HKDF.extract(.sha256, salt: Array("peregrine stateless reset".utf8), inputKeyingMaterial: $0) }
+        resetKey = HKDF.expandLabel(.sha256, secret: prk, label: "peregrine reset key", length: 32)
     }
 
     var length: Int { QUICConnectionIDLayout.length }

@@ -88,16 +88,21 @@ enum TLSSetup {
     /// Worker: the contexts its connections use (nil without TLS; the QUIC
     /// one only with --http3): the same certificates and the same ticket
     /// secret, so a ticket resumes on any worker (over the protocol that
-    /// issued it).
-    static func workerContexts(_ config: Config) throws(StartupFailure) -> (tcp: TLSContext?, quic: QUICTLSContext?) {
+    /// issued it). `statelessSecret` is what QUIC's address-validation and
+    /// stateless-reset tokens derive from: the same secret (they derive
+    /// their own keys from it with their own labels), else random bytes
+    /// for this process alone.
+    static func workerContexts(_ config: Config) throws(StartupFailure)
+        -> (tcp: TLSContext?, quic: QUICTLSContext?, statelessSecret: [UInt8]) {
         let secret = TicketSecret.take(environmentName: TicketSecretHandoff.environmentName)
-        guard config.tlsEnabled else { return (nil, nil) }
+        let statelessSecret = secret ?? (0..<32).map { _ in UInt8.random(in: 0...255) }
+        guard config.tlsEnabled else { return (nil, nil, statelessSecret) }
         if secret == nil { Log.warning("no TLS ticket secret from the supervisor: tickets resume on this worker only") }
         // Read afresh by every worker: a rolling restart (SIGHUP) serves
         // whatever the certificate, key, password and OCSP files hold now.
         let password = try TLSKeyPassword.resolve(config)
         let tcp = try makeContext(config, ticketSecret: secret, keyPassword: password)
-        guard config.http3 else { return (tcp, nil) }
-        return (tcp, try makeQUICContext(config, ticketSecret: secret, keyPassword: password))
+        guard config.http3 else { return (tcp, nil, statelessSecret) }
+        return (tcp, try makeQUICContext(config, ticketSecret: secret, keyPassword: password), statelessSecret)
     }
 }

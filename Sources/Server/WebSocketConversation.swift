@@ -4,8 +4,8 @@ import WebSocket
 
 /// What a `WebSocketConversation` needs from the transport carrying it: an
 /// HTTP/1.1 connection after its upgrade (`H1Connection+WebSocket`), or an
-/// HTTP/2 stream opened by an extended CONNECT (`H2Stream+WebSocket`,
-/// RFC 8441). The conversation stages frames in `worker.out`; what happens
+/// HTTP/2 or HTTP/3 stream opened by an extended CONNECT
+/// (`H2Stream+WebSocket`, RFC 8441; `H3Stream+WebSocket`, RFC 9220). The conversation stages frames in `worker.out`; what happens
 /// to them then (a socket write, DATA frames as the peer's windows allow) is
 /// the transport's business, as are the handshake's answers.
 protocol WebSocketTransport: AnyObject {

@@ -175,12 +175,15 @@ final class Worker {
 
     /// Serves HTTP/3 on this worker's UDP socket (set up by Main.serve, with
     /// the QUIC TLS context).
-    func enableHTTP3(tls: QUICTLSContext) {
+    func enableHTTP3(tls: QUICTLSContext, statelessSecret: [UInt8]) {
         guard let datagrams, quic == nil else { return }
         var limits = H3Limits()
         limits.maxConcurrentStreams = config.http3MaxStreams
         limits.maxFieldSectionSize = max(config.maxHeaderSize, 4096)
-        let service = QUICService(worker: self, socket: datagrams.socket, tls: tls,
+        // RFC 9220 §3: WebSockets over HTTP/3, for ASGI applications only
+        // (as over HTTP/2); without it `:protocol` makes a request malformed.
+        limits.enableConnectProtocol = asgi != nil && config.websockets
+        let service = QUICService(worker: self, socket: datagrams.socket, tls: tls, statelessSecret: statelessSecret,
                                   configuration: QUICService.configuration(config), limits: limits)
         datagrams.handler = service
         quic = service

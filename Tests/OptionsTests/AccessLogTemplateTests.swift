@@ -86,22 +86,6 @@ final class AccessLogTemplateTests: XCTestCase {
 
     // MARK: - The options
 
-    private func config(_ arguments: [String]) throws(UsageError) -> Config {
-        switch try CommandLineParser.parse(arguments + ["app:app"], environment: { _ in nil }) {
-        case .run(let config): return config
-        case .printAndExit: XCTFail("printed instead of running"); return Config()
-        }
-    }
-
-    private func usageError(_ arguments: [String]) -> String? {
-        do {
-            _ = try config(arguments)
-            return nil
-        } catch {
-            return error.message
-        }
-    }
-
     func testAccessLogFormatTakesTextJsonOrATemplateAndTurnsTheLogOn() throws {
         XCTAssertEqual(try config(["--access-log-format", "JSON"]).accessLogFormat, .json)
         XCTAssertEqual(try config(["--access-log-format", "text"]).accessLogFormat, .text)

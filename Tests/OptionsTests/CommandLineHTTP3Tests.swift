@@ -7,22 +7,6 @@ import XCTest
 final class CommandLineHTTP3Tests: XCTestCase {
     private let tls = ["--tls-cert", "c.pem", "--tls-key", "k.pem"]
 
-    private func config(_ arguments: [String]) throws(UsageError) -> Config {
-        switch try CommandLineParser.parse(arguments + ["app:app"], environment: { _ in nil }) {
-        case .run(let config): return config
-        case .printAndExit: XCTFail("printed instead of running"); return Config()
-        }
-    }
-
-    private func usageError(_ arguments: [String]) -> String? {
-        do {
-            _ = try config(arguments)
-            return nil
-        } catch {
-            return error.message
-        }
-    }
-
     func testDefaultsAreTheDocumentedOnes() throws {
         let c = try config([])
         XCTAssertFalse(c.http3)
@@ -31,19 +15,49 @@ final class CommandLineHTTP3Tests: XCTestCase {
         XCTAssertEqual(c.quicIdleTimeoutMilliseconds, 30_000)
         XCTAssertEqual(c.quicStreamWindow, 1 << 20)
         XCTAssertEqual(c.quicConnectionWindow, 4 << 20)
+        XCTAssertEqual(c.quicCongestion, .cubic)
         XCTAssertEqual(c.inheritedDatagramSockets, [])
+        XCTAssertFalse(c.quicRetry)
+        XCTAssertEqual(c.quicRetryThreshold, 100)
+    }
+
+    /// `--quic-retry` and `--quic-retry-threshold` (RFC 9000 §8.1.2;
+    /// TRANSPORT.md "Address validation").
+    func testRetryOptions() throws {
+        let c = try config(tls + ["--http3", "--quic-retry", "--quic-retry-threshold", "0"])
+        XCTAssertTrue(c.quicRetry)
+        XCTAssertEqual(c.quicRetryThreshold, 0)
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-retry-threshold=1000000"]).quicRetryThreshold, 1_000_000)
+        XCTAssertEqual(usageError(tls + ["--http3", "--quic-retry=yes"]), "option --quic-retry takes no value")
+        XCTAssertNotNil(usageError(tls + ["--http3", "--quic-retry-threshold", "1000001"]))
+        XCTAssertNotNil(usageError(tls + ["--http3", "--quic-retry-threshold", "-1"]))
+        XCTAssertNotNil(usageError(tls + ["--http3", "--quic-retry-threshold", "x"]))
+        XCTAssertEqual(usageError(tls + ["--quic-retry"]), "--quic-retry needs --http3")
     }
 
     func testEveryOptionIsRead() throws {
         let c = try config(tls + ["--http3", "--quic-port", "8443", "--http3-max-streams", "7",
                                   "--quic-idle-timeout=1500", "--quic-stream-window", "64k",
-                                  "--quic-connection-window", "2m"])
+                                  "--quic-connection-window", "2m", "--quic-congestion", "newreno"])
         XCTAssertTrue(c.http3)
         XCTAssertEqual(c.quicPort, 8443)
         XCTAssertEqual(c.http3MaxStreams, 7)
         XCTAssertEqual(c.quicIdleTimeoutMilliseconds, 1500)
         XCTAssertEqual(c.quicStreamWindow, 64 << 10)
         XCTAssertEqual(c.quicConnectionWindow, 2 << 20)
+        XCTAssertEqual(c.quicCongestion, .newReno)
+    }
+
+    /// `--quic-congestion` names one of the two controllers (RFC 9438 CUBIC,
+    /// RFC 9002 NewReno), nothing else, and like every QUIC option needs --http3.
+    func testQUICCongestionNamesAController() throws {
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-congestion=cubic"]).quicCongestion, .cubic)
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-congestion", "newreno"]).quicCongestion, .newReno)
+        for bad in ["", "reno", "CUBIC", "bbr"] {
+            XCTAssertEqual(usageError(tls + ["--http3", "--quic-congestion", bad]),
+                           "--quic-congestion must be cubic or newreno, got '\(bad)'", bad)
+        }
+        XCTAssertEqual(usageError(tls + ["--quic-congestion", "newreno"]), "--quic-congestion needs --http3")
     }
 
     func testHTTP3NeedsACertificateAndAKey() {
@@ -112,7 +126,7 @@ final class CommandLineHTTP3Tests: XCTestCase {
 
     func testHelpListsTheOptions() {
         for option in ["--http3 ", "--quic-port", "--http3-max-streams", "--quic-idle-timeout", "--quic-stream-window",
-                       "--quic-connection-window"] {
+                       "--quic-connection-window", "--quic-congestion"] {
             XCTAssertTrue(usageText.contains("  \(option)"), option)
         }
         XCTAssertFalse(usageText.contains("--worker-udp"))

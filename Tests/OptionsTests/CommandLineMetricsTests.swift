@@ -5,22 +5,6 @@ import XCTest
 /// `--metrics-port` and `--metrics-host` (CONFIG.md, "Metrics"), and the
 /// hidden `--worker-metrics` the supervisor passes its workers.
 final class CommandLineMetricsTests: XCTestCase {
-    private func config(_ arguments: [String]) throws(UsageError) -> Config {
-        switch try CommandLineParser.parse(arguments + ["app:app"], environment: { _ in nil }) {
-        case .run(let config): return config
-        case .printAndExit: XCTFail("printed instead of running"); return Config()
-        }
-    }
-
-    private func usageError(_ arguments: [String]) -> String? {
-        do {
-            _ = try config(arguments)
-            return nil
-        } catch {
-            return error.message
-        }
-    }
-
     func testMetricsAreOffByDefault() throws {
         let c = try config([])
         XCTAssertNil(c.metricsPort)

@@ -7,22 +7,6 @@ import Proxy
 /// headers: PROXY protocol, inherited sockets, health and draining,
 /// admission control. Each is parsed, and each mistake is one usage line.
 final class CommandLineProxyTests: XCTestCase {
-    private func config(_ arguments: [String]) throws(UsageError) -> Config {
-        switch try CommandLineParser.parse(arguments + ["app:app"], environment: { _ in nil }) {
-        case .run(let config): return config
-        case .printAndExit: XCTFail("printed instead of running"); return Config()
-        }
-    }
-
-    private func usageError(_ arguments: [String]) -> String? {
-        do {
-            _ = try config(arguments)
-            return nil
-        } catch {
-            return error.message
-        }
-    }
-
     private func ip(_ text: String) -> PeerAddress { .ip(IPAddress(text)!) }
 
     // MARK: - PROXY protocol

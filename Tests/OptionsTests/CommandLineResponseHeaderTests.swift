@@ -6,22 +6,6 @@ import XCTest
 /// headers"): names are tokens (RFC 9110 §5.6.2), values field-content
 /// (§5.5), and the server's own fields are refused.
 final class CommandLineResponseHeaderTests: XCTestCase {
-    private func config(_ arguments: [String]) throws(UsageError) -> Config {
-        switch try CommandLineParser.parse(arguments + ["app:app"], environment: { _ in nil }) {
-        case .run(let config): return config
-        case .printAndExit: XCTFail("printed instead of running"); return Config()
-        }
-    }
-
-    private func usageError(_ arguments: [String]) -> String? {
-        do {
-            _ = try config(arguments)
-            return nil
-        } catch {
-            return error.message
-        }
-    }
-
     private func pairs(_ c: Config) -> [String] {
         c.defaultResponseFields.map { String(decoding: $0.name, as: UTF8.self) + "=" + String(decoding: $0.value, as: UTF8.self) }
     }

@@ -9,22 +9,6 @@ import XCTest
 final class CommandLineTLSOperationsTests: XCTestCase {
     private let tls = ["--tls-cert", "c.pem", "--tls-key", "k.pem"]
 
-    private func config(_ arguments: [String]) throws(UsageError) -> Config {
-        switch try CommandLineParser.parse(arguments + ["app:app"], environment: { _ in nil }) {
-        case .run(let config): return config
-        case .printAndExit: XCTFail("printed instead of running"); return Config()
-        }
-    }
-
-    private func usageError(_ arguments: [String]) -> String? {
-        do {
-            _ = try config(arguments)
-            return nil
-        } catch {
-            return error.message
-        }
-    }
-
     func testDefaultsAreTheDocumentedOnes() throws {
         let c = try config(tls)
         XCTAssertNil(c.tlsKeyPassword)

@@ -17,7 +17,7 @@ final class OptionCatalogTests: XCTestCase {
         let visible = OptionCatalog.options.filter { !$0.hidden }.map(\.name)
         XCTAssertEqual(Set(visible), Set(documentedOptions), "catalog vs usageText")
         XCTAssertEqual(visible.count, Set(visible).count, "an option is listed twice")
-        XCTAssertEqual(OptionCatalog.options.filter(\.hidden).map(\.name), ["worker", "worker-udp"])
+        XCTAssertEqual(OptionCatalog.options.filter(\.hidden).map(\.name), ["worker", "worker-udp", "worker-metrics"])
     }
 
     func testEveryCatalogOptionIsKnownToTheParserWithItsKind() {

@@ -8,10 +8,11 @@ cleartext and over TLS, and HTTP/3. A protocol is one more entry there: its
 conftest's `server_pool`; the TLS one also serves HTTP/3, `--http3`, on the
 same port over UDP), its `client` makes an httpx client that speaks it (for
 HTTP/3 with the aioquic transport of h3transport.py, so the checks stay as
-they are) and its `websocket` opens a WebSocket over it. WebSocket over
-HTTP/3 (RFC 9220's extended CONNECT) is not served yet: HTTP/3's entry says
-so (`carries_websocket=False`), its WebSocket cases are not generated, and the table
-marks the cell "websocket: not yet" rather than counting a check that never ran.
+they are) and its `websocket` opens a WebSocket over it (over HTTP/3, RFC
+9220's extended CONNECT on an aioquic connection, h3websocket.py). A
+protocol without WebSockets would say so (`carries_websocket=False`): its
+WebSocket cases are not generated, and the table marks the cell "websocket:
+not yet" rather than counting a check that never ran.
 
 As a pytest plugin (`pytest_plugins = ("framework_matrix",)`) it records the
 outcome of every matrix test (framework, protocol, check) and, when
@@ -23,6 +24,7 @@ CONFIG.md.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -39,7 +41,9 @@ import httpx
 import pytest
 import websockets.sync.client
 from h2websocket import H2WebSocket, h2_client
+from h3client import H3Client
 from h3transport import H3Transport
+from h3websocket import H3WebSocket
 from websocket_support import BINARY, TEXT
 
 from conftest import APPS
@@ -171,6 +175,38 @@ class H2EchoSocket:
         assert self.socket.expect_end().reset_code is None
 
 
+class H3EchoSocket:
+    """A WebSocket over HTTP/3 (RFC 9220: an extended CONNECT, frames in DATA frames), on an aioquic connection
+    whose event loop runs while the check waits."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, socket: H3WebSocket) -> None:
+        self.loop = loop
+        self.socket = socket
+
+    def send(self, message: str | bytes) -> None:
+        async def sending() -> None:
+            if isinstance(message, str):
+                self.socket.send_text(message)
+            else:
+                self.socket.send(BINARY, message)
+
+        self.loop.run_until_complete(sending())
+
+    def receive(self) -> str | bytes:
+        opcode, payload = self.loop.run_until_complete(self.socket.read_message())
+        return payload.decode() if opcode == TEXT else payload
+
+    def close(self) -> None:
+        """Close with 1000 and FIN; the server answers 1000 and ends its side without a reset."""
+
+        async def closing() -> int | None:
+            self.socket.send_close(1000, end_stream=True)
+            return (await self.socket.expect_close()).close_code
+
+        assert self.loop.run_until_complete(closing()) == 1000
+        assert self.loop.run_until_complete(self.socket.expect_end()).reset_code is None
+
+
 @dataclass(frozen=True)
 class Protocol:
     """A way to reach a server: the transport its server listens with, and the clients that speak it."""
@@ -181,7 +217,7 @@ class Protocol:
     transport: str
     #: What httpx reports as the response's `http_version`.
     http_version: str
-    #: Whether the server takes WebSockets over this protocol (HTTP/3: RFC 9220 is not implemented yet).
+    #: Whether the server takes WebSockets over this protocol.
     carries_websocket: bool = True
 
     @property
@@ -213,6 +249,9 @@ class Protocol:
             with websockets.sync.client.connect(uri, ssl=context, open_timeout=10) as connection:
                 yield H1EchoSocket(connection)
             return
+        if self.http_version == "HTTP/3":
+            yield from _h3_websocket(server, tls, path)
+            return
         if context is not None:
             context.set_alpn_protocols(["h2"])
         with h2_client(server.port, tls=context, server_hostname="127.0.0.1") as client:
@@ -227,8 +266,26 @@ PROTOCOLS = (
     Protocol("h1-tls", "HTTP/1.1 + TLS", "tls", "HTTP/1.1"),
     Protocol("h2c", "HTTP/2 (h2c)", "clear", "HTTP/2"),
     Protocol("h2-tls", "HTTP/2 + TLS", "tls", "HTTP/2"),
-    Protocol("h3", "HTTP/3", "tls", "HTTP/3", carries_websocket=False),
+    Protocol("h3", "HTTP/3", "tls", "HTTP/3"),
 )
+
+
+def _h3_websocket(server: Server, tls: TLSFiles, path: str) -> Iterator[EchoSocket]:
+    """A WebSocket over a new HTTP/3 connection, which closes after the block."""
+    loop = asyncio.new_event_loop()
+    opened = H3Client(port=server.port, ca=tls.ca).open()
+    try:
+        connection = loop.run_until_complete(asyncio.wait_for(opened.__aenter__(), 20))
+        try:
+
+            async def opening() -> H3WebSocket:
+                return await H3WebSocket.open(connection, path).accepted()
+
+            yield H3EchoSocket(loop, loop.run_until_complete(opening()))
+        finally:
+            loop.run_until_complete(opened.__aexit__(None, None, None))
+    finally:
+        loop.close()
 
 
 @dataclass(frozen=True)

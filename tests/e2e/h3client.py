@@ -338,6 +338,10 @@ class H3Client:
     cipher_suites: Sequence[Any] | None = None
     session_ticket: Any = None
     tickets: list[Any] = field(default_factory=list)
+    #: An address-validation token for the Initial (RFC 9000 §8.1.3, from an earlier connection's NEW_TOKEN).
+    token: bytes = b""
+    #: NEW_TOKEN tokens the server sent, in order.
+    new_tokens: list[bytes] = field(default_factory=list)
     timeout: float = 20.0
     #: Adjusts aioquic's settings (QUIC versions, idle timeout, windows) before connecting.
     configure: Callable[[QuicConfiguration], None] | None = None
@@ -352,6 +356,7 @@ class H3Client:
         if self.cipher_suites is not None:
             configuration.cipher_suites = list(self.cipher_suites)
         configuration.session_ticket = self.session_ticket
+        configuration.token = self.token
         if self.configure is not None:
             self.configure(configuration)
         return configuration
@@ -366,6 +371,7 @@ class H3Client:
             configuration=self._configuration(),
             create_protocol=_Protocol,
             session_ticket_handler=self.tickets.append,
+            token_handler=self.new_tokens.append,
             wait_connected=True,
         ) as client:
             assert isinstance(client, _Protocol)
@@ -382,6 +388,11 @@ class H3Client:
                 "resumed": tls.session_resumed,
                 "cipher_suite": tls.key_schedule.cipher_suite if tls.key_schedule else None,
                 "version": quic._version,
+                # aioquic followed a Retry (and checked retry_source_connection_id, RFC 9000 §7.3).
+                "retried": quic._retry_count > 0,
+                # The server's connection ID in use and its stateless reset token (RFC 9000 §10.3).
+                "peer_cid": quic._peer_cid.cid,
+                "stateless_reset_token": quic._peer_cid.stateless_reset_token,
             }
             return result
 

@@ -147,6 +147,22 @@ def test_attribute_that_is_not_callable(tmp_path: Path) -> None:
     assert_clean_usage_error(result, "not_callable", traceback=True)
 
 
+@pytest.mark.parametrize("order", [("a", "b"), ("b", "a")])
+def test_python_paths_come_first_in_the_order_given(tmp_path: Path, order: tuple[str, str]) -> None:
+    """`--python-path` entries lead sys.path in command-line order: of two directories holding a module of the
+    same name, the first given is the one imported (its import error names it)."""
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "order_probe.py").write_text(f"raise ImportError('imported from directory {name}')\n")
+    first, second = order
+    result = run(
+        "--port", "0", "--python-path", str(tmp_path / first), "--python-path", str(tmp_path / second),
+        "order_probe:app", cwd=tmp_path,
+    )  # fmt: skip
+    assert f"imported from directory {first}" in result.stderr
+    assert f"imported from directory {second}" not in result.stderr
+
+
 @pytest.mark.parametrize("target", ["wsgi_apps:", ":app", "wsgi_apps:app:extra", "wsgi apps:app"])
 def test_malformed_application_reference(tmp_path: Path, target: str) -> None:
     result = run("--port", "0", "--python-path", str(APPS), target, cwd=tmp_path)

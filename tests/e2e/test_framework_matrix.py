@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-pytest.register_assert_rewrite("framework_matrix", "h2websocket", "websocket_support")
+pytest.register_assert_rewrite("framework_matrix", "h2websocket", "h3websocket", "websocket_support")
 from framework_matrix import FRAMEWORKS, Case, Framework, cases, serve, uvicorn  # noqa: E402
 
 from conftest import APPS  # noqa: E402

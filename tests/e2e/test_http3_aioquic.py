@@ -4,7 +4,8 @@ Each test starts a server with `--http3` over the TLS fixtures and talks to
 its UDP port (by default the TCP port) with aioquic, an independent QUIC,
 TLS 1.3 and HTTP/3 stack. The applications are the TLS modules' (tls_apps):
 `/echo` answers the length and SHA-256 of the body, `/big` and `/file`
-serve `pattern(n)` from a generator and from a file.
+serve `pattern(n)` from a generator and from a file. Each test runs with
+`--quic-congestion cubic` (the default) and `newreno`.
 """
 
 from __future__ import annotations
@@ -35,10 +36,12 @@ def client(server: Server, files: TLSFiles, **settings: object) -> H3Client:
     return H3Client(port=server.port, ca=files.ca, **settings)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def h3_server(tls_server: Callable[..., Server]) -> Callable[..., Server]:
+@pytest.fixture(params=["cubic", "newreno"])
+def h3_server(tls_server: Callable[..., Server], request: pytest.FixtureRequest) -> Callable[..., Server]:
+    """Every test runs under both congestion controllers (TRANSPORT.md)."""
+
     def starter(target: str, *options: str) -> Server:
-        return tls_server(target, "--http3", *options)
+        return tls_server(target, "--http3", "--quic-congestion", request.param, *options)
 
     return starter
 

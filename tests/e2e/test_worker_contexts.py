@@ -69,3 +69,22 @@ def test_two_worker_contexts_in_one_process_do_not_cross_talk(
     assert None not in threads
     assert len(threads) == 2, f"requests were served by {len(threads)} thread(s), not by both worker contexts"
     assert os.environ["PEREGRINE_WORKER_CONTEXTS"] == "2"
+
+
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_asgi_module_that_does_not_import_asyncio_serves_on_every_context(
+    start_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch, loop: str
+) -> None:
+    """The event-loop modules are imported once before the worker threads start: a first import of asyncio and
+    uvloop in two threads at once left one thread's new loop looking as if it already ran ("Cannot close a running
+    event loop", the thread gone). tests/apps/alt_svc_apps.py imports no asyncio of its own."""
+    monkeypatch.setenv("PEREGRINE_WORKER_CONTEXTS", "2")
+    server = start_server("alt_svc_apps:asgi", *(["--no-uvloop"] if loop == "asyncio" else []))
+    assert server.stderr.wait_for(lambda line: "in 2 worker contexts" in line, 10) is not None
+    assert server.stderr.wait_for(lambda line: "worker thread 1 serving" in line, 10) is not None
+    for _ in range(20):
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        connection.request("GET", "/")
+        assert connection.getresponse().read() == b"ok"
+        connection.close()
+    assert not any("stopped" in line for line in server.stderr.lines)

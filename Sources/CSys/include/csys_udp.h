@@ -4,6 +4,14 @@
 // leaves from the address the client sent to (RFC 9000 §9: a path is the
 // 4-tuple).
 //
+// Segmentation offload, where the kernel has it: a send turns each run of
+// consecutive datagrams to one peer from one local address, all of one size
+// but the last (which may be shorter), into one message with a UDP_SEGMENT
+// control message (generic segmentation offload, Linux 4.18): the kernel
+// walks its stack once per run instead of once per datagram. A receive on a
+// socket with UDP_GRO (Linux 5.0) may get many datagrams of one sender
+// coalesced into one buffer; the entry's `segment_size` says where to cut.
+//
 // Addresses cross into Swift as `csys_ip_endpoint`, plain bytes: an IPv4
 // peer of a dual-stack IPv6 socket arrives IPv4-mapped and is handed over
 // as IPv4 (family 4); on send, an IPv4 address on an IPv6 socket is mapped
@@ -31,6 +39,9 @@ typedef struct {
 /// longer than `capacity` and is truncated). Send reads `length` bytes of
 /// `data` to `peer` from `local` (family 0: any) and sets `status` to the
 /// errno of a datagram the kernel refused (dropped; 0 when sent).
+/// `segment_size`, after a receive on a socket with UDP_GRO: the buffer
+/// holds `length` bytes of datagrams of this size each, the last one
+/// possibly shorter (0: one datagram). Not read on send.
 typedef struct {
     void *data;
     uint32_t capacity;
@@ -38,7 +49,7 @@ typedef struct {
     csys_ip_endpoint peer;
     csys_ip_endpoint local;
     int32_t status;
-    int32_t reserved;
+    uint32_t segment_size;
 } csys_datagram;
 
 typedef struct csys_udp_batch csys_udp_batch;
@@ -49,6 +60,15 @@ void csys_udp_batch_destroy(csys_udp_batch *batch);
 /// The batch's `capacity` entries, the caller's to fill and read.
 csys_datagram *csys_udp_batch_entries(csys_udp_batch *batch);
 int csys_udp_batch_capacity(const csys_udp_batch *batch);
+/// Whether sends of this batch use UDP_SEGMENT (off when created). A send
+/// that the kernel refuses with EIO (the route's device cannot checksum
+/// for it) or EINVAL turns it off and sends the same datagrams again one
+/// message each (sendmmsg as without it).
+void csys_udp_batch_set_segmentation(csys_udp_batch *batch, int on);
+int csys_udp_batch_segmentation(const csys_udp_batch *batch);
+/// Runs sent as one message with UDP_SEGMENT since the batch was made, and
+/// the datagrams in them (for tests and statistics).
+void csys_udp_batch_segmentation_counts(const csys_udp_batch *batch, uint64_t *runs, uint64_t *datagrams);
 
 /// Binds `count` UDP sockets (1...65536) into one SO_REUSEPORT group on the
 /// local address of `like_fd` (the TCP listener: same family, address, and
@@ -64,6 +84,13 @@ int csys_udp_bind_group(int like_fd, int port, int count, int *fds, char *err, s
 int csys_udp_family(int fd);
 /// The buffer sizes the kernel granted (bytes, as getsockopt reports them).
 int csys_udp_buffer_sizes(int fd, int *receive, int *send);
+/// 1 if the kernel knows UDP_SEGMENT for this socket (a probe: whether a
+/// device on the way refuses it shows only when sending), else 0.
+int csys_udp_segmentation_supported(int fd);
+/// Turns UDP_GRO on: from now on a receive may coalesce datagrams (give
+/// this socket's receives slots of 64 KiB, or they arrive truncated).
+/// 0, or -1 where the kernel has no UDP GRO.
+int csys_udp_enable_gro(int fd);
 
 /// Attaches a classic BPF program (`count` instructions of 8 bytes, struct
 /// sock_filter) as the group's SO_ATTACH_REUSEPORT_CBPF steering program,
@@ -80,12 +107,14 @@ int csys_udp_attach_steering(int fd, const void *instructions, int count);
 int csys_udp_receive(int fd, csys_udp_batch *batch, int count, int local_port);
 
 /// Sends entries first..<first+count (sendmmsg, non-blocking) from a socket
-/// of family `socket_family` (csys_udp_family). Returns how many entries
+/// of family `socket_family` (csys_udp_family), runs of them as one message
+/// each when the batch has segmentation on. Returns how many entries
 /// were dealt with: sent, or dropped because the kernel refused that one
 /// datagram (EMSGSIZE over the path MTU, ECONNREFUSED, EHOSTUNREACH,
 /// ENOBUFS...: its `status` says why; QUIC recovers the loss). Fewer than
 /// `count` means the socket's buffer is full (EAGAIN): wait until it is
-/// writable and send the rest. -1 on an error that is the socket's own.
+/// writable and send the rest (a run goes whole or not at all). -1 on an
+/// error that is the socket's own.
 int csys_udp_send(int fd, int socket_family, csys_udp_batch *batch, int first, int count);
 
 #endif

@@ -11,13 +11,18 @@ import CSys
 ///     var batch = DatagramBatch(capacity: 64, slotSize: 1500)!
 ///     while let n = socket.receive(into: &batch), n > 0 {
 ///         for i in 0..<n where !batch.isTruncated(i) {
-///             handle(batch.bytes(i), batch.path(i))
+///             for datagram in batch.datagrams(i) { handle(datagram, batch.path(i)) }
 ///         }
 ///     }
 ///
+/// An entry holds one datagram, or several of one sender when the socket
+/// coalesces receives (`UDPSocket.enableReceiveCoalescing`, UDP GRO):
+/// `datagrams(i)` cuts them apart again.
+///
 /// Sending: write each datagram into `slot(i)`, then `setOutgoing(i,
 /// length:path:)`, and `send` entries `0..<count`; what the socket did not
-/// take is sent when it is writable again.
+/// take is sent when it is writable again. With `usesSegmentation`, runs of
+/// consecutive datagrams to one peer leave as one message each (UDP GSO).
 ///
 /// The bytes of a received datagram stay valid until the batch is received
 /// into again. `~Copyable`: the batch owns its memory and frees it once.
@@ -28,9 +33,9 @@ public struct DatagramBatch: ~Copyable {
     public let slotSize: Int
     private let storage: UnsafeMutableRawPointer
 
-    /// The largest UDP payload (RFC 768 over IPv4: 65,535 - 8 - 20); a slot
-    /// larger than this is never filled.
-    public static let maxSlotSize = 65_507
+    /// 64 KiB: what a coalesced receive (UDP GRO) may fill, above the
+    /// largest single UDP payload (65,507 over IPv4).
+    public static let maxSlotSize = 65_536
 
     /// Nil when `capacity` is outside 1...1024, `slotSize` outside
     /// 1...maxSlotSize, or memory is short.
@@ -55,11 +60,48 @@ public struct DatagramBatch: ~Copyable {
 
     // MARK: - Received datagrams
 
-    /// Datagram `i`'s bytes (after a receive that returned more than `i`).
+    /// Entry `i`'s bytes (after a receive that returned more than `i`): one
+    /// datagram, or several coalesced (see `datagrams(i)`).
     @inlinable
     public func bytes(_ i: Int) -> UnsafeRawBufferPointer {
         let e = entries[i]
         return UnsafeRawBufferPointer(start: e.data, count: Int(min(e.length, e.capacity)))
+    }
+
+    /// The size of each datagram coalesced in entry `i` but the last, which
+    /// may be shorter (UDP GRO); the entry's length when it is one datagram.
+    @inlinable
+    public func segmentSize(_ i: Int) -> Int {
+        let e = entries[i]
+        return e.segment_size == 0 ? Int(min(e.length, e.capacity)) : Int(e.segment_size)
+    }
+
+    /// The datagrams of entry `i`, in the order they arrived, all from
+    /// `path(i)`.
+    @inlinable
+    public func datagrams(_ i: Int) -> Datagrams {
+        Datagrams(bytes: bytes(i), segmentSize: segmentSize(i))
+    }
+
+    /// An entry cut into its datagrams: every `segmentSize` bytes, the last
+    /// one possibly shorter. A value, no allocation.
+    public struct Datagrams: Sequence, IteratorProtocol {
+        @usableFromInline var rest: UnsafeRawBufferPointer
+        @usableFromInline let segmentSize: Int
+
+        @inlinable
+        public init(bytes: UnsafeRawBufferPointer, segmentSize: Int) {
+            rest = bytes
+            self.segmentSize = Swift.max(segmentSize, 1)
+        }
+
+        @inlinable
+        public mutating func next() -> UnsafeRawBufferPointer? {
+            guard let base = rest.baseAddress, !rest.isEmpty else { return nil }
+            let n = Swift.min(segmentSize, rest.count)
+            defer { rest = UnsafeRawBufferPointer(start: base + n, count: rest.count - n) }
+            return UnsafeRawBufferPointer(start: base, count: n)
+        }
     }
 
     /// Datagram `i` was longer than a slot: its bytes are cut short and it
@@ -102,4 +144,20 @@ public struct DatagramBatch: ~Copyable {
     /// datagram (it was dropped; EMSGSIZE when over the path MTU), else 0.
     @inlinable
     public func sendError(_ i: Int) -> Int32 { entries[i].status }
+
+    /// Sends put runs of datagrams to one peer, of one size but the last,
+    /// in one message each (UDP_SEGMENT). Off when made: turn it on for a
+    /// socket where `UDPSocket.supportsSegmentation`. A send the kernel
+    /// refuses segmented (EIO, EINVAL) turns it off and goes out unsegmented.
+    public var usesSegmentation: Bool {
+        get { csys_udp_batch_segmentation(raw) != 0 }
+        set { csys_udp_batch_set_segmentation(raw, newValue ? 1 : 0) }
+    }
+
+    /// Runs sent as one segmented message so far, and the datagrams in them.
+    public var segmentedSends: (runs: Int, datagrams: Int) {
+        var runs: UInt64 = 0, datagrams: UInt64 = 0
+        csys_udp_batch_segmentation_counts(raw, &runs, &datagrams)
+        return (Int(runs), Int(datagrams))
+    }
 }

@@ -35,7 +35,8 @@ public struct UDPSocket: Sendable {
         return n < 0 ? nil : Int(n)
     }
 
-    /// Sends entries `range` of the batch (`sendmmsg`) and returns how many
+    /// Sends entries `range` of the batch (`sendmmsg`, runs segmented when
+    /// `batch.usesSegmentation`) and returns how many
     /// leading ones the socket dealt with: sent, or dropped because the
     /// kernel refused that datagram (`batch.sendError(i)` says why). Less
     /// than `range.count`: the socket's buffer is full; send the rest when
@@ -63,6 +64,17 @@ public struct UDPSocket: Sendable {
     public struct BindFailure: Error, Sendable {
         public let reason: String
     }
+
+    /// The kernel knows UDP_SEGMENT (GSO): a batch sent on this socket may
+    /// use it (`DatagramBatch.usesSegmentation`). Whether the route's device
+    /// takes it shows only on the first send, which falls back if not.
+    public var supportsSegmentation: Bool { csys_udp_segmentation_supported(fd) != 0 }
+
+    /// Turns UDP GRO on for this socket: a receive may then coalesce
+    /// datagrams of one sender into one entry, up to 64 KiB, so every batch
+    /// received on it needs slots of `DatagramBatch.maxSlotSize`. False
+    /// where the kernel has no UDP GRO (nothing changed).
+    public func enableReceiveCoalescing() -> Bool { csys_udp_enable_gro(fd) == 0 }
 
     /// The receive and send buffer sizes the kernel granted.
     public var bufferSizes: (receive: Int, send: Int) {

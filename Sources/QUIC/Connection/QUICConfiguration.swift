@@ -2,6 +2,8 @@
 // transport parameters, §10.1 idle timeout, §14 datagram sizes). Values in
 // nanoseconds are converted to the milliseconds of the wire when encoded.
 
+import Core
+
 public struct QUICConfiguration: Sendable {
     /// Idle timeout in ns (§10.1); 0 disables ours (the peer's still applies).
     public var maxIdleTimeout: Int64 = 30_000_000_000
@@ -31,6 +33,9 @@ public struct QUICConfiguration: Sendable {
     /// (§18.2: a limit on what the peer sends). 1472 fits a 1500-byte
     /// Ethernet MTU over IPv4 and the worker's 2048-byte receive slots.
     public var maxReceiveUDPPayloadSize: Int = 1472
+    /// The congestion controller of new connections (RFC 9002 §7): CUBIC
+    /// with HyStart++ (RFC 9438, RFC 9406) unless NewReno is asked for.
+    public var congestionControl: CongestionAlgorithm = .cubic
     public var supportedVersions: [QUICVersion] = [.v1, .v2]
     /// RFC 9221 §3 max_datagram_frame_size: the largest DATAGRAM frame we
     /// accept (type, length and payload). nil: DATAGRAM frames are not
@@ -41,6 +46,24 @@ public struct QUICConfiguration: Sendable {
     /// is dropped and counted.
     public var maxQueuedDatagrams = 64
     public var maxQueuedDatagramBytes = 64 << 10
+
+    // Address validation and floods (§8.1, §10.3; QUICEndpoint).
+
+    /// Every Initial without a valid token gets a Retry (§8.1.2).
+    public var alwaysRetry = false
+    /// Initials without a valid token get a Retry once this many
+    /// connections are half-open (handshaking); a flood then costs no state.
+    public var retryThreshold = 100
+    /// The most half-open connections an endpoint keeps. Reaching it, an
+    /// Initial without a valid token always gets a Retry, and one with a
+    /// valid token (the address is proven) evicts the oldest half-open
+    /// connection: memory stays bounded and a real client still gets in.
+    public var maxHalfOpenConnections = 1000
+    /// §8.1.3: send a NEW_TOKEN frame once the handshake completes.
+    public var sendsNewToken = true
+    /// §10.3: stateless resets sent per second at most (and in a burst),
+    /// in answer to short-header packets for unknown connection IDs.
+    public var statelessResetsPerSecond = 100
 
     public init() {}
 

@@ -122,6 +122,9 @@ extension QUICConnection {
             guard let s = streams[id], s.send != nil else { return }
             s.send!.resetStreamAcked()
             closeIfDone(s)
+        case .newToken:
+            newToken = nil
+            newTokenPending = false
         default:
             break
         }
@@ -170,6 +173,8 @@ extension QUICConnection {
             peerIDs.pendingRetirements.append(sequence)
         case .handshakeDone:
             handshakeDonePending = true
+        case .newToken:
+            if newToken != nil { newTokenPending = true }
         }
     }
 

@@ -44,10 +44,17 @@ extension QUICConnection {
         discardSpace(.handshake)
         // §7.2 / §5.1: the client's original Destination Connection ID routes
         // to us only until the handshake is confirmed.
-        if context.routes[originalDestinationID] === self && !localIDs.active.contains(where: { $0.id == originalDestinationID }) {
-            context.routes[originalDestinationID] = nil
+        if context.routes[initialDestinationID] === self && !localIDs.active.contains(where: { $0.id == initialDestinationID }) {
+            context.routes[initialDestinationID] = nil
         }
+        context.halfOpenEnded(self)
         issueConnectionIDs()
+        // §8.1.3: a token for the client's next connection, bound to its
+        // address (no amplification limit then, and no Retry).
+        if configuration.sendsNewToken {
+            newToken = context.addressTokens.mintNewToken(address: path.peer, now: now)
+            newTokenPending = true
+        }
         post(.handshakeCompleted)
     }
 
@@ -77,7 +84,8 @@ extension QUICConnection {
         // server learns it from the ClientHello, before sending anything.
         let peerMaxAckDelay = Int64(p.maxAckDelay) * 1_000_000
         if peerMaxAckDelay != recovery.maxAckDelay && recovery.largestSent(space: .initial) == nil {
-            recovery = LossRecovery(controller: NewReno(maxDatagramSize: configuration.maxUDPPayloadSize),
+            recovery = LossRecovery(controller: CongestionControl(configuration.congestionControl,
+                                                                   maxDatagramSize: configuration.maxUDPPayloadSize),
                                     maxAckDelay: peerMaxAckDelay, now: now)
         }
     }

@@ -14,7 +14,9 @@
 // limit before the client's address is validated (§8.1: three times what
 // was received), and the congestion window (RFC 9002 §7) — except PTO
 // probes, which ignore it (§6.2.4), and ACK-only packets, which are not in
-// flight. Frames go in this order: ACK, HANDSHAKE_DONE, PATH_RESPONSE,
+// flight. In-flight packets are also paced (RFC 9002 §7.7, Pacer.swift):
+// before the pacer's release time only ACK-only packets leave, and the
+// release time becomes the connection's deadline. Frames go in this order: ACK, HANDSHAKE_DONE, PATH_RESPONSE,
 // CRYPTO, connection-level control frames, DATAGRAM frames, then stream
 // frames round-robin over the streams with something to send, and a PING
 // when a probe found nothing else to carry.
@@ -65,18 +67,37 @@ extension QUICConnection {
     }
 
     private func writeOpen(_ buffer: UnsafeMutableRawBufferPointer, limit: Int, now: Instant) -> Int? {
-        let probing = spaces.contains { $0.probesOwed > 0 && $0.writeKeys != nil }
+        // Index loops, here and in the other per-packet paths: a closure or
+        // a `for x in` over these large structs copies each element, which
+        // allocates in unoptimised builds (PacketBuildAllocationTests).
+        var probing = false
+        for i in spaces.indices where spaces[i].probesOwed > 0 && spaces[i].writeKeys != nil { probing = true }
         var mode = SendMode.full
         var limit = limit
+        pacedUntil = nil
         if !probing {
             let window = recovery.sendAllowance
-            if window < Self.minimumPacketRoom { mode = .ackOnly } else { limit = min(limit, window) }
+            if window < Self.minimumPacketRoom {
+                mode = .ackOnly
+            } else if let release = recovery.pacingReleaseTime(now: now) {
+                // RFC 9002 §7.7: not yet; ACKs still go (they are not paced),
+                // and the deadline wakes the connection when the pacer allows,
+                // if it has anything the pacer holds back.
+                mode = .ackOnly
+                if Self.sendOrder.contains(where: { wantsToSend($0, mode: .full, now: now) }) { pacedUntil = release }
+            } else {
+                limit = min(limit, window)
+            }
         }
         var drafts: (PacketDraft?, PacketDraft?, PacketDraft?) = (nil, nil, nil)
         var offset = 0
-        for space in Self.sendOrder where wantsToSend(space, mode: mode, now: now) {
+        for i in Self.sendOrder.indices {  // not `for space in`: a generic iterator allocates unoptimised
+            let space = Self.sendOrder[i]
+            guard wantsToSend(space, mode: mode, now: now) else { continue }
             // An Initial needs a 1200-byte datagram; skip it when that does not fit.
-            if space == .initial && limit < Self.minimumInitialDatagram { continue }
+            // (Nested ifs, not `&&`, here and below: an autoclosure capturing
+            // a `var` boxes it on the heap in unoptimised builds.)
+            if space == .initial, limit < Self.minimumInitialDatagram { continue }
             guard let d = buildPacket(space, in: buffer, at: offset, end: limit, mode: mode, now: now) else { continue }
             offset = d.start + d.headerLength + d.payloadLength + PacketProtection.tagLength
             switch space {
@@ -88,13 +109,19 @@ extension QUICConnection {
         guard offset > 0 else { return nil }
         // §14.1: pad the datagram that carries an Initial to 1200 bytes,
         // with PADDING frames at the end of its last packet.
-        if drafts.0 != nil && offset < Self.minimumInitialDatagram {
+        if drafts.0 != nil, offset < Self.minimumInitialDatagram {
             let extra = Self.minimumInitialDatagram - offset
-            if var last = drafts.2 ?? drafts.1 ?? drafts.0 {
+            if var last = drafts.2 {
                 pad(&last, by: extra, in: buffer)
-                if drafts.2 != nil { drafts.2 = last } else if drafts.1 != nil { drafts.1 = last } else { drafts.0 = last }
-                offset += extra
+                drafts.2 = last
+            } else if var last = drafts.1 {
+                pad(&last, by: extra, in: buffer)
+                drafts.1 = last
+            } else if var last = drafts.0 {
+                pad(&last, by: extra, in: buffer)
+                drafts.0 = last
             }
+            offset += extra
         }
         if let d = drafts.0 { seal(d, in: buffer, now: now) }
         if let d = drafts.1 { seal(d, in: buffer, now: now) }
@@ -110,16 +137,22 @@ extension QUICConnection {
 
     /// Whether `space` has something to send in `mode`.
     func wantsToSend(_ space: PacketNumberSpace, mode: SendMode, now: Instant) -> Bool {
-        let st = spaces[space.rawValue]
-        guard st.writeKeys != nil else { return false }
-        if st.received.ackDue(now: now) { return true }
+        let i = space.rawValue  // indexed, not copied out (see writeOpen)
+        guard spaces[i].writeKeys != nil else { return false }
+        if spaces[i].received.ackDue(now: now) { return true }
         guard mode == .full else { return false }
-        if st.probesOwed > 0 || st.cryptoSend.hasLostData || st.cryptoSend.hasNewData { return true }
+        if spaces[i].probesOwed > 0 || spaces[i].cryptoSend.hasLostData || spaces[i].cryptoSend.hasNewData { return true }
         guard space == .application else { return false }
         return handshakeDonePending || !pathResponses.isEmpty || maxDataPending || dataBlockedPending != nil
             || streams.maxStreamsPending[0] || streams.maxStreamsPending[1] || streams.streamsBlockedPending != nil
             || !localIDs.pendingAnnouncements.isEmpty || !peerIDs.pendingRetirements.isEmpty || hasDatagramToSend
-            || sendQueue.contains { $0.hasSomethingToSend(connectionCredit: sendLimit - sentTotal) }
+            || sendQueueHasSomethingToSend
+    }
+
+    private var sendQueueHasSomethingToSend: Bool {
+        let credit = sendLimit - sentTotal
+        for i in sendQueue.indices where sendQueue[i].hasSomethingToSend(connectionCredit: credit) { return true }
+        return false
     }
 
     // MARK: one packet

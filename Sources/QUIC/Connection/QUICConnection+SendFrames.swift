@@ -66,11 +66,11 @@ extension QUICConnection {
         let delay: UInt64 = space == .application
             ? UInt64(max(0, now.nanoseconds - received.largestReceivedTime.nanoseconds) / 1000) >> UInt64(configuration.ackDelayExponent)
             : 0
-        let all = received.ackRanges.lazy.map { $0.lowerBound...($0.upperBound - 1) }
+        let all = received.ranges.ranges
         var count = all.count
-        while count > 0 && FrameEncoder.ackSize(ranges: all.prefix(count), ackDelay: delay) > c.room { count -= 1 }
+        while count > 0 && FrameEncoder.ackSize(ranges: AckRangeView(all, count: count), ackDelay: delay) > c.room { count -= 1 }
         guard count > 0 else { return }
-        c.at += FrameEncoder.encodeAck(ranges: all.prefix(count), ackDelay: delay, into: c.rest)
+        c.at += FrameEncoder.encodeAck(ranges: AckRangeView(all, count: count), ackDelay: delay, into: c.rest)
         log(space, .ack(largest: largest), &c)
         spaces[s].received.ackSent()
     }
@@ -125,6 +125,12 @@ extension QUICConnection {
             c.at += FrameEncoder.encodeStreamsBlocked(bidirectional: false, limit: value, into: c.rest)
             streams.streamsBlockedPending = nil
             log(space, .streamsBlocked(bidirectional: false, value), &c)
+        }
+        if newTokenPending, let token = newToken {
+            guard c.room >= FrameEncoder.newTokenSize(tokenLength: token.count) else { return }
+            c.at += token.withUnsafeBytes { FrameEncoder.encodeNewToken($0, into: c.rest) }
+            newTokenPending = false
+            log(space, .newToken, &c)
         }
         while let sequence = localIDs.pendingAnnouncements.first {
             guard let issued = localIDs.issued(sequence: sequence) else {

@@ -3,7 +3,7 @@
 // One deadline per connection is armed in the endpoint: the earliest of the
 // idle timeout (§10.1), loss detection or PTO (RFC 9002 §6.2), the delayed
 // ACK (§13.2.1), the discard of the previous 1-RTT read keys (RFC 9001
-// §6.5), and in the closing or draining states their end (§10.2: "at
+// §6.5), the pacer's release of held-back data (RFC 9002 §7.7), and in the closing or draining states their end (§10.2: "at
 // least three times the current Probe Timeout").
 
 import Core
@@ -16,21 +16,18 @@ extension QUICConnection {
         case .terminated:
             return nil
         case .open:
-            var d = idleDeadline
-            func consider(_ x: Instant?) {
-                guard let x else { return }
-                if d.map({ x < $0 }) ?? true { d = x }
-            }
-            consider(recovery.lossDetectionDeadline(handshakeConfirmed: handshakeConfirmed,
-                                                    amplificationBlocked: amplificationAllowance <= 0))
+            // Plain comparisons and index loops: no captured variable and no
+            // element copies, which allocate in unoptimised builds (this runs
+            // after every packet built).
+            var d = earlier(idleDeadline, recovery.lossDetectionDeadline(handshakeConfirmed: handshakeConfirmed,
+                                                                         amplificationBlocked: amplificationAllowance <= 0))
             // A delayed ACK that cannot be sent (amplification limit) must
             // not keep a past deadline armed: it goes out with the next
             // datagram that arrives.
             if amplificationAllowance >= Self.minimumPacketRoom {
-                for space in spaces where space.readKeys != nil { consider(space.received.ackDeadline) }
+                for i in spaces.indices where spaces[i].readKeys != nil { d = earlier(d, spaces[i].received.ackDeadline) }
             }
-            consider(keyPhase?.discardPreviousAt)
-            return d
+            return earlier(earlier(d, keyPhase?.discardPreviousAt), pacedUntil)
         }
     }
 
@@ -67,6 +64,9 @@ extension QUICConnection {
             terminate()
             return
         }
+        // The pacer's release: nothing to do but become ready to send
+        // (scheduleUpdate below); writing recomputes it.
+        if let at = pacedUntil, now >= at { pacedUntil = nil }
         if let at = keyPhase?.discardPreviousAt, now >= at {
             keyPhase!.previousRead = nil
             keyPhase!.discardPreviousAt = nil
@@ -135,7 +135,7 @@ extension QUICConnection {
     func terminate() {
         lifecycle = .terminated
         for issued in localIDs.active where context.routes[issued.id] === self { context.routes[issued.id] = nil }
-        if context.routes[originalDestinationID] === self { context.routes[originalDestinationID] = nil }
+        if context.routes[initialDestinationID] === self { context.routes[initialDestinationID] = nil }
         context.connectionTerminated(self)
         context.deadlines.arm(self, at: nil)
     }
@@ -148,4 +148,11 @@ extension SendBuffer {
         guard nextNew > base else { return }
         markLost(offset: base, length: Int(nextNew - base))
     }
+}
+
+/// The earlier of two optional deadlines (nil: none).
+private func earlier(_ a: Instant?, _ b: Instant?) -> Instant? {
+    guard let a else { return b }
+    guard let b else { return a }
+    return b < a ? b : a
 }

@@ -53,8 +53,14 @@ public final class QUICConnection {
     let configuration: QUICConfiguration
     let version: QUICVersion
     public private(set) var path: DatagramPath
-    /// The Destination Connection ID of the client's first Initial (§7.3).
+    /// The Destination Connection ID of the client's first Initial (§7.3):
+    /// before a Retry, as the Retry token recorded it.
     let originalDestinationID: ConnectionID
+    /// The Destination Connection ID of the Initial that made this
+    /// connection: its Initial keys come from it (RFC 9001 §5.2) and it
+    /// routes to us until the handshake is confirmed. After a Retry it is
+    /// the Retry's Source Connection ID (§7.3 retry_source_connection_id).
+    let initialDestinationID: ConnectionID
     /// The Source Connection ID of the client's first Initial (§7.3).
     let peerInitialSourceID: ConnectionID
     let handshake: any CryptoHandshake
@@ -69,7 +75,10 @@ public final class QUICConnection {
 
     var spaces = [PacketSpaceState](repeating: PacketSpaceState(), count: 3)
     var keyPhase: KeyPhase?
-    var recovery: LossRecovery<NewReno>
+    var recovery: LossRecovery<CongestionControl>
+    /// The pacer held back data (RFC 9002 §7.7) until this time: the
+    /// connection's deadline wakes it then. nil: not pacing-blocked.
+    var pacedUntil: Instant?
     /// Scratch lists of acknowledged / lost packet numbers (reused, so an ACK
     /// allocates nothing).
     var ackedScratch: [UInt64] = []
@@ -84,7 +93,7 @@ public final class QUICConnection {
 
     /// §8.1: until the client's address is validated, we send at most three
     /// times what we received.
-    var addressValidated = false
+    var addressValidated: Bool
     var bytesReceived = 0
     var bytesSent = 0
 
@@ -122,17 +131,30 @@ public final class QUICConnection {
     var queuedForOutput = false
     var timerGeneration: UInt64 = 0
     var armedDeadline: Instant?
+    /// Counted among the endpoint's half-open connections (not yet
+    /// handshake-complete, not terminated), created at `createdAt`.
+    var isHalfOpen = false
+    let createdAt: Instant
 
-    /// Makes the connection for a client's first Initial, or nil when the
-    /// handshake cannot be made.
+    /// §8.1.3: the NEW_TOKEN token sent after the handshake, kept until
+    /// acknowledged (a lost frame carries it again, §13.3).
+    var newToken: [UInt8]?
+    var newTokenPending = false
+
+    /// Makes the connection for a client's first Initial (or the first after
+    /// our Retry, with `retrySourceID`), or nil when the handshake cannot be
+    /// made. `addressValidated`: the Initial carried a valid token (§8.1).
     init?(context: EndpointContext, version: QUICVersion, originalDestinationID: ConnectionID,
+          initialDestinationID: ConnectionID? = nil, retrySourceID: ConnectionID? = nil, addressValidated: Bool = false,
           peerSourceID: ConnectionID, path: DatagramPath, now: Instant,
           makeHandshake: ([UInt8]) -> (any CryptoHandshake)?) {
         let configuration = context.configuration
         let localID = context.connectionIDs.newConnectionID()
         let token = context.connectionIDs.resetToken(for: localID)
         var parameters = configuration.transportParameters
+        // §7.3: the client checks both against what it saw on the wire.
         parameters.originalDestinationConnectionID = originalDestinationID
+        parameters.retrySourceConnectionID = retrySourceID
         parameters.initialSourceConnectionID = localID
         parameters.statelessResetToken = token
         // RFC 9369 §4 / RFC 9368 §3: the version in use and those we speak.
@@ -146,9 +168,14 @@ public final class QUICConnection {
         self.version = version
         self.path = path
         self.originalDestinationID = originalDestinationID
+        let initialDestinationID = initialDestinationID ?? originalDestinationID
+        self.initialDestinationID = initialDestinationID
+        self.addressValidated = addressValidated
+        createdAt = now
         self.peerInitialSourceID = peerSourceID
         self.handshake = handshake
-        recovery = LossRecovery(controller: NewReno(maxDatagramSize: configuration.maxUDPPayloadSize),
+        recovery = LossRecovery(controller: CongestionControl(configuration.congestionControl,
+                                                                   maxDatagramSize: configuration.maxUDPPayloadSize),
                                 maxAckDelay: 25_000_000, now: now)
         streams = StreamMap(maxBidi: configuration.initialMaxStreamsBidi, maxUni: configuration.initialMaxStreamsUni)
         receiveLimit = configuration.initialMaxData
@@ -159,11 +186,11 @@ public final class QUICConnection {
         lastSeen = now
         localIDs.issue(localID, token: token, announce: false)
 
-        let keys = InitialKeys.derive(destinationID: originalDestinationID, version: version)
+        let keys = InitialKeys.derive(destinationID: initialDestinationID, version: version)
         spaces[0].readKeys = keys.client
         spaces[0].writeKeys = keys.server
         context.routes[localID] = self
-        context.routes[originalDestinationID] = self
+        context.routes[initialDestinationID] = self
         restartIdleTimer(now: now)
     }
 

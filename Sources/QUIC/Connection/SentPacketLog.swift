@@ -30,6 +30,7 @@ enum SentFrame: Equatable, Sendable {
     case newConnectionID(sequence: UInt64)
     case retireConnectionID(sequence: UInt64)
     case handshakeDone
+    case newToken
     case ping
 }
 

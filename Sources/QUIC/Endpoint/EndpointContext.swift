@@ -12,6 +12,10 @@ import Core
 final class EndpointContext {
     let configuration: QUICConfiguration
     let connectionIDs: ConnectionIDSource
+    let addressTokens: AddressTokens
+    /// Connections made and not yet handshake-complete nor terminated
+    /// (§8.1 half-open), what Retry and the cap on them count.
+    private(set) var halfOpenCount = 0
 
     var routes: [ConnectionID: QUICConnection] = [:]
     /// Every connection not yet terminated (closing and draining included).
@@ -26,13 +30,27 @@ final class EndpointContext {
 
     var deadlines = DeadlineHeap()
 
-    init(configuration: QUICConfiguration, connectionIDs: ConnectionIDSource) {
+    init(configuration: QUICConfiguration, connectionIDs: ConnectionIDSource, addressTokens: AddressTokens) {
         self.configuration = configuration
         self.connectionIDs = connectionIDs
+        self.addressTokens = addressTokens
     }
 
     func connectionTerminated(_ connection: QUICConnection) {
         connections[ObjectIdentifier(connection)] = nil
+        halfOpenEnded(connection)
+    }
+
+    func halfOpenStarted(_ connection: QUICConnection) {
+        guard !connection.isHalfOpen else { return }
+        connection.isHalfOpen = true
+        halfOpenCount += 1
+    }
+
+    func halfOpenEnded(_ connection: QUICConnection) {
+        guard connection.isHalfOpen else { return }
+        connection.isHalfOpen = false
+        halfOpenCount -= 1
     }
 
     func post(_ event: QUICEvent, from connection: QUICConnection) {
@@ -123,9 +141,17 @@ struct DeadlineHeap {
         }
     }
 
+    /// Drops the stale entries and restores the heap order, in place: no
+    /// allocation (a sort takes a scratch buffer, a filter a new array),
+    /// since this runs every few dozen packets a busy connection sends.
     private mutating func rebuild() {
-        heap = heap.filter { !Self.isStale($0) }
-        heap.sort { $0.deadline < $1.deadline }  // a sorted array is a valid heap
+        var kept = 0
+        for i in heap.indices where !Self.isStale(heap[i]) {
+            heap[kept] = heap[i]
+            kept += 1
+        }
+        heap.removeLast(heap.count - kept)
+        for i in stride(from: kept / 2 - 1, through: 0, by: -1) { siftDown(from: i) }
     }
 
     private mutating func push(_ e: Entry) {
@@ -134,7 +160,7 @@ struct DeadlineHeap {
         while i > 0 {
             let parent = (i - 1) / 2
             guard heap[i].deadline < heap[parent].deadline else { break }
-            heap.swapAt(i, parent)
+            swap(i, parent)
             i = parent
         }
     }
@@ -143,15 +169,28 @@ struct DeadlineHeap {
         let last = heap.removeLast()
         guard !heap.isEmpty else { return }
         heap[0] = last
-        var i = 0
+        siftDown(from: 0)
+    }
+
+    private mutating func siftDown(from start: Int) {
+        var i = start
         while true {
             let l = 2 * i + 1, r = l + 1
             var m = i
-            if l < heap.count && heap[l].deadline < heap[m].deadline { m = l }
-            if r < heap.count && heap[r].deadline < heap[m].deadline { m = r }
+            // Nested conditions, not `&&`: its autoclosure would capture `m`
+            // and box it on the heap in unoptimised builds.
+            if l < heap.count, heap[l].deadline < heap[m].deadline { m = l }
+            if r < heap.count, heap[r].deadline < heap[m].deadline { m = r }
             if m == i { break }
-            heap.swapAt(i, m)
+            swap(i, m)
             i = m
         }
+    }
+
+    /// Not `swapAt`: the generic MutableCollection one allocates unoptimised.
+    private mutating func swap(_ a: Int, _ b: Int) {
+        let t = heap[a]
+        heap[a] = heap[b]
+        heap[b] = t
     }
 }

@@ -18,8 +18,33 @@
 // ID of at least 8 bytes (§7.2), makes a connection; a long header of a
 // version we do not speak, in a datagram that could have held an Initial,
 // gets a Version Negotiation packet (§6.1); everything else is dropped
-// after parsing no more than its first header. No stateless reset is sent
-// for unknown short headers yet (§10.3 "MAY").
+// after parsing no more than its first header, except a short header for
+// an unknown connection ID, which gets a Stateless Reset (§10.3,
+// StatelessReset.swift: smaller than its trigger, rate-limited).
+//
+// Address validation (§8.1) and floods. A new connection is half-open until
+// its handshake completes. An Initial without a valid token (Token field
+// empty, or a token that does not open, expired, or is bound to another
+// address) gets a Retry (§8.1.2, §17.2.5) instead of a connection when
+// `alwaysRetry` is set or `retryThreshold` connections are half-open: the
+// Retry costs no state, and carries a token (AddressTokens) the client
+// echoes in its next Initial, which then makes the connection with its
+// address validated (no anti-amplification limit) and the Retry's IDs in
+// the transport parameters (§7.3). A valid NEW_TOKEN token (§8.1.3) also
+// validates; each is accepted once per endpoint (a bounded memory of
+// recent ones, §8.1.4 "prevented or limited"), a reused one counts as no
+// token. Invalid tokens are treated as absent (§8.1.3 "SHOULD proceed as
+// if the client did not have a validated address"), except that when a
+// Retry is due an invalid Retry token (expired, another address) is not
+// answered with a second Retry, which the client would discard
+// (§17.2.5.2): the Initial is dropped and the client times out — the
+// INVALID_TOKEN outcome (§8.1.2) without a connection to send it from.
+//
+// `maxHalfOpenConnections` bounds memory: at the cap, every Initial without
+// a valid token gets a Retry whatever the settings, and a validated one
+// evicts the oldest half-open connection (silently: an attacker cannot
+// validate spoofed addresses, so the evicted are floods, and a real client
+// whose handshake is evicted retransmits into a new one).
 
 import Core
 
@@ -30,17 +55,29 @@ public final class QUICEndpoint {
     /// unknown versions costs at most this much memory).
     private var statelessQueue: [(bytes: [UInt8], path: DatagramPath)] = []
     static let maxStatelessQueue = 64
+    private var resets: StatelessResetSender
+    /// NEW_TOKEN tokens already used here (§8.1.4), oldest first.
+    private var usedTokens = Set<TokenNonce>()
+    private var usedTokenOrder: [TokenNonce] = []
+    private var usedTokenHead = 0
+    static let maxRememberedTokens = 4096
     private var expiredScratch: [QUICConnection] = []
 
     /// Graceful shutdown: when false, Initials for unknown connection IDs
     /// are dropped (the client retries elsewhere or times out).
     public var acceptsNewConnections = true
 
-    public init(configuration: QUICConfiguration, connectionIDs: ConnectionIDSource,
+    /// `tokenSecret`: the secret address-validation tokens are sealed
+    /// with (shared by the workers that must accept each other's tokens);
+    /// nil draws one for this endpoint alone.
+    public init(configuration: QUICConfiguration, connectionIDs: ConnectionIDSource, tokenSecret: [UInt8]? = nil,
                 makeHandshake: @escaping (_ encodedTransportParameters: [UInt8]) -> (any CryptoHandshake)?) {
         precondition(connectionIDs.length >= 8 && connectionIDs.length <= ConnectionID.maxLength,
                      "server connection IDs of 8 to 20 bytes (§7.2, §17.2)")
-        context = EndpointContext(configuration: configuration, connectionIDs: connectionIDs)
+        let secret = tokenSecret ?? (0..<32).map { _ in UInt8.random(in: 0...255) }
+        context = EndpointContext(configuration: configuration, connectionIDs: connectionIDs,
+                                  addressTokens: AddressTokens(secret: secret))
+        resets = StatelessResetSender(perSecond: configuration.statelessResetsPerSecond)
         self.makeHandshake = makeHandshake
     }
 
@@ -51,6 +88,8 @@ public final class QUICEndpoint {
     }
 
     public var connectionCount: Int { context.connections.count }
+    /// Connections whose handshake is under way (§8.1: what Retry counts).
+    public var halfOpenConnectionCount: Int { context.halfOpenCount }
 
     public func receive(_ datagram: UnsafeMutableRawBufferPointer, path: DatagramPath, now: Instant) {
         guard datagram.count > 0 else { return }
@@ -58,8 +97,11 @@ public final class QUICEndpoint {
         if datagram[0] & 0x80 == 0 {
             // Short header: the Destination Connection ID is one of ours.
             guard datagram.count > idLength,
-                  let id = ConnectionID(UnsafeRawBufferPointer(rebasing: datagram[1..<(1 + idLength)])),
-                  let connection = context.routes[id] else { return }
+                  let id = ConnectionID(UnsafeRawBufferPointer(rebasing: datagram[1..<(1 + idLength)])) else { return }
+            guard let connection = context.routes[id] else {
+                answerWithStatelessReset(for: id, triggerLength: datagram.count, path: path, now: now)
+                return
+            }
             connection.receive(datagram, path: path, now: now)
             return
         }
@@ -80,12 +122,44 @@ public final class QUICEndpoint {
                 return
             }
             guard h.type == .initial, acceptsNewConnections,
-                  datagram.count >= VersionNegotiation.minimumDatagramSize,
-                  h.destinationID.count >= 8 else { return }
-            guard let connection = QUICConnection(context: context, version: h.version, originalDestinationID: h.destinationID,
-                                                  peerSourceID: h.sourceID, path: path, now: now,
+                  datagram.count >= VersionNegotiation.minimumDatagramSize else { return }
+            let validation = h.token.count == 0 ? .invalid
+                : context.addressTokens.validate(UnsafeRawBufferPointer(datagram).slice(h.token), address: path.peer,
+                                                 destinationID: h.destinationID, now: now)
+            var originalDestinationID = h.destinationID
+            var retrySourceID: ConnectionID?
+            var validated = false
+            switch validation {
+            case .retry(let odcid, let rscid):
+                (originalDestinationID, retrySourceID, validated) = (odcid, rscid, true)
+            case .newToken(let nonce):
+                validated = rememberToken(nonce)
+            case .invalid:
+                break
+            }
+            // §7.2: a client's first Destination Connection ID has 8 bytes or more.
+            guard originalDestinationID.count >= 8 else { return }
+            let config = context.configuration
+            let cap = max(1, config.maxHalfOpenConnections)
+            if !validated {
+                guard !(config.alwaysRetry || context.halfOpenCount >= min(config.retryThreshold, cap)) else {
+                    // A failed Retry token is not answered (the client
+                    // takes one Retry only); anything else, a NEW_TOKEN
+                    // token or another server's included, gets one.
+                    if h.token.count == 0 || datagram[h.token.start] != AddressTokens.Kind.retry.rawValue {
+                        answerWithRetry(h, path: path, now: now)
+                    }
+                    return
+                }
+            } else if context.halfOpenCount >= cap {
+                evictOldestHalfOpen()
+            }
+            guard let connection = QUICConnection(context: context, version: h.version, originalDestinationID: originalDestinationID,
+                                                  initialDestinationID: h.destinationID, retrySourceID: retrySourceID,
+                                                  addressValidated: validated, peerSourceID: h.sourceID, path: path, now: now,
                                                   makeHandshake: makeHandshake) else { return }
             context.connections[ObjectIdentifier(connection)] = connection
+            context.halfOpenStarted(connection)
             connection.receive(datagram, path: path, now: now)
             // Noise shaped like an Initial (no packet in it authenticated,
             // RFC 9001 §5.2: Initial keys come from the client's connection
@@ -126,6 +200,58 @@ public final class QUICEndpoint {
                                           unusedBits: UInt8(truncatingIfNeeded: bytes.count), into: $0)
         }
         statelessQueue.append((out, path))
+    }
+
+    /// §17.2.5: a Retry for `h`'s client, with a token for its next
+    /// Initial. Its Source Connection ID is a fresh ID of ours: the
+    /// client's next Initial is addressed to it, so it routes to this
+    /// worker, and §7.3 requires it in retry_source_connection_id.
+    private func answerWithRetry(_ h: LongHeader, path: DatagramPath, now: Instant) {
+        guard statelessQueue.count < Self.maxStatelessQueue else { return }
+        let retrySourceID = context.connectionIDs.newConnectionID()
+        let token = context.addressTokens.mintRetry(address: path.peer, originalDestinationID: h.destinationID,
+                                                    retrySourceID: retrySourceID, now: now)
+        var out = [UInt8](repeating: 0, count: RetryPacket.size(destinationID: h.sourceID, sourceID: retrySourceID,
+                                                                 tokenLength: token.count))
+        out.withUnsafeMutableBytes { o in
+            token.withUnsafeBytes { t in
+                _ = RetryPacket.encode(version: h.version, destinationID: h.sourceID, sourceID: retrySourceID, token: t,
+                                       originalDestinationID: h.destinationID, unusedBits: UInt8.random(in: 0...15), into: o)
+            }
+        }
+        statelessQueue.append((out, path))
+    }
+
+    /// §10.3: a Stateless Reset for a short header nobody here owns.
+    private func answerWithStatelessReset(for id: ConnectionID, triggerLength: Int, path: DatagramPath, now: Instant) {
+        guard let size = StatelessResetSender.size(answering: triggerLength),
+              statelessQueue.count < Self.maxStatelessQueue, resets.allow(now: now) else { return }
+        statelessQueue.append((StatelessResetSender.encode(token: context.connectionIDs.resetToken(for: id), size: size), path))
+    }
+
+    /// Records a NEW_TOKEN token's first use; false if it was used before
+    /// (§8.1.4: replay limited to one connection per endpoint, within the
+    /// last `maxRememberedTokens` uses).
+    private func rememberToken(_ nonce: TokenNonce) -> Bool {
+        guard usedTokens.insert(nonce).inserted else { return false }
+        if usedTokenOrder.count < Self.maxRememberedTokens {
+            usedTokenOrder.append(nonce)
+        } else {
+            usedTokens.remove(usedTokenOrder[usedTokenHead])
+            usedTokenOrder[usedTokenHead] = nonce
+            usedTokenHead = (usedTokenHead + 1) % Self.maxRememberedTokens
+        }
+        return true
+    }
+
+    /// At the half-open cap: the oldest handshake under way goes, without a
+    /// word (a scan, only ever at the cap and for a validated client).
+    private func evictOldestHalfOpen() {
+        var oldest: QUICConnection?
+        for c in context.connections.values where c.isHalfOpen {
+            if oldest == nil || c.createdAt < oldest!.createdAt { oldest = c }
+        }
+        oldest?.terminate()
     }
 
     public func nextEvent() -> (QUICConnection, QUICEvent)? { context.nextEvent() }

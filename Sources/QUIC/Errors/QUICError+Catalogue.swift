@@ -17,6 +17,9 @@ extension QUICError {
     public static let frameNotPermitted = QUICError(code: .protocolViolation, reason: "frame not permitted in this packet type")
     // §12.4: "An endpoint MUST treat receipt of a packet containing no frames
     // as a connection error of type PROTOCOL_VIOLATION."
+    /// §8.1: an address-validation token that does not decode (never sent:
+    /// an invalid token is treated as absent, see QUICEndpoint).
+    public static let invalidToken = QUICError(code: .invalidToken, reason: "address validation token invalid")
     public static let packetWithoutFrames = QUICError(code: .protocolViolation, reason: "packet contains no frames")
     // §17.2, §17.3.1: reserved bits non-zero after removing protection.
     public static let reservedBitsSet = QUICError(code: .protocolViolation, reason: "reserved header bits set")

@@ -21,11 +21,17 @@ public enum FrameEncoder {
 
     public static func ackSize<R: Collection>(ranges: R, ackDelay: UInt64, ecn: ECNCounts? = nil) -> Int
     where R.Element == ClosedRange<UInt64> {
-        precondition(!ranges.isEmpty, "an ACK frame acknowledges at least one range")
-        let first = ranges.first!
+        ackSize(ranges: AckRangeView(closedDescending: ranges), ackDelay: ackDelay, ecn: ecn)
+    }
+
+    /// As above, for ranges viewed in place (what a connection sends).
+    public static func ackSize(ranges: AckRangeView, ackDelay: UInt64, ecn: ECNCounts? = nil) -> Int {
+        precondition(ranges.count > 0, "an ACK frame acknowledges at least one range")
+        let first = ranges[0]
         var n = 1 + v(first.upperBound) + v(ackDelay) + v(UInt64(ranges.count - 1)) + v(first.upperBound - first.lowerBound)
         var smallest = first.lowerBound
-        for r in ranges.dropFirst() {
+        for i in 1..<ranges.count {
+            let r = ranges[i]
             precondition(r.upperBound + 2 <= smallest, "ACK ranges must be descending and separated by a gap")
             n += v(smallest - r.upperBound - 2) + v(r.upperBound - r.lowerBound)
             smallest = r.lowerBound
@@ -107,16 +113,24 @@ public enum FrameEncoder {
     public static func encodeAck<R: Collection>(ranges: R, ackDelay: UInt64, ecn: ECNCounts? = nil,
                                                 into out: UnsafeMutableRawBufferPointer) -> Int
     where R.Element == ClosedRange<UInt64> {
+        encodeAck(ranges: AckRangeView(closedDescending: ranges), ackDelay: ackDelay, ecn: ecn, into: out)
+    }
+
+    /// As above, for ranges viewed in place (what a connection sends).
+    @discardableResult
+    public static func encodeAck(ranges: AckRangeView, ackDelay: UInt64, ecn: ECNCounts? = nil,
+                                 into out: UnsafeMutableRawBufferPointer) -> Int {
         let n = ackSize(ranges: ranges, ackDelay: ackDelay, ecn: ecn)
         var w = WireWriter(out, size: n)
-        let first = ranges.first!
+        let first = ranges[0]
         w.uint8(UInt8(ecn == nil ? FrameType.ack : FrameType.ackECN))
         w.varint(first.upperBound)
         w.varint(ackDelay)
         w.varint(UInt64(ranges.count - 1))
         w.varint(first.upperBound - first.lowerBound)
         var smallest = first.lowerBound
-        for r in ranges.dropFirst() {
+        for i in 1..<ranges.count {
+            let r = ranges[i]
             w.varint(smallest - r.upperBound - 2)
             w.varint(r.upperBound - r.lowerBound)
             smallest = r.lowerBound

@@ -8,7 +8,7 @@
 
 import Core
 
-/// Pluggable congestion control (RFC 9002 §7). NewReno is the one shipped here; CUBIC comes later.
+/// Pluggable congestion control (RFC 9002 §7): NewReno, Cubic, and CongestionControl choosing between them.
 public protocol CongestionController: Sendable {
     /// Bytes allowed in flight (§7.2).
     var congestionWindow: Int { get }

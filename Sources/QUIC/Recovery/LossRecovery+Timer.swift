@@ -67,7 +67,9 @@ extension LossRecovery {
         // the arithmetic trap.
         let backoff = Int64(1) << Int64(min(ptoCount, 30))
         var duration = saturatingProduct(rtt.probeTimeout(maxAckDelay: 0), backoff)
-        if !ledgers.contains(where: { $0.ackElicitingInFlight > 0 }) {
+        var anyInFlight = false  // an index loop: no element copies (see QUICConnection.writeOpen)
+        for i in ledgers.indices where ledgers[i].ackElicitingInFlight > 0 { anyInFlight = true }
+        if !anyInFlight {
             // §6.2.2.1: "the client MUST set the PTO timer if the client has not
             // received an acknowledgment for any of its Handshake packets and the
             // handshake is not confirmed ..., even if there are no packets in flight."
@@ -80,8 +82,7 @@ extension LossRecovery {
         var earliest: (time: Instant, space: PacketNumberSpace)?
         for raw in 0..<3 {
             let space = PacketNumberSpace(rawValue: raw)!
-            let ledger = ledgers[raw]
-            guard ledger.ackElicitingInFlight > 0, let last = ledger.timeOfLastAckEliciting else { continue }
+            guard ledgers[raw].ackElicitingInFlight > 0, let last = ledgers[raw].timeOfLastAckEliciting else { continue }
             if space == .application {
                 // §6.2.1: "An endpoint MUST NOT set its PTO timer for the
                 // Application Data packet number space until the handshake is confirmed."

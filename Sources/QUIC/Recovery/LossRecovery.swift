@@ -38,6 +38,8 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
 
     public internal(set) var rtt: RTTEstimator
     public internal(set) var controller: Controller
+    /// Spreads in-flight packets over the RTT (§7.7).
+    public internal(set) var pacer = Pacer()
     /// The peer's max_ack_delay (ns).
     public let maxAckDelay: Int64
     public let role: EndpointRole
@@ -83,6 +85,12 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
     /// Bytes the congestion window allows now (0 when full). Probes ignore it.
     public var sendAllowance: Int { max(0, controller.congestionWindow - bytesInFlight) }
 
+    /// nil when the pacer lets an in-flight packet leave at `now` (§7.7);
+    /// otherwise when it will. ACK-only packets and PTO probes do not ask.
+    public func pacingReleaseTime(now: Instant) -> Instant? {
+        rtt.hasSample ? pacer.releaseTime(now: now) : nil
+    }
+
     /// §7.8: the window is underutilized when bytes in flight stayed more than
     /// one packet below it since the previous ACK.
     public var isApplicationLimited: Bool {
@@ -111,6 +119,11 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
                                                   ackEliciting: ackEliciting, inFlight: inFlight, state: .outstanding))
         guard inFlight else { return }
         controller.onPacketSent(bytes: bytes, now: now)
+        // §7.7: paced from the first RTT sample on (before it the rate is unknown).
+        if rtt.hasSample {
+            pacer.onPacketSent(bytes: bytes, congestionWindow: controller.congestionWindow, smoothedRTT: rtt.smoothedRTT,
+                               maxDatagramSize: largestPacketSize, now: now)
+        }
         peakBytesInFlight = max(peakBytesInFlight, bytesInFlight)
         largestPacketSize = max(largestPacketSize, bytes)
         timerSetTime = now

@@ -16,18 +16,24 @@ final class LossyTransferTests: XCTestCase {
         }
     }
 
+    /// Under each congestion controller (CUBIC, the default, and NewReno).
     func testDownloadWithRandomLoss() throws {
-        for (seed, lossPercent) in [(UInt64(1), UInt64(10)), (7, 25), (42, 40), (99, 60)] {
-            try download(seed: seed, lossPercent: lossPercent)
+        for algorithm in CongestionAlgorithm.allCases {
+            for (seed, lossPercent) in [(UInt64(1), UInt64(10)), (7, 25), (42, 40), (99, 60)] {
+                try download(seed: seed, lossPercent: lossPercent, algorithm: algorithm)
+            }
         }
     }
 
-    private func download(seed: UInt64, lossPercent: UInt64) throws {
-        let h = ConnectionHarness()
+    private func download(seed: UInt64, lossPercent: UInt64, algorithm: CongestionAlgorithm) throws {
+        var configuration = QUICConfiguration()
+        configuration.congestionControl = algorithm
+        let h = ConnectionHarness(configuration: configuration)
         let answer = h.completeHandshake()
         _ = h.takeEvents()
         h.ack1RTT(answer)
         let c = try XCTUnwrap(h.connection)
+        XCTAssertEqual(c.recovery.controller.algorithm, algorithm)
         h.send1RTT(Frames.stream(0, [1], fin: true))
         _ = c.withReadableBytes(stream: 0) { b, _ in (b.count, ()) }
         _ = h.takeEvents()

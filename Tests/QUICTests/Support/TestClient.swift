@@ -35,6 +35,8 @@ final class TestClient {
     var keyPhase = false
     var suite = CipherSuite.aes128GCM
     var parameters = TransportParameters()
+    /// The Token field of the Initials it sends (§17.2.2).
+    var token: [UInt8] = []
 
     init(version: QUICVersion = .v1, destinationID: ConnectionID = cid("8394c8f03e515708"),
          sourceID: ConnectionID = cid("c1c2c3c4")) {
@@ -54,6 +56,17 @@ final class TestClient {
         parameters.initialMaxStreamsUni = 3
         parameters.maxIdleTimeout = 60_000
         parameters.activeConnectionIDLimit = 4
+    }
+
+    /// §17.2.5.2: after a Retry, Initials go to its Source Connection ID,
+    /// with its token, under keys from that ID (RFC 9001 §5.2); packet
+    /// numbers continue (§17.2.5.3).
+    func followRetry(sourceID: ConnectionID, token: [UInt8]) {
+        destinationID = sourceID
+        self.token = token
+        let k = InitialKeys.derive(destinationID: sourceID, version: version)
+        writeKeys[0] = k.client
+        readKeys[0] = k.server
     }
 
     func installHandshakeKeys() {
@@ -99,13 +112,12 @@ final class TestClient {
             headerLength = PacketHeaderEncoder.shortHeaderSize(destinationID: dcid, packetNumberLength: pnLength)
         } else {
             headerLength = PacketHeaderEncoder.longHeaderSize(destinationID: dcid, sourceID: sourceID,
-                                                              tokenLength: space == .initial ? 0 : nil,
+                                                              tokenLength: space == .initial ? token.count : nil,
                                                               packetNumberLength: pnLength, payloadLength: payload.count)
         }
         var out = [UInt8](repeating: 0, count: headerLength + payload.count + 16)
-        let empty: [UInt8] = []
         out.withUnsafeMutableBytes { o in
-            empty.withUnsafeBytes { token in
+            self.token.withUnsafeBytes { token in
                 if space == .application {
                     PacketHeaderEncoder.encodeShort(destinationID: dcid, keyPhase: keyPhase, packetNumber: pn,
                                                     packetNumberLength: pnLength, into: o)
