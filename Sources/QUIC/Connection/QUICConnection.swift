@@ -222,16 +222,18 @@ extension QUICConnection {
     /// Consuming returns flow-control credit (§4.2).
     public func withReadableBytes<R>(stream id: UInt64,
                                      _ body: (UnsafeRawBufferPointer, _ finAfter: Bool) -> (consumed: Int, result: R)) -> R? {
-        guard isOpen, let s = streams[id], var recv = s.receive, !recv.abandoned else { return nil }
-        switch recv.state {
+        // `s.receive!` throughout, never a local copy: a copy alive while
+        // the stream's side is consumed would hold a second reference to
+        // the buffer's storage and make consuming copy (or reallocate) it.
+        guard isOpen, let s = streams[id], s.receive != nil, !s.receive!.abandoned else { return nil }
+        switch s.receive!.state {
         case .receiving, .sizeKnown, .dataReceived: break
         default: return nil
         }
-        let fin = recv.finAfterReadable
-        let (consumed, result) = recv.withReadableBytes { body($0, fin) }
-        _ = recv.consume(consumed)
-        if fin && recv.buffer.contiguousCount == 0 { recv.finRead() }
-        s.receive = recv
+        let fin = s.receive!.finAfterReadable
+        let (consumed, result) = s.receive!.withReadableBytes { body($0, fin) }
+        _ = s.receive!.consume(consumed)
+        if fin && s.receive!.buffer.contiguousCount == 0 { s.receive!.finRead() }
         returnCredit(stream: s)
         closeIfDone(s)
         scheduleUpdate()

@@ -37,6 +37,9 @@ struct ReassemblyBuffer {
     /// Bytes held (received, not yet read), for tests of the memory bound.
     var bufferedByteCount: Int { storage.count - head }
 
+    /// Where the storage lives, for tests that it is reused, not copied.
+    var storageAddress: UnsafeRawPointer? { storage.withUnsafeBytes { $0.baseAddress } }
+
     /// Stores `bytes` found at stream offset `offset`; bytes below the read
     /// offset or already received are ignored (§2.2: retransmitted data
     /// "MUST NOT" differ; we keep the first copy).
