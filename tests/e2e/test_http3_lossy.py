@@ -10,17 +10,18 @@ workers"); the servers are shared per option set and must still be alive after e
 - 50 handshakes at 30 % loss each way, all at once, each followed by a GET of `/info`: every one completes
   (lost Initial and Handshake packets are resent on probe timeouts, RFC 9002 §6.2; the server's
   anti-amplification limit, RFC 9000 §8.1, must not wedge a handshake whose client packets were lost);
-- 10 MiB at 2 % and at 10 % loss each way, with jitter, reordering and duplicates: the body's SHA-256 matches
+- a download at 2 % and at 10 % loss each way, with jitter, reordering and duplicates: the body's SHA-256 matches
   (RFC 9002 §6.1 loss detection, §7 congestion control, RFC 9000 §2.2 reassembly of reordered and duplicated
   stream data, §4 flow control credit that must keep flowing when MAX_DATA/MAX_STREAM_DATA frames are lost);
-- a 2-second blackout both ways once 3 MiB have arrived: the transfer resumes and completes (probe timeouts
+- a 2-second blackout both ways a quarter into a download: the transfer resumes and completes (probe timeouts
   with backoff, RFC 9002 §6.2.1, without persistent congestion killing the connection, §7.6);
 - 10 % of datagrams each way corrupted (1-3 bytes XORed anywhere): the corrupted packets are dropped (RFC 9001
   §5.3 AEAD failure, §5.4 header protection; RFC 9000 §12.2 for a coalesced packet that fails) and everything
   still arrives intact.
 
-CI time: all of the file within about three minutes on two cores (debug build). PEREGRINE_LOSSY_LONG=1 adds
-heavier rounds (more seeds and 25 % loss for the download); they are not run by default.
+CI time: the file runs in about three minutes on two cores against a debug build, so by default the downloads
+are 2 MiB (blackout: 4 MiB). PEREGRINE_LOSSY_LONG=1 runs them at the issue's 10 MiB and adds a round at 25 %
+loss (about 20-45 s per download with aioquic or gtlsclient and the proxy in Python on a loaded machine).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -50,8 +52,13 @@ if TYPE_CHECKING:
 pytest_plugins = ("tls_support",)
 
 GTLSCLIENT = shutil.which("gtlsclient")
+#: Figures (durations, what the link did): `-o log_cli=true --log-cli-level=INFO` shows them.
+log = logging.getLogger(__name__)
 LONG = os.environ.get("PEREGRINE_LOSSY_LONG") == "1"
-TEN_MIB = 10 * 1024 * 1024
+MIB = 1024 * 1024
+#: The download size of the loss and blackout tests.
+SIZE = 10 * MIB if LONG else 2 * MIB
+BLACKOUT_SIZE = 10 * MIB if LONG else 4 * MIB
 CLIENTS = ["aioquic", "gtlsclient"]
 WORKERS = ["1", "2"]
 #: The server's idle timeout: above the blackout and the worst handshake backoff, short enough for teardown.
@@ -60,9 +67,6 @@ IDLE_MS = 15000
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-TEN_MIB_DIGEST = digest(pattern(TEN_MIB))
 
 
 @pytest.fixture
@@ -150,7 +154,8 @@ def fetch_big(client: str, port: int, files: TLSFiles, tmp_path: Path, n: int) -
     """GET /big?n=N on one connection; the body that arrived (None when nothing did)."""
     path = f"/big?n={n}"
     if client == "aioquic":
-        response = aioquic_client(port, files).request("GET", path)
+        [response] = asyncio.run(aioquic_gets(aioquic_client(port, files), [path], 1))
+        assert isinstance(response, H3Response), repr(response)
         assert response.status == 200
         return response.body
     saved = gtlsclient_runs(port, tmp_path, [path], 1)[0] / f"big?n={n}"
@@ -203,7 +208,7 @@ LOSSES = [0.02, 0.10, *([0.25] if LONG else [])]
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("workers", WORKERS)
 @pytest.mark.parametrize("client", CLIENTS)
-def test_ten_mib_under_loss(
+def test_download_under_loss(
     lossy_server: object, tls_files: TLSFiles, tmp_path: Path, client: str, workers: str, loss: float
 ) -> None:
     require(client)
@@ -211,14 +216,16 @@ def test_ten_mib_under_loss(
     path = both_ways(loss, delay=0.001, jitter=0.002, reorder=0.02, duplicate=0.01)
     with ImpairedLink(server.port, **path, seed=int(loss * 1000)) as link:
         started = time.monotonic()
-        body = fetch_big(client, link.port, tls_files, tmp_path, TEN_MIB)
+        body = fetch_big(client, link.port, tls_files, tmp_path, SIZE)
         took = time.monotonic() - started
         assert body is not None, f"nothing saved after {took:.1f}s; {describe(link)}"
-        assert len(body) == TEN_MIB, describe(link)
-        assert digest(body) == TEN_MIB_DIGEST, describe(link)
+        assert len(body) == SIZE, describe(link)
+        assert digest(body) == digest(pattern(SIZE)), describe(link)
         down = link.stats[DOWNSTREAM]
-        assert down.dropped > 0 and down.reordered > 0 and down.duplicated > 0, describe(link)
-    print(f"10 MiB at {loss:.0%} loss ({client}, workers {workers}): {took:.1f}s; {describe(link)}")
+        assert down.dropped > 0, describe(link)
+        assert down.reordered > 0, describe(link)
+        assert down.duplicated > 0, describe(link)
+    log.info(f"{SIZE // MIB} MiB at {loss:.0%} loss ({client}, workers {workers}): {took:.1f}s; {describe(link)}")
 
 
 # MARK: - blackout
@@ -233,18 +240,18 @@ def test_two_second_blackout_mid_transfer(
     require(client)
     server = lossy_server(client, workers)  # type: ignore[operator]
     with ImpairedLink(server.port, seed=2) as link:
-        link.blackout_after(3 * 1024 * 1024, 2.0)
-        body = fetch_big(client, link.port, tls_files, tmp_path, TEN_MIB)
+        link.blackout_after(BLACKOUT_SIZE // 4, 2.0)
+        body = fetch_big(client, link.port, tls_files, tmp_path, BLACKOUT_SIZE)
         finished = time.monotonic()
         assert link.blackout_window is not None, "the blackout never began"
         begun, ended = link.blackout_window
         assert body is not None, describe(link)
-        assert digest(body) == TEN_MIB_DIGEST, describe(link)
+        assert digest(body) == digest(pattern(BLACKOUT_SIZE)), describe(link)
         assert finished > ended, "the transfer finished during the blackout"
         assert link.stats[DOWNSTREAM].blacked_out > 0, describe(link)
         # The server kept sending into the void (its probes, RFC 9002 §6.2.4), then delivered after it.
-        assert link.stats[DOWNSTREAM].bytes_received > TEN_MIB
-    print(f"blackout {ended - begun:.1f}s; resumed and finished {finished - ended:.1f}s after; {describe(link)}")
+        assert link.stats[DOWNSTREAM].bytes_received > BLACKOUT_SIZE
+    log.info(f"blackout {ended - begun:.1f}s; resumed and finished {finished - ended:.1f}s after; {describe(link)}")
 
 
 # MARK: - corruption

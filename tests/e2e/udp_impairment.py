@@ -73,7 +73,7 @@ class _Flow:
     upstream: socket.socket
     rngs: dict[str, random.Random] = field(default_factory=dict)
     #: With `trace`: (monotonic time, direction, size, fate) of every datagram, fate one of "sent", "lost",
-    #: "blackout", "corrupted", "reordered", "duplicated".
+    #: "blackout", "corrupted", "reordered".
     trace: list[tuple[float, str, int, str]] = field(default_factory=list)
 
 
@@ -216,7 +216,7 @@ class ImpairedLink:
         upstream.setblocking(False)
         flow = _Flow(client, upstream)
         for direction in (UPSTREAM, DOWNSTREAM):
-            flow.rngs[direction] = random.Random(f"{self.seed}/{number}/{direction}")
+            flow.rngs[direction] = random.Random(f"{self.seed}/{number}/{direction}")  # noqa: S311 (a simulation)
         self._flows[client] = flow
         self._by_socket[upstream] = flow
         self._selector.register(upstream, selectors.EVENT_READ)
@@ -239,42 +239,23 @@ class ImpairedLink:
                     self._blackout = (now, now + seconds)
                     self.blackout_window = self._blackout
             blackout = self._blackout
-        # Every draw is made whatever the outcome, so that one datagram's fate does not shift the next one's.
-        lost = rng.random() < impairment.loss
-        delay = impairment.delay + rng.random() * impairment.jitter
-        reordered = rng.random() < impairment.reorder
-        duplicated = rng.random() < impairment.duplicate
-        copy_delay = impairment.delay + rng.random() * impairment.jitter
-        corrupted = rng.random() < impairment.corrupt
-        flips = [(rng.randrange(len(data)), rng.randrange(1, 256)) for _ in range(rng.randint(1, 3))] if data else []
-        fate = "sent"
+        fate, delay, copy_delay, flips = _draw(rng, impairment, len(data))
         if blackout is not None and blackout[0] <= now < blackout[1]:
-            stats.blacked_out += 1
             fate = "blackout"
-        elif lost:
-            stats.dropped += 1
-            fate = "lost"
-        elif reordered:
-            fate = "reordered"
-        elif corrupted:
-            fate = "corrupted"
-        elif duplicated:
-            fate = "duplicated"
+        counters = {"blackout": "blacked_out", "lost": "dropped", "reordered": "reordered", "corrupted": "corrupted"}
+        if fate in counters:
+            setattr(stats, counters[fate], getattr(stats, counters[fate]) + 1)
         if self.trace:
             flow.trace.append((now, direction, len(data), fate))
         if fate in ("blackout", "lost"):
             return
-        if reordered:
-            stats.reordered += 1
-            delay += impairment.reorder_delay
-        if corrupted and flips:
-            stats.corrupted += 1
+        if fate == "corrupted":
             damaged = bytearray(data)
             for offset, mask in flips:
                 damaged[offset] ^= mask
             data = bytes(damaged)
         self._schedule(now + delay, out, data, destination)
-        if duplicated:
+        if copy_delay is not None:
             stats.duplicated += 1
             self._schedule(now + copy_delay, out, data, destination)
 
@@ -294,3 +275,23 @@ class ImpairedLink:
             except (BlockingIOError, ConnectionRefusedError):
                 continue  # a full socket buffer or a closed peer: the datagram is lost, as on a real path
             self.stats[direction].sent += 1
+
+
+def _draw(
+    rng: random.Random, impairment: Impairment, size: int
+) -> tuple[str, float, float | None, list[tuple[int, int]]]:
+    """One datagram's fate ("lost", "reordered", "corrupted" or "sent"), its delay, its copy's delay (None: no
+    copy) and the corruption's (offset, XOR mask) pairs. Every draw is made whatever the outcome, so that one
+    datagram's fate does not shift the next one's. A corrupted datagram may also be held back (counted as
+    corrupted only); any datagram that is not lost may be copied."""
+    lost = rng.random() < impairment.loss
+    delay = impairment.delay + rng.random() * impairment.jitter
+    reordered = rng.random() < impairment.reorder
+    duplicated = rng.random() < impairment.duplicate
+    copy_delay = impairment.delay + rng.random() * impairment.jitter
+    corrupted = rng.random() < impairment.corrupt
+    flips = [(rng.randrange(size), rng.randrange(1, 256)) for _ in range(rng.randint(1, 3))] if size else []
+    if reordered:
+        delay += impairment.reorder_delay
+    fate = "lost" if lost else "corrupted" if corrupted and flips else "reordered" if reordered else "sent"
+    return fate, delay, copy_delay if duplicated else None, flips if fate == "corrupted" else []
