@@ -122,6 +122,8 @@ extension QUICConnection {
             guard let s = streams[id], s.send != nil else { return }
             s.send!.resetStreamAcked()
             closeIfDone(s)
+        case .handshakeDone:
+            handshakeDoneAcknowledged = true
         default:
             break
         }
