@@ -62,7 +62,7 @@ BLACKOUT_SIZE = 10 * MIB if LONG else 4 * MIB
 CLIENTS = ["aioquic", "gtlsclient"]
 WORKERS = ["1", "2"]
 #: The server's idle timeout: above the blackout and the worst handshake backoff, short enough for teardown.
-IDLE_MS = 15000
+IDLE_MS = 30000
 
 
 def digest(data: bytes) -> str:
@@ -76,7 +76,11 @@ def lossy_server(server_pool: ServerPool, tls_files: TLSFiles) -> object:
     def get(client: str, workers: str) -> Server:
         target = "tls_apps:asgi" if client == "aioquic" else "tls_apps:wsgi"
         model = ("--workers", "2") if workers == "2" else ()
-        options = tls_files.server_options("--http3", "--access-log", "--quic-idle-timeout", str(IDLE_MS), *model)
+        # A short graceful timeout: connections whose CONNECTION_CLOSE was lost stay open until they idle out,
+        # and would otherwise hold the server's stop at the end of the session that long.
+        options = tls_files.server_options(
+            "--http3", "--access-log", "--quic-idle-timeout", str(IDLE_MS), "--graceful-timeout", "3000", *model
+        )
         return server_pool.get(target, *options)
 
     return get
@@ -94,7 +98,7 @@ def both_ways(loss: float, **more: float) -> dict[str, Impairment]:
 # MARK: - the two clients
 
 
-def aioquic_client(port: int, files: TLSFiles, idle: float = 15.0) -> H3Client:
+def aioquic_client(port: int, files: TLSFiles, idle: float = 30.0) -> H3Client:
     def configure(configuration: QuicConfiguration) -> None:
         configuration.idle_timeout = idle
         # Our own windows grow as the data is read; aioquic's defaults (1 MiB) are fine.
@@ -122,7 +126,7 @@ async def aioquic_gets(client: H3Client, paths: list[str], connections: int) -> 
     return list(await asyncio.gather(*(one() for _ in range(connections)), return_exceptions=True))
 
 
-def gtlsclient_command(port: int, downloads: Path, paths: list[str], idle: str = "15s") -> list[str]:
+def gtlsclient_command(port: int, downloads: Path, paths: list[str], idle: str = "30s") -> list[str]:
     assert GTLSCLIENT is not None
     downloads.mkdir(parents=True, exist_ok=True)
     uris = [f"https://127.0.0.1:{port}{path}" for path in paths]
