@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from h3client import H3Client, H3Response
+from process_support import wait_for_workers
 from tls_support import pattern
 from udp_impairment import DOWNSTREAM, UPSTREAM, ImpairedLink, Impairment
 
@@ -81,7 +82,11 @@ def lossy_server(server_pool: ServerPool, tls_files: TLSFiles) -> object:
         options = tls_files.server_options(
             "--http3", "--access-log", "--quic-idle-timeout", str(IDLE_MS), "--graceful-timeout", "3000", *model
         )
-        return server_pool.get(target, *options)
+        server = server_pool.get(target, *options)
+        if workers == "2":
+            # Until the second worker has joined the SO_REUSEPORT group, every connection lands on the first.
+            wait_for_workers(server, 2)
+        return server
 
     return get
 
