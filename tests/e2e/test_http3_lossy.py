@@ -21,8 +21,8 @@ workers"); the servers are shared per option set and must still be alive after e
 
 CI time: the file runs in about three minutes on two cores against a debug build, so by default the downloads
 are 2 MiB (blackout: 4 MiB). PEREGRINE_LOSSY_LONG=1 runs them at the issue's 10 MiB and adds a round at 25 %
-loss: 18-23 s per download at 2 %, 40-47 s with aioquic at 10 % (gtlsclient at 10 % and both at 25 % stall:
-strict xfails, see STALLS).
+loss: 18-23 s per download at 2 %, 40-47 s with aioquic at 10 % (gtlsclient at 10 % and both at 25 % stall
+most of the time: xfails, see STALLS).
 """
 
 from __future__ import annotations
@@ -217,8 +217,10 @@ def test_fifty_handshakes_at_30_percent_loss(
 #: (30 s) ends the connection. aioquic at 25 % does not finish within 60 s either. Cause not found yet
 #: (flow-control credit lost with no BLOCKED frame to prompt it, or congestion accounting left with nothing in
 #: flight and no room).
+#: Not strict: the stall depends on timing (gtlsclient at 10 % stalled in three runs of four and passed in 31 s
+#: once), so a strict mark would make the long run fail whenever it happens to pass.
 STALLS = pytest.mark.xfail(
-    LONG, reason="server stalls near the end of a 10 MiB body at >= 10 % loss (see STALLS)", strict=True
+    LONG, reason="server stalls near the end of a 10 MiB body at >= 10 % loss (see STALLS)", strict=False
 )
 LOSSES = [
     0.02,
