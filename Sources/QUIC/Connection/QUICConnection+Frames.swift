@@ -125,6 +125,8 @@ extension QUICConnection {
         case .newToken:
             newToken = nil
             newTokenPending = false
+        case .handshakeDone:
+            handshakeDoneAcknowledged = true
         default:
             break
         }

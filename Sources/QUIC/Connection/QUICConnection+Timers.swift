@@ -97,6 +97,15 @@ extension QUICConnection {
         }
         spaces[target.rawValue].probesOwed = max(spaces[target.rawValue].probesOwed, count)
         if target != .application { spaces[target.rawValue].cryptoSend.markUnackedLost() }
+        // Until the client has HANDSHAKE_DONE it keeps retransmitting its
+        // Handshake flight, which we drop (the keys are gone, RFC 9001
+        // §4.9.2), and its 1-RTT ACKs of our PINGs may be lost as well: a
+        // bare PING probe then takes one more round trip each time, which
+        // at 30 % loss each way outlasted the idle timeout. The probe
+        // carries HANDSHAKE_DONE again instead (RFC 9002 §6.2.4: probes
+        // "SHOULD" carry data; RFC 9000 §13.3: HANDSHAKE_DONE is repeated
+        // until acknowledged).
+        if target == .application && isHandshakeComplete && !handshakeDoneAcknowledged { handshakeDonePending = true }
     }
 
     // MARK: closing and draining (§10.2)

@@ -87,6 +87,9 @@ public final class QUICConnection {
 
     public internal(set) var isHandshakeComplete = false
     var handshakeDonePending = false
+    /// A packet carrying HANDSHAKE_DONE was acknowledged: the client knows
+    /// the handshake is confirmed (RFC 9001 §4.1.2), probes need not repeat it.
+    var handshakeDoneAcknowledged = false
     var peerParameters: TransportParameters?
     var peerAckDelayExponent: UInt64 = 3
     var peerMaxUDPPayloadSize = 65527

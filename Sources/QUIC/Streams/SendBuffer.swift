@@ -62,10 +62,14 @@ struct SendBuffer {
         return storage.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[at..<(at + length)])) }
     }
 
-    /// A packet carrying the range was acknowledged.
+    /// A packet carrying the range was acknowledged. The range may lie
+    /// wholly below `base` already: another copy of the same bytes (a PTO
+    /// probe's, RFC 9002 §6.2.4, or a retransmission of a packet declared
+    /// lost too early, §6.1) was acknowledged first.
     mutating func markAcked(offset: UInt64, length: Int) {
-        let r = max(offset, base)..<(offset + UInt64(length))
-        guard !r.isEmpty else { return }
+        let upper = offset + UInt64(length)
+        guard upper > base else { return }
+        let r = max(offset, base)..<upper
         acked.insert(r)
         lost.remove(r)
         if let f = acked.first, f.lowerBound == base {
@@ -85,8 +89,11 @@ struct SendBuffer {
 
     /// A packet carrying the range was declared lost: send the part not
     /// acknowledged since (by another copy) again.
+    /// As in `markAcked`, the range may already be below `base`.
     mutating func markLost(offset: UInt64, length: Int) {
-        var r = max(offset, base)..<(offset + UInt64(length))
+        let upper = offset + UInt64(length)
+        guard upper > base else { return }
+        var r = max(offset, base)..<upper
         while let gap = acked.firstMissing(in: r) {
             lost.insert(gap)
             r = gap.upperBound..<r.upperBound

@@ -87,6 +87,34 @@ final class RecoveryIntegrationTests: XCTestCase {
         XCTAssertEqual(c.recovery.ptoCount, 1)
     }
 
+    /// The packet with HANDSHAKE_DONE is lost and nothing is acknowledged:
+    /// the PTO probe carries HANDSHAKE_DONE again (not a bare PING), and once
+    /// a packet carrying it is acknowledged the next probe does not
+    /// (RFC 9002 §6.2.4, RFC 9000 §13.3; tests/e2e/test_http3_lossy.py, 30 %
+    /// loss each way: a client that never got it idled out).
+    func testPTOProbeRepeatsHandshakeDoneUntilAcknowledged() throws {
+        let h = ConnectionHarness()
+        let answer = h.completeHandshake()
+        _ = h.takeEvents()
+        XCTAssertTrue(answer.contains { $0 == .handshakeDone })
+        let c = try XCTUnwrap(h.connection)
+        h.advance(toDeadline: ())
+        let probes = h.exchange()
+        XCTAssertFalse(probes.isEmpty)
+        XCTAssertTrue(probes.allSatisfy(\.ackEliciting))
+        XCTAssertTrue(probes.contains { $0 == .handshakeDone }, "the probe repeats HANDSHAKE_DONE")
+        XCTAssertEqual(c.recovery.ptoCount, 1)
+        h.ack1RTT(probes)
+        XCTAssertTrue(c.handshakeDoneAcknowledged)
+        openRequest(h, c)
+        _ = [UInt8](repeating: 7, count: 100).withUnsafeBytes { c.write(stream: 0, $0, fin: false) }
+        _ = h.exchange()
+        h.advance(toDeadline: ())
+        let later = h.exchange()
+        XCTAssertFalse(later.isEmpty)
+        XCTAssertFalse(later.contains { $0 == .handshakeDone }, "acknowledged: not repeated")
+    }
+
     /// The server's first flight is lost: the PTO resends its CRYPTO data
     /// (Initial and Handshake) within the amplification limit.
     func testHandshakeFlightRetransmittedOnPTO() {

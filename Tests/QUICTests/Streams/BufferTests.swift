@@ -80,6 +80,37 @@ final class SendBufferTests: XCTestCase {
         b.withBytes(offset: 70, length: 30) { XCTAssertEqual(Array($0), Array(data[70...])) }
     }
 
+    /// Two copies of the same bytes in flight (a handshake PTO resends every
+    /// unacknowledged CRYPTO byte, RFC 9002 §6.2.4, while the first packet
+    /// is still outstanding): the probe's copy is acknowledged first and the
+    /// front dropped, then the first packet is acknowledged or declared lost.
+    /// Both are no-ops (this trapped on an inverted range under 30 % loss,
+    /// tests/e2e/test_http3_lossy.py).
+    func testAckAndLossOfACopyAlreadyAcknowledged() {
+        var b = SendBuffer()
+        let data = (0..<300).map { UInt8(truncatingIfNeeded: $0) }
+        data.withUnsafeBytes { b.append($0) }
+        b.markSent(offset: 0, length: 100)   // the first packet
+        b.markSent(offset: 0, length: 200)   // the probe: everything unacknowledged, and more
+        b.markAcked(offset: 0, length: 200)
+        XCTAssertEqual(b.base, 200)
+        b.markAcked(offset: 0, length: 100)  // the first packet's late ACK
+        b.markLost(offset: 0, length: 100)   // or its loss
+        b.markAcked(offset: 0, length: 0)
+        b.markLost(offset: 200, length: 0)
+        XCTAssertEqual(b.base, 200)
+        XCTAssertFalse(b.hasLostData)
+        XCTAssertEqual(b.bufferedCount, 100)
+        // Straddling `base`: only the part above it counts.
+        b.markSent(offset: 200, length: 100)
+        b.markLost(offset: 150, length: 100)
+        XCTAssertEqual(b.nextChunk(maxLength: 1000, newLimit: .max)?.offset, 200)
+        XCTAssertEqual(b.nextChunk(maxLength: 1000, newLimit: .max)?.length, 50)
+        b.markAcked(offset: 150, length: 150)
+        XCTAssertTrue(b.allAcknowledged)
+        XCTAssertFalse(b.hasLostData)
+    }
+
     func testAbandonForgetsEverything() {
         var b = SendBuffer()
         [UInt8](repeating: 1, count: 50).withUnsafeBytes { b.append($0) }
