@@ -274,7 +274,8 @@ def test_graceful_timeout_cuts_the_http3_request_that_remains(
     """ASGI: past the timeout the worker closes the connection (H3_REQUEST_CANCELLED) and exits. WSGI: the
     worker is inside the call, so its signal thread ends the process at the deadline, as over TCP; but a QUIC
     connection has no kernel state to reset, and with the whole server gone no worker is left to send a
-    stateless reset (RFC 9000 §10.3), so the client learns at its idle timeout: the test sets --quic-idle-timeout 3000."""
+    stateless reset (RFC 9000 §10.3), so the client learns at its idle timeout: the test sets
+    --quic-idle-timeout 3000."""
     server = h3_serve(TARGETS[kind], "--graceful-timeout", "1000", "--quic-idle-timeout", "3000")
     wait_for_workers(server, 1)
     h3 = client(server, tls_files)
