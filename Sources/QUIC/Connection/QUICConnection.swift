@@ -225,16 +225,26 @@ extension QUICConnection {
     /// Consuming returns flow-control credit (§4.2).
     public func withReadableBytes<R>(stream id: UInt64,
                                      _ body: (UnsafeRawBufferPointer, _ finAfter: Bool) -> (consumed: Int, result: R)) -> R? {
-        // `s.receive!` throughout, never a local copy: a copy alive while
-        // the stream's side is consumed would hold a second reference to
-        // the buffer's storage and make consuming copy (or reallocate) it.
         guard isOpen, let s = streams[id], s.receive != nil, !s.receive!.abandoned else { return nil }
         switch s.receive!.state {
         case .receiving, .sizeKnown, .dataReceived: break
         default: return nil
         }
         let fin = s.receive!.finAfterReadable
-        let (consumed, result) = s.receive!.withReadableBytes { body($0, fin) }
+        // `body` reads through a copy of the receive side (it may act on the
+        // stream meanwhile: STOP_SENDING, a reset), and the copy is gone
+        // before the side is consumed in place: alive, it would hold a second
+        // reference to the buffer's storage and make consuming copy it.
+        let (consumed, result): (Int, R) = {
+            let view = s.receive!
+            return view.withReadableBytes { body($0, fin) }
+        }()
+        // What `body` did may have abandoned the side (its bytes are gone
+        // already) or closed the stream.
+        guard streams[id] === s, s.receive != nil, !s.receive!.abandoned else {
+            scheduleUpdate()
+            return result
+        }
         _ = s.receive!.consume(consumed)
         if fin && s.receive!.buffer.contiguousCount == 0 { s.receive!.finRead() }
         returnCredit(stream: s)
