@@ -26,3 +26,30 @@ final class StreamReadAllocationTests: XCTestCase {
         XCTAssertEqual(addresses.count, 1, "the storage was reallocated by reads")
     }
 }
+
+final class StreamReadReentrancyTests: XCTestCase {
+    /// What the reader does to the stream while it reads stays done: here
+    /// it refuses the request (STOP_SENDING, as the HTTP/3 layer does for a
+    /// malformed one) and still reports the bytes it looked at as consumed.
+    /// The side stays abandoned, nothing is consumed twice, and the stream
+    /// sends its STOP_SENDING.
+    func testStopSendingFromInsideARead() throws {
+        let h = ConnectionHarness()
+        h.ack1RTT(h.completeHandshake())
+        let c = try XCTUnwrap(h.connection)
+        h.send1RTT(Frames.stream(0, [UInt8](repeating: 7, count: 500)))
+        _ = h.takeEvents()
+        let n = c.withReadableBytes(stream: 0) { b, _ in
+            c.stopSending(0, errorCode: 0x10e)
+            return (b.count, b.count)
+        }
+        XCTAssertEqual(n, 500)
+        XCTAssertEqual(c.streams[0]?.receive?.abandoned, true)
+        XCTAssertNil(c.withReadableBytes(stream: 0) { b, _ in (b.count, b.count) }, "an abandoned side reads nothing")
+        let sent = h.exchange()
+        XCTAssertTrue(sent.contains { if case .stopSending(let f) = $0 { f.streamID == 0 && f.errorCode == 0x10e } else { false } })
+        // Data arriving later is discarded; the connection carries on.
+        h.send1RTT(Frames.stream(0, offset: 500, [UInt8](repeating: 8, count: 100), fin: true))
+        XCTAssertFalse(h.takeEvents().contains { if case .closed = $0 { true } else { false } })
+    }
+}
