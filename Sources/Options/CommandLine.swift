@@ -96,8 +96,9 @@ options:
                            chain; repeat with --tls-key for more pairs, chosen
                            by SNI (the first is the default)
   --tls-key PATH           the PEM private key of the preceding --tls-cert
-  --tls-ciphers LIST       OpenSSL cipher list for TLS 1.2 (default OpenSSL's;
-                           TLS 1.3 suites stay OpenSSL's defaults)
+  --tls-ciphers LIST       OpenSSL cipher list for TLS 1.2 (default
+                           ECDHE+AESGCM:ECDHE+CHACHA20; TLS 1.3 suites stay
+                           OpenSSL's defaults)
   --tls-ca PATH            ask for client certificates verified against these
                            PEM CA certificates
   --tls-client-cert MODE   optional (default with --tls-ca) or required
