@@ -94,6 +94,12 @@ PEREGRINE_FRAMEWORK_MATRIX="$matrix" "$venv/bin/python" -m pytest tests -q -p no
 # Release builds run without Swift's run-time exclusivity checks (see
 # Package.swift); the asynchronous paths, where an overlapping access could
 # hide, run once more on a debug build that keeps them.
+# Mixed traffic, SIGHUPs and a worker killed twice, two minutes: nothing may fail but the killed
+# workers' in-flight requests, and every worker must give its descriptors back (issue 19 point 5).
+step "soak (2 minutes, benchmarks/soak.py)"
+"$venv/bin/python" benchmarks/soak.py --duration 120 --sighup-every 60 --kill-every 45 \
+    --bin "$venv/bin/peregrine" --output "$root/.build/soak.json"
+
 step "pytest: ASGI, HTTP/2 and WebSocket end-to-end on a debug build (exclusivity checks on)"
 for product in peregrine-worker peregrine; do
     PYTHON="$venv/bin/python" scripts/swiftpm build --product "$product" -j 2 2>&1 | tail -n 3
