@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+from wt_chromium import CHROMIUM, chromium_echo
 from wtclient_aioquic import (
     FIRST_WT_ERROR,
     LAST_WT_ERROR,
@@ -25,6 +26,7 @@ from wtserver_aioquic import EchoServerState, echo_server
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
     from tls_support import TLSFiles
 
@@ -101,3 +103,34 @@ def test_aioquic_client_reset_carries_a_mapped_code(reference: tuple[int, EchoSe
 
     WebTransportClient(port).run("/echo", scenario)
     assert any(code == 0x42 for _stream, code in state.resets)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium (Debian chromium) is not installed")
+def test_chromium_harness_echo_scenario(
+    reference: tuple[int, EchoServerState], tls_files: TLSFiles, tmp_path: Path
+) -> None:
+    port, state = reference
+    spec = {
+        "bidi": ["one", "two" * 1000],
+        "uni": ["u1"],
+        "datagrams": ["d1"],
+        "close": {"code": 7, "reason": "chromium"},
+    }
+    result = chromium_echo(port, "/echo", spec, tls_files.cert, tmp_path)
+    assert result == {
+        "status": 200,
+        "bidi": ["one", "two" * 1000],
+        "uni": ["u1"],
+        "datagrams": ["d1"],
+        "closed": {"code": 7, "reason": "chromium"},
+    }, result
+    assert (7, "chromium") in state.closes
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium (Debian chromium) is not installed")
+def test_chromium_harness_sees_the_server_close(
+    reference: tuple[int, EchoServerState], tls_files: TLSFiles, tmp_path: Path
+) -> None:
+    port, _state = reference
+    result = chromium_echo(port, "/close?code=4000&reason=server+bye", {"await_close": True}, tls_files.cert, tmp_path)
+    assert result["closed"] == {"code": 4000, "reason": "server bye"}, result
