@@ -22,6 +22,7 @@ from wtclient_aioquic import (
     http3_code_to_webtransport,
     webtransport_code_to_http3,
 )
+from wtclient_pywebtransport import MISSING, PYWEBTRANSPORT, pywebtransport_echo, pywebtransport_echo_server
 from wtserver_aioquic import EchoServerState, echo_server
 
 if TYPE_CHECKING:
@@ -134,3 +135,28 @@ def test_chromium_harness_sees_the_server_close(
     port, _state = reference
     result = chromium_echo(port, "/close?code=4000&reason=server+bye", {"await_close": True}, tls_files.cert, tmp_path)
     assert result["closed"] == {"code": 4000, "reason": "server bye"}, result
+
+
+@pytest.mark.skipif(PYWEBTRANSPORT is None, reason=MISSING)
+def test_pywebtransport_harness_against_pywebtransport_server(tls_files: TLSFiles) -> None:
+    with pywebtransport_echo_server(tls_files.cert, tls_files.key) as server:
+        spec = {
+            "bidi": ["one", "two" * 1000],
+            "uni": ["u1"],
+            "datagrams": ["d1"],
+            "close": {"code": 9, "reason": "done"},
+        }
+        result = pywebtransport_echo(server.port, "/echo", spec)
+        assert result == {
+            "status": 200,
+            "bidi": ["one", "two" * 1000],
+            "uni": ["u1"],
+            "datagrams": ["d1"],
+            "closed": {"code": 9, "reason": "done"},
+        }, result
+        assert server.wait_close() == {"code": 9, "reason": "done"}
+        closed = pywebtransport_echo(server.port, "/close?code=4000&reason=server+bye", {"await_close": True})
+        assert closed["closed"] == {"code": 4000, "reason": "server bye"}, closed
+        refused = pywebtransport_echo(server.port, "/missing", {})
+        assert refused["status"] == 0
+        assert "error" in refused
