@@ -496,3 +496,43 @@ def test_a_failing_receive_ends_the_session_for_every_waiter() -> None:
         assert session.close_code == 0
 
     run(scenario())
+
+
+def test_finished_streams_are_forgotten_so_long_sessions_do_not_grow() -> None:
+    async def scenario() -> None:
+        peer = FakePeer()
+        session = await accepted(peer)
+        for stream_id in range(0, 400, 4):
+            peer.push_data(stream_id, b"x", end=True)  # bidirectional: forgotten once we end our side too
+            stream = await session.accept_stream()
+            assert await stream.read_all() == b"x"
+            await stream.send(b"y", end=True)
+        for stream_id in range(2, 400, 4):
+            peer.push_data(stream_id, b"u", end=True, uni=True)  # unidirectional: forgotten with its FIN
+            assert await (await session.accept_stream()).read_all() == b"u"
+        for _ in range(100):
+            assert (await peer.sent())["end"]  # the echoes above
+        opening = asyncio.ensure_future(session.open_stream(unidirectional=True))
+        tag = (await peer.sent())["tag"]
+        peer.push("stream.opened", stream=3, unidirectional=True, tag=tag)
+        await (await opening).send(b"z", end=True)
+        peer.push_data(400, b"", end=False)  # a live stream stays
+        await session.accept_stream()
+        assert list(session._streams) == [400]
+
+    run(scenario())
+
+
+def test_peer_data_on_our_stream_before_the_opened_answer_is_kept() -> None:
+    async def scenario() -> None:
+        peer = FakePeer()
+        session = await accepted(peer)
+        opening = asyncio.ensure_future(session.open_stream())
+        tag = (await peer.sent())["tag"]
+        peer.push_data(1, b"early", peer=False)
+        peer.push("stream.opened", stream=1, unidirectional=False, tag=tag)
+        peer.push_data(1, b" late", end=True, peer=False)
+        stream = await opening
+        assert await stream.read_all() == b"early late"
+
+    run(scenario())

@@ -178,14 +178,16 @@ class WebTransportStream:
         self._session._check_open()
         if end:
             self._send_ended = True
+            self._session._forget_if_done(self)
         await self._session._send(
             {"type": "webtransport.stream.send", "stream": self.stream_id, "data": bytes(data), "end": end}
         )
 
     async def reset(self, code: int = 0) -> None:
         """Abandon our sending side (RESET_STREAM with this WebTransport application code)."""
-        self._send_ended = True
         self._session._check_open()
+        self._send_ended = True
+        self._session._forget_if_done(self)
         await self._session._send({"type": "webtransport.stream.reset", "stream": self.stream_id, "code": code})
 
     async def stop(self, code: int = 0) -> None:
@@ -443,6 +445,7 @@ class WebTransportSession:
             stream = self._streams.get(int(event["stream"]))
             if stream is not None and self._state == "accepted" and not stream._receive_complete:
                 stream._receive_complete = True
+                self._forget_if_done(stream)
                 await stream._chunks.put(StreamResetError(stream.stream_id, int(event["code"])))
         elif kind == "webtransport.stream.stop":
             stream = self._streams.get(int(event["stream"]))
@@ -481,17 +484,35 @@ class WebTransportSession:
             await stream._chunks.put(data)
         if event.get("end", False) and not stream._receive_complete:
             stream._receive_complete = True
+            self._forget_if_done(stream)
             await stream._chunks.put(_END)
 
     def _on_opened(self, event: Message) -> None:
         tag = event.get("tag")
         future = self._opening.get(tag) if isinstance(tag, int) else None
-        stream = WebTransportStream(
-            self, int(event["stream"]), unidirectional=bool(event["unidirectional"]), opened_by_peer=False
-        )
-        self._streams[stream.stream_id] = stream
+        stream_id = int(event["stream"])
+        # Should the peer's first bytes on it have come before the answer, the stream exists already.
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            stream = WebTransportStream(
+                self, stream_id, unidirectional=bool(event["unidirectional"]), opened_by_peer=False
+            )
+            self._streams[stream_id] = stream
         if future is not None and not future.done():
             future.set_result(stream)
+
+    def _forget_if_done(self, stream: WebTransportStream) -> None:
+        """Drop the session's reference to a stream no event can concern any more.
+
+        The receive side is done once the peer's FIN or reset was dispatched (the extension sends nothing
+        for a stream after those); the send side once we ended or reset it. A unidirectional stream has
+        one side; a peer's unidirectional stream is done with its receive side (a paired reply needs no
+        entry here). Whoever holds the stream object can still read what is queued in it.
+        """
+        receive_done = stream._receive_complete or not stream.readable
+        send_done = stream._send_ended or (stream.unidirectional and stream.opened_by_peer)
+        if receive_done and send_done:
+            self._streams.pop(stream.stream_id, None)
 
     def _fail_all(self, failure: BaseException, *, ended: bool = False) -> None:
         """Wake every waiter: streams still open fail, the new-stream and datagram queues end."""
