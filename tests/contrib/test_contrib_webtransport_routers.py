@@ -220,6 +220,14 @@ def test_fastapi_router_passes_path_parameters_as_keyword_arguments_and_http_to_
 
         app.add_middleware(webtransport.middleware)
         assert await http_get(app, "/items/7") == (200, b'{"item":7}')
+
+        @webtransport.webtransport("/late")  # registered after the middleware stack was built
+        async def late(session: WebTransportSession) -> None:
+            await session.reject(418)
+
+        peer = FakePeer()
+        await (await serve_session(app, "/late", peer))
+        assert (await peer.sent())["status"] == 418
         peer = FakePeer()
         serving = await serve_session(app, "/game/3/mario", peer)
         assert (await peer.sent())["type"] == "webtransport.accept"

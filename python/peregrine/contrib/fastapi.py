@@ -60,5 +60,10 @@ class WebTransportRouter(_starlette.WebTransportRouter):
         return self.route(path, name=name)
 
     def middleware(self, app: ASGIApp) -> WebTransportRouter:
-        """A router with these routes in front of `app`: pass to `app.add_middleware()`."""
-        return type(self)(app, self.routes)
+        """A router with these routes in front of `app`: pass to `app.add_middleware()`.
+
+        It shares this router's route list, so routes registered later are served too.
+        """
+        router = type(self)(app)
+        router.routes = self.routes
+        return router
