@@ -12,7 +12,9 @@
 #      the HTTP/3 session, capsules, WebSocket frames, permessage-deflate and
 #      the WebSocket handshake), Swift under ASan, our C under ASan + UBSan;
 #   5b. the benchmark harness in smoke mode (one short round, peregrine only);
-#   6. pytest: end-to-end tests against the installed server, and the install
+#   6. pytest (after scripts/pywebtransport-venv.sh: the venv of the
+#      WebTransport client pywebtransport, CPython >= 3.12, cached in
+#      ~/.cache/peregrine): end-to-end tests against the installed server, and the install
 #      test (fresh venvs of two interpreters); the framework matrix's outcomes
 #      (tests/e2e/test_framework_matrix.py) must be the table in CONFIG.md
 #      (scripts/framework_matrix.py --check);
@@ -83,6 +85,11 @@ fuzz/run.sh "${FUZZ_SECONDS:-10}"
 
 step "benchmark smoke (benchmarks/run.py --quick)"
 "$venv/bin/python" benchmarks/run.py --quick --peregrine "$venv/bin/peregrine"
+
+# pywebtransport (the current-draft WebTransport client of tests/e2e/wtclient_pywebtransport.py) needs
+# CPython >= 3.12: a venv of its own, cached in ~/.cache/peregrine/venv-pywebtransport (pyenv's 3.12 or 3.13).
+step "pywebtransport venv (WebTransport client of the current draft)"
+scripts/pywebtransport-venv.sh | tail -n 1
 
 step "pytest"
 matrix="$root/.build/framework-matrix.json"
