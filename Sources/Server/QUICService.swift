@@ -83,6 +83,7 @@ final class QUICService: DatagramHandler {
         c.initialMaxStreamDataBidiRemote = UInt64(config.quicStreamWindow)
         c.initialMaxData = UInt64(config.quicConnectionWindow)
         c.congestionControl = config.quicCongestion
+        c.keyUpdateInterval = UInt64(config.quicKeyUpdateInterval)
         c.alwaysRetry = config.quicRetry
         c.retryThreshold = config.quicRetryThreshold
         return c

@@ -64,6 +64,8 @@ extension QUICConnection {
                                                    largestReceived: spaces[space.rawValue].received.largest, keys: keys)
             } catch {
                 if case .connection(let e) = error { throw e }
+                // RFC 9001 §6.6: failed authentication counts toward the integrity limit.
+                if case .dropped(.decryptionFailed) = error { try countFailedDecryption(suite: keys.suite) }
                 return
             }
             if space == .handshake {
@@ -111,7 +113,10 @@ extension QUICConnection {
         var isUpdate = false
         if unprotected.keyPhase == kp.phase {
             aead = current.aead
-        } else if let previous = kp.previousRead, let first = kp.firstPacketInPhase, unprotected.packetNumber < first {
+        } else if let previous = kp.previousRead,
+                  kp.firstPacketInPhase == nil || unprotected.packetNumber < kp.firstPacketInPhase! {
+            // Sent before the peer's update — or, after an update of ours,
+            // before the peer took it (none of its packets in the new phase yet).
             aead = previous.aead
         } else {
             aead = kp.nextRead.aead
@@ -122,6 +127,8 @@ extension QUICConnection {
             payload = try PacketProtection.decryptPayload(packet, header: unprotected, key: aead)
         } catch {
             checkStatelessReset(tailToken, now: now)
+            // RFC 9001 §6.6: failed authentication counts toward the integrity limit.
+            if case .decryptionFailed = error, isOpen { try countFailedDecryption(suite: current.suite) }
             return nil
         }
         guard unprotected.reservedBitsAreZero else { throw .reservedBitsSet }
@@ -140,6 +147,11 @@ extension QUICConnection {
             kp.firstSentInPhase = nil
             kp.phaseAcknowledged = false
         } else if unprotected.keyPhase == kp.phase {
+            if kp.firstPacketInPhase == nil, kp.previousRead != nil, kp.discardPreviousAt == nil {
+                // The peer took our update (+KeyUpdate.swift): the previous
+                // keys go three PTOs from now (§6.5).
+                kp.discardPreviousAt = Instant(nanoseconds: now.nanoseconds + recovery.probeTimeout(includingMaxAckDelay: true))
+            }
             kp.firstPacketInPhase = min(kp.firstPacketInPhase ?? unprotected.packetNumber, unprotected.packetNumber)
         }
         keyPhase = kp

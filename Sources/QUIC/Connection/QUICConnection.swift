@@ -75,6 +75,8 @@ public final class QUICConnection {
 
     var spaces = [PacketSpaceState](repeating: PacketSpaceState(), count: 3)
     var keyPhase: KeyPhase?
+    /// Received packets that failed authentication (RFC 9001 §6.6).
+    var failedDecryptions: UInt64 = 0
     var recovery: LossRecovery<CongestionControl>
     /// The pacer held back data (RFC 9002 §7.7) until this time: the
     /// connection's deadline wakes it then. nil: not pacing-blocked.
