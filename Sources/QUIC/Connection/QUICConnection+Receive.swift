@@ -49,14 +49,17 @@ extension QUICConnection {
     private func receivePacket(_ header: PacketHeader, in datagram: UnsafeMutableRawBufferPointer, now: Instant) throws(QUICError) {
         switch header {
         case .long(let h):
-            guard h.version == version else { return }
             let space: PacketNumberSpace
             switch h.type {
             case .initial: space = .initial
             case .handshake: space = .handshake
             case .zeroRTT, .retry: return  // 0-RTT is never accepted (early data refused)
             }
-            guard let keys = spaces[space.rawValue].readKeys else { return }
+            // RFC 9369 §4: after a switch, Initials of the original version
+            // still open with its keys; anything else of another version is dropped.
+            let readKeys = h.version == version ? spaces[space.rawValue].readKeys
+                : space == .initial && h.version == originalVersion ? originalInitialReadKeys : nil
+            guard let keys = readKeys else { return }
             let packet = UnsafeMutableRawBufferPointer(rebasing: datagram[h.packet.start..<h.packet.end])
             let opened: PacketProtection.Opened
             do {

@@ -51,7 +51,18 @@ public final class QUICConnection {
 
     let context: EndpointContext
     let configuration: QUICConfiguration
-    let version: QUICVersion
+    /// The version in use: the client's first, or the one compatible
+    /// version negotiation moved to (RFC 9368, +VersionNegotiation.swift).
+    var version: QUICVersion
+    /// The version of the client's first Initial (RFC 9368 §2: "original").
+    let originalVersion: QUICVersion
+    /// After a switch: the original version's Initial read keys, kept until
+    /// a Handshake packet is processed (RFC 9369 §4).
+    var originalInitialReadKeys: PacketKeys?
+    /// The client's hello was read and the version settled.
+    var versionDecided = false
+    /// Our transport parameters (re-encoded when the version changes).
+    var localParameters: TransportParameters
     public private(set) var path: DatagramPath
     /// The Destination Connection ID of the client's first Initial (§7.3):
     /// before a Retry, as the Retry token recorded it.
@@ -171,6 +182,8 @@ public final class QUICConnection {
         self.context = context
         self.configuration = configuration
         self.version = version
+        originalVersion = version
+        localParameters = parameters
         self.path = path
         self.originalDestinationID = originalDestinationID
         let initialDestinationID = initialDestinationID ?? originalDestinationID
