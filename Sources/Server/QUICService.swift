@@ -73,6 +73,7 @@ final class QUICService: DatagramHandler {
         endpoint = QUICEndpoint(configuration: configuration,
                                 connectionIDs: ServerConnectionIDs(socketIndex: socket.index, secret: statelessSecret),
                                 tokenSecret: statelessSecret, makeHandshake: { parameters in tls.makeSession(transportParameters: parameters) })
+        if let directory = worker.config.quicLogDirectory { endpoint.makeQLogTrace = QLogFiles.factory(directory: directory) }
     }
 
     /// The QUIC settings the options ask for.

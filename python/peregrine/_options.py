@@ -130,6 +130,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--quic-connection-window", Kind.SIZE),
     Option("--quic-congestion", Kind.TEXT, choices=("cubic", "newreno")),
     Option("--quic-key-update-interval", Kind.INTEGER),
+    Option("--quic-log", Kind.PATH),
     Option("--quic-retry", Kind.FLAG),
     Option("--quic-retry-threshold", Kind.INTEGER),
     Option("--forwarded-allow-ips", Kind.COMMA_LIST),

@@ -91,11 +91,13 @@ extension QUICConnection {
         for frame in frameScratch { frameAcked(frame, space: space) }
         frameScratch.removeAll(keepingCapacity: true)
         handleLost()
+        if let qlog { qlog.recoveryUpdated(recovery, now: now) }
     }
 
     /// Re-queues what the packets in `lostScratch` carried (§13.3).
     func handleLost() {
         for (space, pn) in lostScratch {
+            if let qlog { qlog.packetLost(space, packetNumber: pn, now: lastSeen) }
             frameScratch.removeAll(keepingCapacity: true)
             spaces[space.rawValue].sent.resolve(pn, into: &frameScratch)
             for frame in frameScratch { frameLost(frame, space: space) }

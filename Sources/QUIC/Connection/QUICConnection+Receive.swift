@@ -173,6 +173,7 @@ extension QUICConnection {
                          destination: ConnectionID, now: Instant) throws(QUICError) {
         let pn = opened.header.packetNumber
         guard !spaces[space.rawValue].received.isDuplicate(pn) else { return }
+        if let qlog { qlog.packetReceived(space, packetNumber: pn, length: packet.count, now: now) }
         var frames = try FrameDecoder(opened.payload, in: packet, kind: space.packetKind,
                                       options: FrameDecodingOptions(maxDatagramFrameSize: configuration.maxDatagramFrameSize,
                                                                                peerIsClient: true))

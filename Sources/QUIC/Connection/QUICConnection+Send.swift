@@ -213,6 +213,7 @@ extension QUICConnection {
         // RFC 9002 §2: in flight = ack-eliciting or padded; ACK-only packets are not.
         recovery.onPacketSent(space: d.space, packetNumber: d.packetNumber, bytes: total, ackEliciting: d.ackEliciting,
                               inFlight: d.ackEliciting, now: now)
+        if let qlog { qlog.packetSent(d.space, packetNumber: d.packetNumber, length: total, now: now) }
     }
 
     // MARK: closing (§10.2.1, §10.2.3)
@@ -300,5 +301,6 @@ extension QUICConnection {
                               headerLength: d.headerLength, payloadLength: d.payloadLength,
                               packetNumber: d.packetNumber, keys: spaces[d.space.rawValue].writeKeys!)
         if d.space == .application { keyPhase?.packetsSentInPhase += 1 }
+        if let qlog { qlog.packetSent(d.space, packetNumber: d.packetNumber, length: total, now: lastSeen) }
     }
 }

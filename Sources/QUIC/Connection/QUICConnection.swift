@@ -86,6 +86,9 @@ public final class QUICConnection {
 
     var spaces = [PacketSpaceState](repeating: PacketSpaceState(), count: 3)
     var keyPhase: KeyPhase?
+    /// qlog events of this connection (`--quic-log`); nil: none, for the
+    /// cost of a nil check per hook (+QLog.swift).
+    var qlog: QLogTrace?
     /// Received packets that failed authentication (RFC 9001 §6.6).
     var failedDecryptions: UInt64 = 0
     var recovery: LossRecovery<CongestionControl>
@@ -210,6 +213,7 @@ public final class QUICConnection {
         context.routes[localID] = self
         context.routes[initialDestinationID] = self
         restartIdleTimer(now: now)
+        qlog = context.makeQLogTrace?(originalDestinationID, now)
     }
 
     /// Our current Source Connection ID (sequence 0).
