@@ -45,16 +45,22 @@ def versions(original: int, available: list[int]) -> Callable[[QuicConfiguration
     return configure
 
 
+@pytest.mark.parametrize("retry", [False, True], ids=["direct", "after-retry"])
 @pytest.mark.parametrize("target", TARGETS)
-def test_v1_initial_moves_to_v2(tls_server: Callable[..., Server], tls_files: TLSFiles, target: str) -> None:
+def test_v1_initial_moves_to_v2(
+    tls_server: Callable[..., Server], tls_files: TLSFiles, target: str, retry: bool
+) -> None:
     """A v1 Initial listing [v2, v1]: the connection runs v2 (aioquic checked our version_information:
-    Chosen Version v2, a downgrade check of RFC 9368 §4), and a 1 MiB body arrives intact."""
-    server = tls_server(target, "--http3")
+    Chosen Version v2, a downgrade check of RFC 9368 §4), and a 1 MiB body arrives intact. After a Retry
+    (sent in the original version, RFC 9369 §4) the switch happens on the Initial that carries the token,
+    with v2 Initial keys from the Retry's connection ID."""
+    server = tls_server(target, "--http3", *(["--quic-retry"] if retry else []))
     c = H3Client(port=server.port, ca=tls_files.ca, configure=versions(V1, [V2, V1]), timeout=60.0)
     response = c.request("GET", f"/big?n={1 << 20}")
     assert response.status == 200
     assert response.body == pattern(1 << 20)
     assert c.connection_facts["version"] == V2
+    assert c.connection_facts["retried"] == retry
 
 
 def test_client_order_is_followed(tls_server: Callable[..., Server], tls_files: TLSFiles) -> None:
