@@ -133,6 +133,12 @@ options:
   --quic-congestion ALGORITHM
                            QUIC congestion control: cubic (RFC 9438 with
                            HyStart++, default) or newreno (RFC 9002)
+  --quic-key-update-interval N
+                           QUIC packets sent under one key before the server
+                           updates the keys (0-4194304, default 1048576; 0:
+                           only at half the AEAD limit)
+  --quic-log DIR           write a qlog trace of each QUIC connection into DIR
+                           (one JSON-SEQ file each; for debugging)
   --quic-retry             send every new QUIC client a Retry to prove its
                            address first (one more round trip; a NEW_TOKEN
                            token from an earlier connection skips it)
@@ -383,6 +389,9 @@ public enum CommandLineParser {
                     throw UsageError(message: "--quic-congestion must be cubic or newreno, got '\(v)'")
                 }
                 config.quicCongestion = algorithm
+            case "--quic-key-update-interval":
+                config.quicKeyUpdateInterval = try integer(name, try value(), Config.quicKeyUpdateIntervalRange)
+            case "--quic-log": config.quicLogDirectory = try path(name, try value())
             case "--quic-retry": try flag(); config.quicRetry = true
             case "--quic-retry-threshold":
                 config.quicRetryThreshold = try integer(name, try value(), Config.quicRetryThresholdRange)

@@ -29,6 +29,8 @@ final class EndpointContext {
     private var readyHead = 0
 
     var deadlines = DeadlineHeap()
+    /// qlog (QUICEndpoint+QLog.swift): a trace for each new connection, or nil.
+    var makeQLogTrace: ((ConnectionID, Instant) -> QLogTrace?)?
 
     init(configuration: QUICConfiguration, connectionIDs: ConnectionIDSource, addressTokens: AddressTokens) {
         self.configuration = configuration
