@@ -29,6 +29,9 @@ final class H3RequestRecord {
     /// The end of the request went out in an event (`endStream`, trailers).
     var endReported = false
     var response = Response.awaitingHead
+    /// The first varint of the stream was looked at for the WebTransport
+    /// signal (only when WebTransport is on).
+    var signalChecked = false
 
     init(id: UInt64, allowConnectProtocol: Bool, frameLimits: H3FrameReader.Limits) {
         self.id = id

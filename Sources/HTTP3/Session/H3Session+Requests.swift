@@ -102,6 +102,22 @@ extension H3Session {
         }
         let r = requests[id]!
         if r.requestDone { return (nil, bytes.count) }
+        if !r.signalChecked && limits.webTransport != nil {
+            // draft-ietf-webtrans-http3 §4.3: the signal 0x41 "as the first
+            // bytes" of a client bidirectional stream makes it a WebTransport
+            // stream, not a request. A partial varint waits for more.
+            guard let (first, n) = QUICVarInt.decode(bytes, at: 0) else {
+                guard fin else { return (nil, 0) }
+                r.signalChecked = true  // ends inside it: malformed below
+                return receiveRequest(id, bytes, fin: fin)
+            }
+            r.signalChecked = true
+            if first == WebTransportStreamHeader.bidiSignal {
+                // Nothing of it reached the QPACK decoder: nothing to cancel.
+                remove(id)
+                return (.webTransportStream(streamID: id, bidirectional: true), n)
+            }
+        }
         if r.isDecoding {
             if fin && bytes.isEmpty { r.finSeen = true }
             return (nil, 0)

@@ -183,6 +183,10 @@ final class Glue {
             run.connection.append("goaway \(id)")
         case .connectionError:
             run.failed = true
+        case .webTransportStream(let id, let bidi):
+            // Handed to WebTransport: never fed to the session again.
+            note(id, "webtransport \(bidi)")
+            dead.insert(id)
         }
         return nil
     }

@@ -1,0 +1,75 @@
+// H3Session hands WebTransport streams to the glue (draft-ietf-webtrans-http3
+// §4.2, §4.3; draft-02 §4.1, §4.2): a client bidirectional stream starting
+// with the signal 0x41, a unidirectional stream of type 0x54 — only with
+// WebTransport on.
+
+import XCTest
+@testable import HTTP3
+
+final class WebTransportHandOffTests: XCTestCase {
+    private func glue(webTransport: Bool = true) -> Glue {
+        var l = H3Limits()
+        if webTransport { l.webTransport = WebTransportLimits() }
+        let g = Glue(l)
+        g.startClient()
+        return g
+    }
+
+    // 0x41 is a two-byte varint (40 41); then session ID 0, then data.
+    func testBidiStreamWithSignalIsHandedOverWholeSplitAndWithTrailingBytes() {
+        let stream = hex("40 41 00") + bytes("hello")
+        for piece in [stream.count, 1, 2] {
+            let g = glue()
+            g.deliver(4, stream, pieceSize: piece)
+            XCTAssertEqual(g.take(), [.webTransportStream(4, bidirectional: true)], "pieces of \(piece)")
+            XCTAssertEqual(g.handedOff[4], hex("00") + bytes("hello"), "the signal consumed, the rest the registry's")
+            XCTAssertEqual(g.session.openRequestCount, 0, "not a request stream")
+        }
+    }
+
+    func testUniStreamOfType0x54IsHandedOver() {
+        let stream = hex("40 54 04") + bytes("up")
+        for piece in [stream.count, 1] {
+            let g = glue()
+            g.deliver(2 + 12, stream, pieceSize: piece)
+            XCTAssertEqual(g.take(), [.webTransportStream(14, bidirectional: false)])
+            XCTAssertEqual(g.handedOff[14], hex("04") + bytes("up"))
+        }
+    }
+
+    // The one-byte encoding of a request's first frame (HEADERS, 0x01) is no
+    // signal: an ordinary request goes on as before with WebTransport on.
+    func testOrdinaryRequestIsUnaffected() {
+        let g = glue()
+        g.deliver(0, Wire.headers(Wire.get), fin: true)
+        XCTAssertEqual(g.take(), [.request(0, [":method: GET", ":scheme: https", ":authority: a.example", ":path: /"], end: true)])
+    }
+
+    // A stream ending inside the first varint ends inside a frame header,
+    // as without WebTransport (RFC 9114 §7.1: H3_FRAME_ERROR).
+    func testStreamEndingInsideTheSignalIsAFrameError() {
+        let g = glue()
+        g.deliver(0, hex("40"), fin: true)
+        XCTAssertEqual(g.take(), [.error(0, .frameTruncatedAtEnd)])
+    }
+
+    // Off: 0x41 is an unknown frame type on a request stream (the length
+    // byte 0x00, then garbage), and type 0x54 an unknown stream type.
+    func testOffTheSignalIsNotSpecial() {
+        let g = glue(webTransport: false)
+        g.deliver(6 + 8, hex("40 54 04"))
+        XCTAssertEqual(g.take(), [.ignored(14, .streamCreationError)])
+        g.deliver(0, hex("40 41 00") + Wire.headers(Wire.get), fin: true)
+        XCTAssertEqual(g.take().count, 1)
+        XCTAssertNil(g.handedOff[0])
+    }
+
+    // Only the very first bytes count: 0x41 after the HEADERS frame is an
+    // unknown frame type as before (skipped by its length).
+    func testSignalLaterInTheStreamIsNotAHandOff() {
+        let g = glue()
+        g.deliver(0, Wire.headers(Wire.get) + hex("40 41 00"), fin: true)
+        XCTAssertEqual(g.take(), [.request(0, [":method: GET", ":scheme: https", ":authority: a.example", ":path: /"], end: false),
+                                  .data(0, "", end: true)])
+    }
+}
