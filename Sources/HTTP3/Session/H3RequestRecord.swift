@@ -32,6 +32,10 @@ final class H3RequestRecord {
     /// The first varint of the stream was looked at for the WebTransport
     /// signal (only when WebTransport is on).
     var signalChecked = false
+    /// Opened at or above our GOAWAY identifier with WebTransport on: a
+    /// WebTransport stream is handed over, anything else refused
+    /// (H3_REQUEST_REJECTED) once its first bytes arrive.
+    var refuseUnlessWebTransport = false
 
     init(id: UInt64, allowConnectProtocol: Bool, frameLimits: H3FrameReader.Limits) {
         self.id = id

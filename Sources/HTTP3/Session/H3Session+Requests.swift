@@ -82,9 +82,16 @@ extension H3Session {
     /// A new request stream, or the refusal of one.
     func open(_ id: UInt64) -> H3Event? {
         if highestRequestStreamID.map({ id > $0 }) ?? true { highestRequestStreamID = id }
-        if let goAwayID, id >= goAwayID { return refuse(id, .requestAfterGoaway) }
+        let afterGoAway = goAwayID.map { id >= $0 } ?? false
+        // With WebTransport on, a stream past our GOAWAY may still be a data
+        // stream of a session that lives on (draft-ietf-webtrans-http3 §4.7:
+        // after GOAWAY an endpoint "MAY open new WebTransport streams"): it
+        // is refused only once its first bytes show it is a request.
+        if afterGoAway && limits.webTransport == nil { return refuse(id, .requestAfterGoaway) }
         if requests.count >= limits.maxConcurrentStreams { return refuse(id, .tooManyRequestStreams) }
-        requests[id] = H3RequestRecord(id: id, allowConnectProtocol: limits.enableConnectProtocol, frameLimits: frameLimits)
+        let r = H3RequestRecord(id: id, allowConnectProtocol: limits.enableConnectProtocol, frameLimits: frameLimits)
+        r.refuseUnlessWebTransport = afterGoAway
+        requests[id] = r
         return nil
     }
 
@@ -108,7 +115,7 @@ extension H3Session {
             // stream, not a request. A partial varint waits for more.
             guard let (first, n) = QUICVarInt.decode(bytes, at: 0) else {
                 guard fin else { return (nil, 0) }
-                r.signalChecked = true  // ends inside it: malformed below
+                r.signalChecked = true  // ends inside it: malformed below (or refused)
                 return receiveRequest(id, bytes, fin: fin)
             }
             r.signalChecked = true
@@ -117,6 +124,10 @@ extension H3Session {
                 remove(id)
                 return (.webTransportStream(streamID: id, bidirectional: true), n)
             }
+        }
+        if r.refuseUnlessWebTransport {
+            requests[id] = nil
+            return (refuse(id, .requestAfterGoaway), bytes.count)
         }
         if r.isDecoding {
             if fin && bytes.isEmpty { r.finSeen = true }

@@ -142,7 +142,8 @@ public final class H3Session {
         if let wt = l.webTransport { localSettings.webTransport = wt.advertised }
         decoder = QPACKDecoder(maxTableCapacity: l.qpackMaxTableCapacity, maxBlockedStreams: l.qpackBlockedStreams,
                                maxFieldSectionSize: l.maxFieldSectionSize)
-        frameLimits = H3FrameReader.Limits(maxHeadersLength: l.maxHeadersFrameBytes, maxSettingsLength: l.maxSettingsFrameBytes)
+        frameLimits = H3FrameReader.Limits(maxHeadersLength: l.maxHeadersFrameBytes, maxSettingsLength: l.maxSettingsFrameBytes,
+                                           rejectsWebTransportStreamFrame: l.webTransport != nil)
         controlStream = H3ControlStream(limits: frameLimits)
         closedRequests = ClosedStreamIDs(capacity: l.closedStreamMemory)
         sendSection.reserveCapacity(256)
@@ -176,7 +177,9 @@ public final class H3Session {
     public var isFinished: Bool {
         if failure != nil { return true }
         guard let goAwayID, goAwayID <= nextRequestStreamID else { return false }
-        return requests.isEmpty
+        // Streams past the GOAWAY that may yet be WebTransport data streams
+        // (`open`) hold nothing up: their sessions are requests of their own.
+        return requests.values.allSatisfy { $0.refuseUnlessWebTransport }
     }
 
     /// The connection error that ended the session, if any.

@@ -6,10 +6,11 @@
 import Core
 
 extension WebTransportRegistry {
-    /// `H3Session` handed over stream `id` (its signal or type consumed).
-    public func streamOpened(streamID id: UInt64, bidirectional: Bool) {
+    /// `H3Session` handed over stream `id`; its signal or type took the
+    /// first `signalLength` bytes (what `receive` consumed with the event).
+    public func streamOpened(streamID id: UInt64, bidirectional: Bool, signalLength: Int = 2) {
         guard !failed, pending[id] == nil, attached[id] == nil else { return }
-        pending[id] = .header(H3UniStreamPreamble(), bidirectional: bidirectional)
+        pending[id] = .header(H3UniStreamPreamble(), bidirectional: bidirectional, read: signalLength)
     }
 
     /// Feeds the next bytes of a peer stream handed over by `H3Session`, in
@@ -22,13 +23,13 @@ extension WebTransportRegistry {
         var i = 0
         if let p = pending[id] {
             switch p {
-            case .header(var reader, let bidi):
+            case .header(var reader, let bidi, let read):
                 let (value, n) = reader.read(bytes)
                 i = n
                 guard let value else {
                     // A stream that ends inside its header is nothing (§4.2
                     // gives it no meaning; RFC 9114 §6.2 tolerates the same).
-                    pending[id] = fin ? nil : .header(reader, bidirectional: bidi)
+                    pending[id] = fin ? nil : .header(reader, bidirectional: bidi, read: read + n)
                     return (nil, i)
                 }
                 let session = value.rawValue
@@ -36,7 +37,7 @@ extension WebTransportRegistry {
                     failConnection(.idError, "WebTransport session ID is not a client bidirectional stream")
                     return (nil, bytes.count)
                 }
-                pending[id] = .held(session: session, bidirectional: bidi)
+                pending[id] = .held(session: session, bidirectional: bidi, headerLength: read + n)
                 heldCount += 1
                 if let refusal = admit(id, session: session) {
                     emit(.abortStream(streamID: id, code: refusal))
@@ -45,7 +46,7 @@ extension WebTransportRegistry {
             case .held:
                 break
             }
-            guard case .held(let session, let bidi) = pending[id]! else { preconditionFailure() }
+            guard case .held(let session, let bidi, let headerLength) = pending[id]! else { preconditionFailure() }
             guard let s = sessions[session], s.state == .accepted else { return (nil, i) }
             pending[id] = nil
             heldCount -= 1
@@ -62,19 +63,11 @@ extension WebTransportRegistry {
             }
             s.streams.insert(id)
             attached[id] = session
-            peerOpenedStreams.insert(id)
+            peerStreamBytes[id] = (headerLength, 0)
         }
         guard let session = attached[id], let s = sessions[session] else { return (nil, bytes.count) }
         let body = UnsafeRawBufferPointer(rebasing: bytes[i...])
-        if s.flow != nil {
-            do { try s.flow!.receivedData(body.count) } catch {
-                // §5.6.4: "If an endpoint receives Stream Body data in excess
-                // of this limit, it MUST close the WebTransport session with
-                // a WT_FLOW_CONTROL_ERROR error code."
-                fail(s, code: WebTransportErrorCode.flowControlError)
-                return (nil, bytes.count)
-            }
-        }
+        guard count(UInt64(body.count), on: id, in: s) else { return (nil, bytes.count) }
         guard !body.isEmpty || fin else { return (nil, bytes.count) }
         return (.streamData(sessionID: session, streamID: id, bytes: body, fin: fin), bytes.count)
     }
@@ -101,14 +94,40 @@ extension WebTransportRegistry {
         return refusal
     }
 
-    /// The peer reset its side of stream `id` (RESET_STREAM).
-    public func peerReset(streamID id: UInt64, code: H3ErrorCode) {
+    /// Counts body bytes of peer stream `id` against the session's data
+    /// limit; false if that failed the session.
+    private func count(_ n: UInt64, on id: UInt64, in s: WebTransportSessionRecord) -> Bool {
+        if let b = peerStreamBytes[id] { peerStreamBytes[id] = (b.header, b.body + n) }
+        guard s.flow != nil else { return true }
+        do { try s.flow!.receivedData(Int(n)) } catch {
+            // §5.6.4: "If an endpoint receives Stream Body data in excess of
+            // this limit, it MUST close the WebTransport session with a
+            // WT_FLOW_CONTROL_ERROR error code."
+            fail(s, code: WebTransportErrorCode.flowControlError)
+            return false
+        }
+        return true
+    }
+
+    /// The peer reset its side of stream `id` (RESET_STREAM) at `finalSize`
+    /// bytes (if QUIC tells): body bytes it sent that never arrived still
+    /// count against the session's data limit (§5.4: "implementing
+    /// WT_MAX_DATA requires that the QUIC stack provide ... the final size").
+    public func peerReset(streamID id: UInt64, code: H3ErrorCode, finalSize: UInt64? = nil) {
         guard !failed else { return }
         if let p = pending.removeValue(forKey: id) {
             if case .held = p { heldCount -= 1 }
             return
         }
         guard let session = attached[id] else { return }
+        if let finalSize, let b = peerStreamBytes[id], let s = sessions[session] {
+            let body = finalSize > UInt64(b.header) ? finalSize - UInt64(b.header) : 0
+            if body > b.body {
+                guard count(body - b.body, on: id, in: s) else { return }
+                // Never read: the application cannot consume it; credit it now.
+                dataConsumed(sessionID: session, count: Int(body - b.body))
+            }
+        }
         emit(.streamReset(sessionID: session, streamID: id, applicationCode: WebTransportErrorCode.applicationCode(http3: code)))
     }
 
@@ -126,7 +145,7 @@ extension WebTransportRegistry {
             return
         }
         guard let session = attached.removeValue(forKey: id) else { return }
-        let wasPeers = peerOpenedStreams.remove(id) != nil
+        let wasPeers = peerStreamBytes.removeValue(forKey: id) != nil
         guard let s = sessions[session] else { return }
         s.streams.remove(id)
         guard wasPeers, s.flow != nil else { return }

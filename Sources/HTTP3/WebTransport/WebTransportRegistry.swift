@@ -63,10 +63,11 @@ public final class WebTransportRegistry {
     var closeReceived: ClosedStreamIDs
 
     enum PeerStream {
-        /// Reading the Session ID.
-        case header(H3UniStreamPreamble, bidirectional: Bool)
-        /// Waiting for session `session` to be accepted.
-        case held(session: UInt64, bidirectional: Bool)
+        /// Reading the Session ID; `read` bytes of the stream so far.
+        case header(H3UniStreamPreamble, bidirectional: Bool, read: Int)
+        /// Waiting for session `session` to be accepted; `headerLength`
+        /// bytes of the stream were its header.
+        case held(session: UInt64, bidirectional: Bool, headerLength: Int)
     }
 
     /// Peer streams not yet attached to a session.
@@ -74,8 +75,9 @@ public final class WebTransportRegistry {
     var heldCount = 0
     /// Every attached stream (ours and the peer's) → its session.
     var attached: [UInt64: UInt64] = [:]
-    /// Whether an attached stream was opened by the peer (for credit).
-    var peerOpenedStreams: Set<UInt64> = []
+    /// Attached peer streams: their header length and body bytes counted
+    /// (for credit when they finish, and a reset's final size, §5.4).
+    var peerStreamBytes: [UInt64: (header: Int, body: UInt64)] = [:]
 
     var heldDatagrams: [(session: UInt64, payload: [UInt8])] = []
     /// Datagrams dropped: over the held bound, or for a session that went.
@@ -210,7 +212,7 @@ public final class WebTransportRegistry {
         guard let s = sessions[id], s.state == .requested else { return }
         s.state = .accepted
         for (stream, p) in pending.sorted(by: { $0.key < $1.key }) {
-            if case .held(let session, _) = p, session == id { emit(.streamReleased(streamID: stream)) }
+            if case .held(let session, _, _) = p, session == id { emit(.streamReleased(streamID: stream)) }
         }
         var kept: [(session: UInt64, payload: [UInt8])] = []
         for d in heldDatagrams {
@@ -263,7 +265,7 @@ public final class WebTransportRegistry {
         for stream in s.streams.sorted() {
             emit(.abortStream(streamID: stream, code: WebTransportErrorCode.sessionGone))
             attached[stream] = nil
-            peerOpenedStreams.remove(stream)
+            peerStreamBytes[stream] = nil
         }
         s.streams.removeAll()
         forgetSession(s.id, refused: false)
@@ -276,7 +278,7 @@ public final class WebTransportRegistry {
         gone.remember(id)
         let code = refused ? WebTransportErrorCode.bufferedStreamRejected : WebTransportErrorCode.sessionGone
         for (stream, p) in pending.sorted(by: { $0.key < $1.key }) {
-            guard case .held(let session, _) = p, session == id else { continue }
+            guard case .held(let session, _, _) = p, session == id else { continue }
             pending[stream] = nil
             heldCount -= 1
             emit(.abortStream(streamID: stream, code: code))

@@ -64,12 +64,53 @@ final class WebTransportHandOffTests: XCTestCase {
         XCTAssertNil(g.handedOff[0])
     }
 
-    // Only the very first bytes count: 0x41 after the HEADERS frame is an
-    // unknown frame type as before (skipped by its length).
-    func testSignalLaterInTheStreamIsNotAHandOff() {
+    // Only the very first bytes count: WT_STREAM (0x41) as a frame anywhere
+    // else is a connection error H3_FRAME_ERROR (draft-ietf-webtrans-http3
+    // §4.3); with WebTransport off it is an unknown frame type, skipped.
+    func testWTStreamFrameLaterInARequestStreamIsFrameError() {
         let g = glue()
         g.deliver(0, Wire.headers(Wire.get) + hex("40 41 00"), fin: true)
-        XCTAssertEqual(g.take(), [.request(0, [":method: GET", ":scheme: https", ":authority: a.example", ":path: /"], end: false),
-                                  .data(0, "", end: true)])
+        XCTAssertEqual(g.take().last, .error(0, .misplacedWebTransportStream))
+        XCTAssertEqual(H3Error.misplacedWebTransportStream.code, .frameError)
+
+        let off = glue(webTransport: false)
+        off.deliver(0, Wire.headers(Wire.get) + hex("40 41 00"), fin: true)
+        XCTAssertEqual(off.take(), [.request(0, [":method: GET", ":scheme: https", ":authority: a.example", ":path: /"], end: false),
+                                    .data(0, "", end: true)])
+    }
+
+    func testWTStreamFrameOnTheControlStreamIsFrameError() {
+        var l = H3Limits()
+        l.webTransport = WebTransportLimits()
+        let g = Glue(l)
+        g.deliver(2, Wire.control(H3Settings(), extra: hex("40 41 00")))
+        XCTAssertEqual(g.take(), [.settings(H3Settings()), .error(2, .misplacedWebTransportStream)])
+    }
+
+    // After our GOAWAY a session may still get new WebTransport streams
+    // (§4.7); a new request there is still refused (RFC 9114 §5.2), once
+    // its first bytes show what it is.
+    func testAfterGoAwayWebTransportStreamsAreHandedOverAndRequestsRefused() {
+        let g = glue()
+        g.deliver(0, Wire.headers(Wire.get))
+        _ = g.take()
+        g.session.goAway()
+        g.opened(4)
+        g.opened(8)
+        XCTAssertEqual(g.take(), [], "not refused before their bytes")
+        g.deliver(4, hex("40 41 00") + bytes("x"))
+        g.deliver(8, Wire.headers(Wire.get), fin: true)
+        XCTAssertEqual(g.take(), [.webTransportStream(4, bidirectional: true), .error(8, .requestAfterGoaway)])
+    }
+
+    func testUnclassifiedStreamsPastGoAwayDoNotHoldTheShutdown() {
+        let g = glue()
+        g.session.goAway()
+        g.opened(0)
+        XCTAssertTrue(g.session.isFinished, "stream 0 past GOAWAY 0 may be WebTransport; it holds nothing up")
+        let off = glue(webTransport: false)
+        off.session.goAway()
+        off.opened(0)
+        XCTAssertEqual(off.take(), [.error(0, .requestAfterGoaway)])
     }
 }

@@ -267,4 +267,28 @@ final class WebTransportStreamsTests: XCTestCase {
             XCTAssertEqual(g.take(), [.connectionError(H3Datagram.datagramError)], "\(bad)")
         }
     }
+
+    // §5.4: a reset stream's final size counts against WT_MAX_DATA (the
+    // header — signal 2 bytes, session ID 1 — excluded).
+    func testResetFinalSizeCountsAgainstTheDataLimit() {
+        var l = WebTransportLimits()
+        l.initialMaxData = 10
+        let g = h3Session(l, client: WTGlue.settings(h3: true, maxData: 1))
+        g.open(2, bidirectional: false)
+        g.deliver(2, hex("00") + bytes("abc"))
+        _ = g.take()
+        g.wt.peerReset(streamID: 2, code: WebTransportErrorCode.http3Code(application: 1), finalSize: 3 + 11)
+        XCTAssertEqual(g.take(), [.abort(2, gone), .failed(0, fcError)])
+
+        let ok = h3Session(l, client: WTGlue.settings(h3: true, maxData: 1))
+        ok.open(2, bidirectional: false)
+        ok.deliver(2, hex("00") + bytes("abc"))
+        _ = ok.take()
+        ok.wt.peerReset(streamID: 2, code: WebTransportErrorCode.http3Code(application: 1), finalSize: 3 + 10)
+        XCTAssertEqual(ok.take(), [.reset(0, 2, 1)])
+        // The 7 bytes never delivered are credited at once: WT_MAX_DATA 17.
+        XCTAssertEqual(ok.wt.takeOutput(sessionID: 0), hex("99 0b 4d 3d 01 11"))
+        ok.wt.dataConsumed(sessionID: 0, count: 3)
+        XCTAssertEqual(ok.wt.sessionsWithOutput, [], "20 is less than half a window above 17")
+    }
 }
