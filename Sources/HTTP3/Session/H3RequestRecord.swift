@@ -32,6 +32,8 @@ final class H3RequestRecord {
     /// The first varint of the stream was looked at for the WebTransport
     /// signal (only when WebTransport is on).
     var signalChecked = false
+    /// The first varint's bytes while it is incomplete.
+    var signalPrefix: [UInt8] = []
     /// Opened at or above our GOAWAY identifier with WebTransport on: a
     /// WebTransport stream is handed over, anything else refused
     /// (H3_REQUEST_REJECTED) once its first bytes arrive.

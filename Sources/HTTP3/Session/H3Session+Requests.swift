@@ -112,18 +112,41 @@ extension H3Session {
         if !r.signalChecked && limits.webTransport != nil {
             // draft-ietf-webtrans-http3 §4.3: the signal 0x41 "as the first
             // bytes" of a client bidirectional stream makes it a WebTransport
-            // stream, not a request. A partial varint waits for more.
-            guard let (first, n) = QUICVarInt.decode(bytes, at: 0) else {
-                guard fin else { return (nil, 0) }
-                r.signalChecked = true  // ends inside it: malformed below (or refused)
-                return receiveRequest(id, bytes, fin: fin)
+            // stream, not a request. The first varint may arrive split: its
+            // bytes are kept here (consumed) until it is whole.
+            guard !bytes.isEmpty || !r.signalPrefix.isEmpty else {
+                if fin { r.signalChecked = true; return receiveRequest(id, bytes, fin: fin) }
+                return (nil, 0)
             }
+            let had = r.signalPrefix.count
+            let need = QUICVarInt.length(firstByte: had > 0 ? r.signalPrefix[0] : bytes[0])
+            let take = min(need - had, bytes.count)
+            r.signalPrefix.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[0..<take]))
+            if r.signalPrefix.count < need && !fin { return (nil, bytes.count) }
             r.signalChecked = true
+            let first = r.signalPrefix.withUnsafeBytes { QUICVarInt.decode($0, at: 0)?.value }
             if first == WebTransportStreamHeader.bidiSignal {
                 // Nothing of it reached the QPACK decoder: nothing to cancel.
                 remove(id)
-                return (.webTransportStream(streamID: id, bidirectional: true), n)
+                return (.webTransportStream(streamID: id, bidirectional: true), take)
             }
+            // A request (or a stream that ends inside its first varint): the
+            // kept bytes go to the frame machine first. They are part of a
+            // frame type, so they make no event.
+            if had > 0 && !r.refuseUnlessWebTransport {
+                let prefix = Array(r.signalPrefix[0..<had])
+                let failed: H3Error? = prefix.withUnsafeBytes { p in
+                    do throws(H3Error) {
+                        let (event, _) = try r.machine.read(p)
+                        precondition(event == nil, "part of a frame type made an event")
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                if let failed { return (streamFailure(id, failed), bytes.count) }
+            }
+            r.signalPrefix = []
         }
         if r.refuseUnlessWebTransport {
             requests[id] = nil

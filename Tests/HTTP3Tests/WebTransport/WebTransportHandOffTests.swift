@@ -45,6 +45,19 @@ final class WebTransportHandOffTests: XCTestCase {
         XCTAssertEqual(g.take(), [.request(0, [":method: GET", ":scheme: https", ":authority: a.example", ":path: /"], end: true)])
     }
 
+    // A request whose first frame type is a two-byte varint (a reserved
+    // type, 0x1f * 10 + 0x21 = 0x157: 41 57), split after its first byte:
+    // the kept byte goes to the frame reader before the rest.
+    func testRequestStartingWithATwoByteFrameTypeSplitIsUnaffected() {
+        let stream = hex("41 57 02 aa bb") + Wire.headers(Wire.get)
+        for piece in [1, 2, stream.count] {
+            let g = glue()
+            g.deliver(0, stream, fin: true, pieceSize: piece)
+            XCTAssertEqual(g.take(), [.request(0, [":method: GET", ":scheme: https", ":authority: a.example", ":path: /"], end: true)],
+                           "pieces of \(piece)")
+        }
+    }
+
     // A stream ending inside the first varint ends inside a frame header,
     // as without WebTransport (RFC 9114 §7.1: H3_FRAME_ERROR).
     func testStreamEndingInsideTheSignalIsAFrameError() {

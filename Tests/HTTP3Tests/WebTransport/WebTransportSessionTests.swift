@@ -315,4 +315,42 @@ final class WebTransportSessionTests: XCTestCase {
         XCTAssertEqual(g.take(), [])
         XCTAssertEqual(g.wt.sendAllowance(sessionID: 0), .max)
     }
+
+    // Gone sessions are remembered up to `closedSessionMemory`; past it the
+    // oldest is forgotten and a stream naming it is held like any unknown.
+    func testClosedSessionMemoryIsBounded() {
+        var l = WebTransportLimits()
+        l.closedSessionMemory = 1
+        let g = WTGlue(l)
+        g.wt.peerSettingsReceived(WTGlue.settings(draft02: true))
+        g.acceptedSession(0, .draft02)
+        g.acceptedSession(4, .draft02)
+        _ = g.wt.close(sessionID: 0, code: 0, message: [])
+        g.open(2, bidirectional: false)
+        g.deliver(2, hex("00"))
+        XCTAssertEqual(g.take(), [.abort(2, gone)], "0 remembered")
+        _ = g.wt.close(sessionID: 4, code: 0, message: [])
+        g.open(6, bidirectional: false)
+        g.deliver(6, hex("00"))
+        XCTAssertEqual(g.take(), [], "0 forgotten: held")
+    }
+
+    // A CONNECT reset while held for SETTINGS: the application never saw it.
+    func testResetWhileHeldForSettingsTellsNoOne() {
+        let g = WTGlue()
+        g.wt.connectReceived(streamID: 0, draft: .h3)
+        g.wt.connectStreamReset(sessionID: 0)
+        XCTAssertEqual(g.take(), [])
+        XCTAssertEqual(g.wt.sessionCount, 0)
+        g.wt.peerSettingsReceived(WTGlue.settings(h3: true))
+        XCTAssertEqual(g.take(), [])
+    }
+
+    func testOnlyTheFirstSettingsCount() {
+        let g = WTGlue()
+        g.wt.peerSettingsReceived(WTGlue.settings(h3: true))
+        g.wt.peerSettingsReceived(WTGlue.settings(draft02: true))
+        g.wt.connectReceived(streamID: 0, draft: .draft02)
+        XCTAssertEqual(g.take(), [.refused(0, .messageError)])
+    }
 }
