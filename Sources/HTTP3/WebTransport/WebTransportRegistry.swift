@@ -88,6 +88,8 @@ public final class WebTransportRegistry {
     /// Sessions with capsules waiting in `takeOutput`.
     public internal(set) var sessionsWithOutput: [UInt64] = []
     var failed = false
+    /// `goAway` was called: sessions accepted later drain at once.
+    var goingAway = false
 
     public init(limits: WebTransportLimits) {
         let l = limits.clamped
@@ -222,6 +224,7 @@ public final class WebTransportRegistry {
         let early = s.early
         let fin = s.earlyFin
         s.early = []
+        if goingAway { drain(s) }
         if !early.isEmpty || fin { early.withUnsafeBytes { readCapsules(s, $0, fin: fin) } }
     }
 
@@ -247,14 +250,20 @@ public final class WebTransportRegistry {
 
     /// We are going away (HTTP/3 GOAWAY): every accepted session is asked to
     /// drain — WT_DRAIN_SESSION for the current draft (§4.7), and an event
-    /// for the application in both.
+    /// for the application in both; so is every session accepted later.
     public func goAway() {
+        goingAway = true
         for id in sessions.keys.sorted() {
-            guard let s = sessions[id], s.state == .accepted, !s.drainSent else { continue }
-            s.drainSent = true
-            if s.draft == .h3 { queue(.drainSession, on: s) }
-            emit(.sessionDraining(sessionID: id))
+            guard let s = sessions[id], s.state == .accepted else { continue }
+            drain(s)
         }
+    }
+
+    private func drain(_ s: WebTransportSessionRecord) {
+        guard !s.drainSent else { return }
+        s.drainSent = true
+        if s.draft == .h3 { queue(.drainSession, on: s) }
+        emit(.sessionDraining(sessionID: s.id))
     }
 
     // MARK: ending sessions

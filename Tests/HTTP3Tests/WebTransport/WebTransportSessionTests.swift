@@ -254,6 +254,11 @@ final class WebTransportSessionTests: XCTestCase {
         XCTAssertEqual(g.wt.sessionsWithOutput, [])
         g.wt.goAway()
         XCTAssertEqual(g.take(), [], "once")
+        g.wt.connectReceived(streamID: 8, draft: .h3)
+        XCTAssertEqual(g.take(), [.requested(8, .h3)])
+        g.wt.accept(sessionID: 8)
+        XCTAssertEqual(g.take(), [.draining(8)], "accepted after the GOAWAY: drained at once")
+        XCTAssertEqual(g.wt.takeOutput(sessionID: 8), hex("80 00 78 ae 00"))
     }
 
     func testRefusalAbortsHeldStreamsAndDropsHeldDatagrams() {
