@@ -45,7 +45,8 @@ public enum H3Event {
     /// a unidirectional stream of type 0x54 (draft-ietf-webtrans-http3 §4.2,
     /// §4.3; draft-02 §4.1, §4.2). The signal or type was consumed; the
     /// session has forgotten the stream: from now on feed its bytes, resets
-    /// and STOP_SENDING to the `WebTransportRegistry`, never back here.
+    /// and STOP_SENDING to the `WebTransportRegistry` (bytes still offered
+    /// here are dropped).
     case webTransportStream(streamID: UInt64, bidirectional: Bool)
     /// The client's SETTINGS (the first frame on its control stream).
     case settings(H3Settings)

@@ -56,7 +56,10 @@ extension H3Session {
             case .preamble:
                 preconditionFailure("the stream type was read above")
             case .webTransport:
-                preconditionFailure("a WebTransport stream is the registry's to read")
+                // The registry's to read; bytes still offered here are
+                // dropped, as for a request stream handed over (closed).
+                if fin { peerUniStreams[id] = nil }
+                return (nil, bytes.count)
             case .ignored:
                 if fin { peerUniStreams[id] = nil }
                 return (nil, bytes.count)

@@ -37,6 +37,22 @@ final class WebTransportHandOffTests: XCTestCase {
         }
     }
 
+    // Bytes offered to the session after a hand-over are dropped (the glue
+    // should route them to the registry), never read as HTTP/3.
+    func testBytesOfferedAfterAHandOverAreDropped() {
+        let g = glue()
+        g.deliver(14, hex("40 54 00"))
+        g.deliver(4, hex("40 41 00"))
+        _ = g.take()
+        for id: UInt64 in [14, 4] {
+            let rest = hex("00 04 00")  // a DATA or SETTINGS frame if read as HTTP/3
+            let (event, n) = rest.withUnsafeBytes { g.session.receive(streamID: id, $0, fin: true) }
+            XCTAssertNil(event)
+            XCTAssertEqual(n, 3)
+        }
+        XCTAssertNil(g.session.connectionFailure)
+    }
+
     // The one-byte encoding of a request's first frame (HEADERS, 0x01) is no
     // signal: an ordinary request goes on as before with WebTransport on.
     func testOrdinaryRequestIsUnaffected() {
