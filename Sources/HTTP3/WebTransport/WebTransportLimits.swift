@@ -8,13 +8,13 @@ import Core
 public struct WebTransportLimits: Sendable, Equatable {
     /// Sessions at once: CONNECTs held for the client's SETTINGS, waiting for
     /// the application's answer, or accepted. One more → its CONNECT stream
-    /// is reset with H3_REQUEST_REJECTED (current draft §5.2, draft-02 §3.3:
+    /// is reset with H3_REQUEST_REJECTED (current draft §5.2, draft-02 §3.4:
     /// "indicates to the receiving HTTP/3 stack that the request was not
     /// processed in any way" — the client may retry elsewhere).
     public var maxSessions = 16
     /// Peer streams whose session is not (yet) established, held with their
     /// bytes unread in QUIC. One more → that stream is reset and stopped
-    /// with WT_BUFFERED_STREAM_REJECTED (current draft §4.6, draft-02 §4.4).
+    /// with WT_BUFFERED_STREAM_REJECTED (current draft §4.6, draft-02 §4.5).
     public var maxBufferedStreams = 16
     /// Datagrams for sessions not (yet) established. One more → the oldest
     /// is dropped and counted (§4.6: "a datagram MUST be dropped").

@@ -1,5 +1,5 @@
 // HTTP Datagrams of sessions (RFC 9297 §2.1; draft-ietf-webtrans-http3 §4.5,
-// §4.6; draft-02 §4.3, §4.4): a QUIC DATAGRAM frame's payload starts with
+// §4.6; draft-02 §4.4, §4.5): a QUIC DATAGRAM frame's payload starts with
 // the quarter of the CONNECT stream's ID.
 
 import Core

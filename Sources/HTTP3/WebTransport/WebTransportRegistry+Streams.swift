@@ -1,7 +1,7 @@
 // Data streams of sessions: the peer's (header, holding, data, resets) and
 // ours (opening under the peer's limit, the header we write), and the
 // session's flow control around them (draft-ietf-webtrans-http3 §4.2–§4.6,
-// §5; draft-02 §4.1–§4.4).
+// §5; draft-02 §4.1–§4.5).
 
 import Core
 

@@ -27,20 +27,3 @@ public enum WebTransportStreamHeader {
     /// stream, the recipient MUST close the connection with an H3_ID_ERROR").
     public static func isValidSessionID(_ id: UInt64) -> Bool { id & 0x3 == 0 }
 }
-
-/// Which WebTransport draft a session speaks.
-public enum WebTransportDraft: Sendable, Equatable {
-    /// draft-ietf-webtrans-http3-02: `:protocol webtransport`,
-    /// SETTINGS_ENABLE_WEBTRANSPORT, no flow control, no drain capsule.
-    case draft02
-    /// The current draft: `:protocol webtransport-h3`, SETTINGS_WT_ENABLED,
-    /// session flow control, WT_DRAIN_SESSION.
-    case h3
-
-    /// The draft a `:protocol` value asks for, if it is a WebTransport one.
-    public static func requested(byProtocol name: UnsafeRawBufferPointer) -> WebTransportDraft? {
-        if name.elementsEqual("webtransport".utf8) { return .draft02 }
-        if name.elementsEqual("webtransport-h3".utf8) { return .h3 }
-        return nil
-    }
-}

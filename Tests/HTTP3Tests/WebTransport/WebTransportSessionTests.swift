@@ -48,7 +48,7 @@ final class WebTransportSessionTests: XCTestCase {
         }
     }
 
-    // §5.2 / draft-02 §3.3: over our limit, H3_REQUEST_REJECTED ("not
+    // §5.2 / draft-02 §3.4: over our limit, H3_REQUEST_REJECTED ("not
     // processed in any way"); a slot frees when a session ends.
     func testSessionLimitRejectsTheOneOver() {
         var l = WebTransportLimits()
