@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import h2.config
 import h2.connection
-from rawhttp import RawConnection, request
+from rawhttp import ConnectionClosedError, RawConnection, request
 from websocket_support import frame, new_key, upgrade_headers
 
 if TYPE_CHECKING:
@@ -69,14 +69,25 @@ class Log:
     seen: dict[str, list[str]] = field(default_factory=dict)
     connection: RawConnection | None = None
 
+    def _connect(self) -> RawConnection:
+        sock = self.server.connect()
+        if self.tls is not None:
+            sock = self.tls.wrap_socket(sock, server_hostname="localhost")
+        return RawConnection(sock)
+
     def fetch(self, ident: str) -> list[str]:
         if self.connection is None:
-            sock = self.server.connect()
-            if self.tls is not None:
-                sock = self.tls.wrap_socket(sock, server_hostname="localhost")
-            self.connection = RawConnection(sock)
-        self.connection.send(request("GET", f"/log?id={ident}"))
-        response = self.connection.read_response()
+            self.connection = self._connect()
+        try:
+            self.connection.send(request("GET", f"/log?id={ident}"))
+            response = self.connection.read_response()
+        except (ConnectionClosedError, OSError):
+            # The kept-alive connection idled past --keep-alive while a kind waited (a half-closed client reading
+            # a whole streamed response): a new one. The request is idempotent (it only reads and forgets).
+            self.connection.close()
+            self.connection = self._connect()
+            self.connection.send(request("GET", f"/log?id={ident}"))
+            response = self.connection.read_response()
         assert response.status == 200, response.status
         entries: list[str] = json.loads(response.body)
         self.seen.setdefault(ident, []).extend(entries)

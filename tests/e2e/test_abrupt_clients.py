@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from abrupt_support import (
+    HALF_CLOSE,
     HOWS,
     RESET,
     Log,
@@ -117,6 +118,13 @@ def check_record(gateway: str, kind: str, how: str, entries: list[str]) -> None:
     final = FINAL[gateway][kind]
     assert final is not None
     assert entries[0] == "started", entries
+    whole = (["started", "stream-complete"], ["started", "closed:1024"])
+    if how == HALF_CLOSE and kind == "h1_mid_response" and entries in whole:
+        # A client that half-closed after its whole request can still read (RFC 9293 §3.6: a FIN only ends its
+        # sending). The server takes the FIN for the client leaving when it notices it during the request
+        # (H1Connection.onReadable, `.peerClosed`); when it does not notice it in time the response completes
+        # to a client that reads it all. Seen about once in 1,000 such clients over TLS; both are correct.
+        return
     assert entries[-1] == final or entries[-1].startswith(final + ":"), (kind, how, entries)
     assert set(entries[1:-1]) <= BETWEEN, (kind, how, entries)
     if kind.endswith("_mid_response") and gateway == "asgi":
