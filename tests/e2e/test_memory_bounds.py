@@ -128,6 +128,9 @@ def h2_fill(server: Server) -> socket.socket:
     as much body as the windows allow."""
     sock = server.connect()
     connection = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    # Plain literals (RFC 7541 §5.2, H = 0): hpack's pure-Python Huffman coder would take seconds per 3 MB.
+    encode = connection.encoder.encode
+    connection.encoder.encode = lambda headers, huffman=True: encode(headers, huffman=False)  # type: ignore[method-assign]
     connection.initiate_connection()
     sock.sendall(connection.data_to_send())
     sock.settimeout(10)
@@ -143,7 +146,7 @@ def h2_fill(server: Server) -> socket.socket:
         connection.send_headers(
             stream,
             [(":method", "POST"), (":scheme", "http"), (":authority", "localhost"), (":path", "/hold"),
-             ("content-length", str(300 * KIB)), ("x-fill", f"{index:04d}" + "v" * 30_000)],
+             ("content-length", str(300 * KIB)), ("x-fill", f"{index:04d}" + "X" * 30_000)],
         )
         sock.sendall(connection.data_to_send())
     chunk = b"h" * 16384
