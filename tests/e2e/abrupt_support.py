@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import socket
 import ssl
@@ -245,13 +246,19 @@ def h2_mid_response(target: Target, ident: str, how: str) -> None:
 # --- TLS ----------------------------------------------------------------------------------------------------
 
 
-def client_hello() -> bytes:
-    """A real ClientHello (RFC 8446 §4.1.2) from Python's OpenSSL, as it would go on the wire."""
-    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+@functools.cache
+def _hello_context() -> ssl.SSLContext:
+    # Made once: loading the system's CA store takes tens of milliseconds.
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    engine = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    return context
+
+
+def client_hello() -> bytes:
+    """A real ClientHello (RFC 8446 §4.1.2) from Python's OpenSSL, as it would go on the wire."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    engine = _hello_context().wrap_bio(incoming, outgoing, server_hostname="localhost")
     with contextlib.suppress(ssl.SSLWantReadError):
         engine.do_handshake()
     return outgoing.read()
