@@ -583,6 +583,16 @@ final class H2Session {
 
     func scheduleFlush() {
         if core.output.readableCount >= H2Session.highWater {
+            // Written at once, and a write that finds the client gone closes
+            // the connection, which releases this session. The caller (an
+            // ASGI send(), a pool thread's doorbell, a WebSocket conversation)
+            // reaches it through an unowned reference and may use it after
+            // this returns: the deferred-flush list holds it until the loop's
+            // round ends.
+            if !flushScheduled {
+                flushScheduled = true
+                worker.flushAfterTasks(self)
+            }
             afterIO()
             return
         }
