@@ -87,6 +87,7 @@ final class QUICService: DatagramHandler {
         c.keyUpdateInterval = UInt64(config.quicKeyUpdateInterval)
         c.alwaysRetry = config.quicRetry
         c.retryThreshold = config.quicRetryThreshold
+        c.maxConnections = config.maxConnections
         return c
     }
 

@@ -67,6 +67,11 @@ public struct QUICConfiguration: Sendable {
     /// valid token (the address is proven) evicts the oldest half-open
     /// connection: memory stays bounded and a real client still gets in.
     public var maxHalfOpenConnections = 1000
+    /// The most connections an endpoint keeps in all (handshaking, open,
+    /// closing): --max-connections, as TCP connections have it. At the cap
+    /// a new client's Initial is dropped unanswered; it retransmits, and
+    /// gets in once a connection ends (RFC 9000 §5.2.2 allows refusing).
+    public var maxConnections = 4096
     /// §8.1.3: send a NEW_TOKEN frame once the handshake completes.
     public var sendsNewToken = true
     /// §10.3: stateless resets sent per second at most (and in a burst),
