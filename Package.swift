@@ -102,6 +102,9 @@ let package = Package(
         // libFuzzer entry point for the HTTP/3 server session over abstract streams.
         .executableTarget(name: "fuzz-h3-session", dependencies: ["FuzzSupport", "HTTP3", "HTTPFields", "Core"], path: "fuzz/Sources/fuzz-h3-session",
                           swiftSettings: strict),
+        // libFuzzer entry point for the ClientHello reader of compatible version negotiation.
+        .executableTarget(name: "fuzz-client-hello", dependencies: ["FuzzSupport", "QUIC"], path: "fuzz/Sources/fuzz-client-hello",
+                          swiftSettings: strict),
         // libFuzzer entry point for the Capsule Protocol reader and WebTransport capsules.
         .executableTarget(name: "fuzz-capsules", dependencies: ["FuzzSupport", "HTTP3", "Core"], path: "fuzz/Sources/fuzz-capsules",
                           swiftSettings: strict),

@@ -6,6 +6,7 @@
 # decoder; fuzz-quic-packet: QUIC datagrams, packet protection and frames;
 # fuzz-h3-session: the HTTP/3 server session over abstract streams;
 # fuzz-capsules: the Capsule Protocol reader and WebTransport capsules;
+# fuzz-client-hello: the ClientHello reader of QUIC version negotiation;
 # fuzz-ws-frames: the WebSocket frame decoder, masking and UTF-8;
 # fuzz-ws-deflate: permessage-deflate; fuzz-ws-handshake: the WebSocket
 # handshake and extension-list readers) with libFuzzer and the sanitizers,
@@ -69,6 +70,7 @@ fuzz proxy-protocol proxy-protocol -dict="$here/proxy-protocol.dict"
 fuzz quic-packet quic-packet
 fuzz h3-session h3-session
 fuzz capsules capsules
+fuzz client-hello client-hello
 fuzz ws-frames ws-frames
 fuzz ws-deflate ws-deflate
 fuzz ws-handshake ws-handshake -dict="$here/ws-handshake.dict"
