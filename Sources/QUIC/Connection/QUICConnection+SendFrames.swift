@@ -155,8 +155,14 @@ extension QUICConnection {
     // MARK: streams (§19.4, §19.5, §19.8, §19.10, §19.13)
 
     private func writeStreams(_ c: inout FrameCursor) {
-        // One pass over the streams queued now; a stream put back at the
-        // end waits for the next packet.
+        // One pass over the streams queued now, round robin per packet: a
+        // stream that still has something to send goes to the back of the
+        // queue, also when it filled the packet, so the next packet begins
+        // with the stream after it. (It used to keep its turn at the front
+        // while it had data, so one bulk response starved every stream
+        // queued behind it — lost bytes of the HTTP/3 control stream
+        // (RFC 9000 §13.3: retransmitted "in new STREAM frames"), another
+        // response, a MAX_STREAM_DATA an upload waits for — until it ended.)
         let queued = sendQueue.count
         var served = 0
         while served < queued && c.room >= Self.minimumPacketRoom {
@@ -167,13 +173,8 @@ extension QUICConnection {
                 continue
             }
             writeStreamFrames(s, &c)
-            if s.hasSomethingToSend(connectionCredit: sendLimit - sentTotal) && c.room < Self.minimumPacketRoom {
-                // Out of room: its turn continues first in the next packet...
-                served -= 1
-                break
-            }
-            // ...otherwise it is done for now, or waits for credit (queued
-            // again when MAX_DATA / MAX_STREAM_DATA arrives).
+            // Done for now, or waiting for credit (queued again when
+            // MAX_DATA / MAX_STREAM_DATA arrives), or back in line.
             s.queuedForSend = false
             if s.hasSomethingToSend(connectionCredit: sendLimit - sentTotal) {
                 s.queuedForSend = true
