@@ -25,6 +25,10 @@ public struct QUICConfiguration: Sendable {
     public var activeConnectionIDLimit: UInt64 = 4
     /// Our max_ack_delay in ns (§13.2.1), sent in milliseconds.
     public var maxAckDelay: Int64 = 25_000_000
+    /// Our min_ack_delay in ns, sent in microseconds (draft-ietf-quic-ack-frequency
+    /// §3): the peer may then tune our ACKs with ACK_FREQUENCY and IMMEDIATE_ACK.
+    /// 1 ms: the worker's timer granularity. nil: not advertised.
+    public var minAckDelay: Int64? = 1_000_000
     /// Our ack_delay_exponent (§18.2: ≤ 20).
     public var ackDelayExponent: UInt8 = 3
     /// The largest datagram we send: 1200 until path MTU discovery (issue 15).
@@ -96,6 +100,7 @@ public struct QUICConfiguration: Sendable {
         p.maxAckDelay = UInt64(maxAckDelay / 1_000_000)
         p.activeConnectionIDLimit = max(2, activeConnectionIDLimit)
         p.maxDatagramFrameSize = maxDatagramFrameSize
+        p.minAckDelay = minAckDelayMicroseconds
         // Migration is not supported yet (issue 15): packets from a new path
         // are dropped, so say so (§18.2 disable_active_migration).
         p.disableActiveMigration = true

@@ -63,6 +63,13 @@ extension QUICConnection {
         case .handshakeDone, .newToken:
             // The decoder refuses these from a client (§19.7, §19.20).
             break
+        case .ackFrequency(let f):
+            // The decoder refused it unless we advertised min_ack_delay
+            // (draft-ietf-quic-ack-frequency §3, §4).
+            _ = spaces[space.rawValue].received.policy.apply(f)
+        case .immediateAck:
+            // §5: acknowledge the packet that carries it at once.
+            immediateAckRequested = true
         }
     }
 

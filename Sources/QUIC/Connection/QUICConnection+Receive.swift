@@ -176,8 +176,9 @@ extension QUICConnection {
         if let qlog { qlog.packetReceived(space, packetNumber: pn, length: packet.count, now: now) }
         var frames = try FrameDecoder(opened.payload, in: packet, kind: space.packetKind,
                                       options: FrameDecodingOptions(maxDatagramFrameSize: configuration.maxDatagramFrameSize,
-                                                                               peerIsClient: true))
+                                                                    peerIsClient: true, minAckDelay: advertisedMinAckDelay))
         var ackEliciting = false
+        immediateAckRequested = false
         while let frame = try frames.next() {
             if frame.isAckEliciting { ackEliciting = true }
             try receiveFrame(frame, space: space, packet: packet, destination: destination, now: now)
@@ -186,7 +187,7 @@ extension QUICConnection {
         // Keys may have been discarded by the frames (handshake completion).
         guard !spaces[space.rawValue].discardedOrKeyless else { return }
         spaces[space.rawValue].received.record(pn, ackEliciting: ackEliciting, now: now,
-                                                immediate: space != .application,
+                                                immediate: space != .application || immediateAckRequested,
                                                 maxAckDelay: configuration.maxAckDelay)
         // §10.1: "restarted when a packet from its peer is received and processed successfully".
         ackElicitingSentSinceReceive = false

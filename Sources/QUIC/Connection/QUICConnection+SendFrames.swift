@@ -20,8 +20,11 @@ extension QUICConnection {
                      now: Instant) -> (length: Int, ackEliciting: Bool) {
         let s = space.rawValue
         var c = FrameCursor(out: out)
-        writeAck(space, &c, now: now)
-        guard mode == .full else { return (c.at, false) }
+        let ack = writeAck(space, &c, now: now)
+        guard mode == .full else {
+            if ack.written { spaces[s].received.ackSent() }
+            return (c.at, false)
+        }
         if space == .application {
             if handshakeDonePending && c.room >= FrameEncoder.handshakeDoneSize {
                 c.at += FrameEncoder.encodeHandshakeDone(into: c.rest)
@@ -46,6 +49,14 @@ extension QUICConnection {
             c.at += FrameEncoder.encodePing(into: c.rest)
             log(space, .ping, &c)
         }
+        // §13.2.1: an ACK frame nobody is owed (only non-ack-eliciting
+        // packets arrived since the last one) rides along with other frames
+        // but is no reason for a packet of its own — "an endpoint MUST NOT
+        // send a non-ack-eliciting packet in response to a non-ack-eliciting
+        // packet". The packet is dropped unsent (`buildPacket` discards an
+        // empty one) and the ranges wait for the next.
+        if ack.written && !ack.due && !c.ackEliciting { return (0, false) }
+        if ack.written { spaces[s].received.ackSent() }
         return (c.at, c.ackEliciting)
     }
 
@@ -57,10 +68,13 @@ extension QUICConnection {
 
     // MARK: ACK (§13.2, §19.3)
 
-    private func writeAck(_ space: PacketNumberSpace, _ c: inout FrameCursor, now: Instant) {
+    /// Writes an ACK frame if one is due or new ranges can ride along;
+    /// the caller marks it sent (`ackSent`) once the packet is kept.
+    private func writeAck(_ space: PacketNumberSpace, _ c: inout FrameCursor, now: Instant) -> (written: Bool, due: Bool) {
         let s = space.rawValue
         let received = spaces[s].received
-        guard let largest = received.largest, received.hasNewRanges || received.ackDue(now: now) else { return }
+        let due = received.ackDue(now: now)
+        guard let largest = received.largest, received.hasNewRanges || due else { return (false, due) }
         // §13.2.5: the delay since the largest was received, in units of
         // 2^ack_delay_exponent microseconds (0 in Initial and Handshake).
         let delay: UInt64 = space == .application
@@ -69,10 +83,10 @@ extension QUICConnection {
         let all = received.ranges.ranges
         var count = all.count
         while count > 0 && FrameEncoder.ackSize(ranges: AckRangeView(all, count: count), ackDelay: delay) > c.room { count -= 1 }
-        guard count > 0 else { return }
+        guard count > 0 else { return (false, due) }
         c.at += FrameEncoder.encodeAck(ranges: AckRangeView(all, count: count), ackDelay: delay, into: c.rest)
         log(space, .ack(largest: largest), &c)
-        spaces[s].received.ackSent()
+        return (true, due)
     }
 
     // MARK: CRYPTO (§19.6)
@@ -155,8 +169,14 @@ extension QUICConnection {
     // MARK: streams (§19.4, §19.5, §19.8, §19.10, §19.13)
 
     private func writeStreams(_ c: inout FrameCursor) {
-        // One pass over the streams queued now; a stream put back at the
-        // end waits for the next packet.
+        // One pass over the streams queued now, round robin per packet: a
+        // stream that still has something to send goes to the back of the
+        // queue, also when it filled the packet, so the next packet begins
+        // with the stream after it. (It used to keep its turn at the front
+        // while it had data, so one bulk response starved every stream
+        // queued behind it — lost bytes of the HTTP/3 control stream
+        // (RFC 9000 §13.3: retransmitted "in new STREAM frames"), another
+        // response, a MAX_STREAM_DATA an upload waits for — until it ended.)
         let queued = sendQueue.count
         var served = 0
         while served < queued && c.room >= Self.minimumPacketRoom {
@@ -167,13 +187,8 @@ extension QUICConnection {
                 continue
             }
             writeStreamFrames(s, &c)
-            if s.hasSomethingToSend(connectionCredit: sendLimit - sentTotal) && c.room < Self.minimumPacketRoom {
-                // Out of room: its turn continues first in the next packet...
-                served -= 1
-                break
-            }
-            // ...otherwise it is done for now, or waits for credit (queued
-            // again when MAX_DATA / MAX_STREAM_DATA arrives).
+            // Done for now, or waiting for credit (queued again when
+            // MAX_DATA / MAX_STREAM_DATA arrives), or back in line.
             s.queuedForSend = false
             if s.hasSomethingToSend(connectionCredit: sendLimit - sentTotal) {
                 s.queuedForSend = true

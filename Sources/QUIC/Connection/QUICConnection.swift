@@ -100,6 +100,8 @@ public final class QUICConnection {
     var ackedScratch: [UInt64] = []
     var lostScratch: [(PacketNumberSpace, UInt64)] = []
     var frameScratch: [SentFrame] = []
+    /// The packet being processed carried IMMEDIATE_ACK (draft-ietf-quic-ack-frequency §5).
+    var immediateAckRequested = false
 
     public internal(set) var isHandshakeComplete = false
     var handshakeDonePending = false

@@ -14,7 +14,15 @@
 // When to acknowledge (§13.2.1, §13.2.2): Initial and Handshake packets at
 // once; 1-RTT ack-eliciting packets after the second one or after
 // max_ack_delay, whichever first, and at once when one arrives out of order
-// (a gap below it or a packet number below the largest).
+// (below the largest ack-eliciting packet, or above it with a gap between),
+// when it carries IMMEDIATE_ACK, or when it was marked ECN-CE (§13.2.1
+// SHOULD; the `congestionExperienced` hook for ECN). The peer may move
+// the first three rules with ACK_FREQUENCY (`AckPolicy`,
+// draft-ietf-quic-ack-frequency). Only ack-eliciting packets make an ACK
+// due: a packet with nothing but ACK or PADDING is recorded and reported
+// with the next ACK frame, never answered by one of its own (§13.2.1:
+// "MUST NOT send a non-ack-eliciting packet in response to a
+// non-ack-eliciting packet").
 
 import Core
 
@@ -37,12 +45,23 @@ struct ReceivedPackets {
     /// Something new arrived since the last ACK frame (an ACK may be
     /// piggybacked even when none is owed).
     private(set) var hasNewRanges = false
+    /// The largest ack-eliciting packet number received (§13.2.1's
+    /// reordering rule; largest_unacked in draft-ietf-quic-ack-frequency §6.2).
+    private(set) var largestAckEliciting: UInt64?
+    /// The Largest Acknowledged of the last ACK frame sent (largest_reported).
+    private(set) var largestReported: UInt64?
+    /// What the peer asked with ACK_FREQUENCY (1-RTT only).
+    var policy = AckPolicy()
 
     func isDuplicate(_ pn: UInt64) -> Bool { pn < forgottenBelow || ranges.contains(pn) }
 
-    /// Records an authenticated, processed packet.
-    mutating func record(_ pn: UInt64, ackEliciting: Bool, now: Instant, immediate: Bool, maxAckDelay: Int64) {
-        let outOfOrder = largest.map { pn < $0 || pn > $0 + 1 } ?? false
+    /// Records an authenticated, processed packet. `immediate`: acknowledge
+    /// it at once if ack-eliciting (a handshake space, an IMMEDIATE_ACK
+    /// frame); `congestionExperienced`: its IP header was marked ECN-CE.
+    /// `maxAckDelay`: ours (ns), unless the peer set another (`policy`).
+    mutating func record(_ pn: UInt64, ackEliciting: Bool, now: Instant, immediate: Bool, maxAckDelay: Int64,
+                         congestionExperienced: Bool = false) {
+        let previousLargest = largest
         ranges.insert(pn)
         while ranges.count > Self.maxRanges {
             forgottenBelow = ranges.first!.upperBound
@@ -55,10 +74,39 @@ struct ReceivedPackets {
         hasNewRanges = true
         guard ackEliciting else { return }
         unackedElicitingCount += 1
-        if immediate || outOfOrder || unackedElicitingCount >= 2 {
+        let reordered = isReordered(pn, previousLargest: previousLargest)
+        if largestAckEliciting.map({ pn > $0 }) ?? true { largestAckEliciting = pn }
+        if immediate || congestionExperienced || reordered || unackedElicitingCount > Int(clamping: policy.ackElicitingThreshold) {
             ackImmediately = true
         } else if ackDeadline == nil {
-            ackDeadline = Instant(nanoseconds: now.nanoseconds + maxAckDelay)
+            ackDeadline = Instant(nanoseconds: now.nanoseconds + (policy.requestedMaxAckDelay ?? maxAckDelay))
+        }
+    }
+
+    /// Whether ack-eliciting `pn` (already in `ranges`) calls for an ACK now
+    /// because of reordering: RFC 9000 §13.2.1 with the default Reordering
+    /// Threshold of 1, draft-ietf-quic-ack-frequency §6.2 with another.
+    /// `previousLargest`: the largest of any kind before `pn`, the reference
+    /// while no ack-eliciting packet has arrived.
+    private func isReordered(_ pn: UInt64, previousLargest: UInt64?) -> Bool {
+        guard let largestAE = largestAckEliciting ?? previousLargest else { return false }
+        switch policy.reorderingThreshold {
+        case 0:
+            return false
+        case 1:
+            // "a packet number less than another ack-eliciting packet that
+            // has been received, or ... larger than the highest-numbered
+            // ack-eliciting packet ... and there are missing packets between".
+            if pn < largestAE { return true }
+            return pn > largestAE + 1 && ranges.firstMissing(in: (largestAE + 1)..<pn) != nil
+        case let threshold:
+            // The smallest packet missing above the last one reported, once
+            // the largest ack-eliciting is `threshold` or more beyond it.
+            let largestUnacked = max(pn, largestAE)
+            // Before any ACK was sent, from the smallest packet received.
+            let lower = max(largestReported.map { $0 + 1 } ?? ranges.first!.lowerBound, forgottenBelow)
+            guard lower < largestUnacked, let gap = ranges.firstMissing(in: lower..<largestUnacked) else { return false }
+            return largestUnacked - gap.lowerBound >= threshold
         }
     }
 
@@ -72,6 +120,7 @@ struct ReceivedPackets {
 
     /// An ACK frame was sent with everything received so far.
     mutating func ackSent() {
+        largestReported = largest
         unackedElicitingCount = 0
         ackImmediately = false
         ackDeadline = nil
@@ -81,11 +130,15 @@ struct ReceivedPackets {
     /// The peer acknowledged a packet of ours that carried an ACK frame whose
     /// Largest Acknowledged was `largestAcknowledged` (§13.2.4).
     mutating func ackOfAckReceived(_ largestAcknowledged: UInt64) {
-        let below = largestAcknowledged + 1
-        guard below > forgottenBelow else { return }
         // Keep the range that holds the largest so the next ACK frame still
-        // reports the largest packet number received.
-        if let last = ranges.last, last.lowerBound < below { return }
+        // reports the largest packet number received; everything below it
+        // that the acknowledged frame reported goes (§13.2.4). (It used to
+        // go only when the acknowledged frame ended below that range, which
+        // in a steady download it never does: every ACK frame then carried
+        // all `maxRanges` ranges.)
+        guard let last = ranges.last else { return }
+        let below = min(largestAcknowledged + 1, last.lowerBound)
+        guard below > forgottenBelow else { return }
         ranges.remove(below: below)
         forgottenBelow = below
     }

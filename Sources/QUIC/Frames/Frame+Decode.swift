@@ -20,10 +20,15 @@ public struct FrameDecodingOptions: Sendable, Equatable {
     /// Whether the peer is a client (we are the server): a client never
     /// sends NEW_TOKEN or HANDSHAKE_DONE.
     public var peerIsClient: Bool
+    /// Our min_ack_delay transport parameter in microseconds
+    /// (draft-ietf-quic-ack-frequency §3); nil: not advertised, so
+    /// ACK_FREQUENCY and IMMEDIATE_ACK are a PROTOCOL_VIOLATION.
+    public var minAckDelay: UInt64?
 
-    public init(maxDatagramFrameSize: UInt64? = nil, peerIsClient: Bool = true) {
+    public init(maxDatagramFrameSize: UInt64? = nil, peerIsClient: Bool = true, minAckDelay: UInt64? = nil) {
         self.maxDatagramFrameSize = maxDatagramFrameSize
         self.peerIsClient = peerIsClient
+        self.minAckDelay = minAckDelay
     }
 }
 
@@ -134,6 +139,10 @@ extension Frame {
             // RFC 9221 §3: the limit is on the whole frame (type, length, data).
             guard UInt64(r.position - start) <= limit else { throw .datagramTooLarge }
             return .datagram(DatagramFrame(data: data, hasLength: hasLength))
+        case FrameType.ackFrequency:
+            return try decodeAckFrequency(&r, options)
+        case FrameType.immediateAck:
+            return try decodeImmediateAck(options)
         default:
             throw .unknownFrameType
         }

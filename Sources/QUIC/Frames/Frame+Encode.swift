@@ -31,6 +31,8 @@ extension Frame {
                                          reasonLength: f.reasonPhrase.count)
         case .handshakeDone: return E.handshakeDoneSize
         case .datagram(let f): return E.datagramSize(dataLength: f.data.count, explicitLength: f.hasLength)
+        case .ackFrequency(let f): return E.ackFrequencySize(f)
+        case .immediateAck: return E.immediateAckSize
         }
     }
 
@@ -66,6 +68,8 @@ extension Frame {
                                            reason: source.slice(f.reasonPhrase), into: out)
         case .handshakeDone: return E.encodeHandshakeDone(into: out)
         case .datagram(let f): return E.encodeDatagram(source.slice(f.data), explicitLength: f.hasLength, into: out)
+        case .ackFrequency(let f): return E.encodeAckFrequency(f, into: out)
+        case .immediateAck: return E.encodeImmediateAck(into: out)
         }
     }
 }

@@ -181,6 +181,10 @@ public enum Frame: Equatable, Sendable {
     case connectionClose(ConnectionCloseFrame)
     case handshakeDone
     case datagram(DatagramFrame)
+    /// draft-ietf-quic-ack-frequency §4 (AckFrequencyFrame.swift).
+    case ackFrequency(AckFrequencyFrame)
+    /// draft-ietf-quic-ack-frequency §5.
+    case immediateAck
 
     /// RFC 9002 §2: every frame but ACK, PADDING and CONNECTION_CLOSE makes
     /// its packet ack-eliciting.

@@ -32,6 +32,11 @@ extension TransportParameters {
         // original_destination_connection_id.
         guard p.initialSourceConnectionID != nil else { throw .missingParameter }
         if sender == .server && p.originalDestinationConnectionID == nil { throw .missingParameter }
+        // draft-ietf-quic-ack-frequency §3: "If an endpoint receives a
+        // min_ack_delay that is greater than its max_ack_delay, it MUST treat
+        // this as a connection error of type TRANSPORT_PARAMETER_ERROR"
+        // (µs against ms).
+        if let minimum = p.minAckDelay, minimum > p.maxAckDelay * 1000 { throw .parameterOutOfRange }
         return p
     }
 
@@ -91,6 +96,14 @@ extension TransportParameters {
             versionInformation = VersionInformation(chosenVersion: chosen, availableVersions: available)
         case ID.maxDatagramFrameSize:
             maxDatagramFrameSize = try v.varint()
+        case ID.minAckDelay:
+            // draft-ietf-quic-ack-frequency §3: TRANSPORT_PARAMETER_ERROR for
+            // a repeat or a value of 2^24 or more (the check against
+            // max_ack_delay waits until every parameter is read).
+            guard minAckDelay == nil else { throw .duplicateParameter }
+            let value = try v.varint()
+            guard value < Self.minAckDelayLimit else { throw .parameterOutOfRange }
+            minAckDelay = value
         default:
             _ = v.rest()  // unknown or reserved: ignored (§7.4.2, §18.1)
         }

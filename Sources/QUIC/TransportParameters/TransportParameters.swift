@@ -77,6 +77,8 @@ public struct TransportParameters: Equatable, Sendable {
         public static let retrySourceConnectionID: UInt64 = 0x10
         public static let versionInformation: UInt64 = 0x11
         public static let maxDatagramFrameSize: UInt64 = 0x20
+        /// draft-ietf-quic-ack-frequency §3.
+        public static let minAckDelay: UInt64 = 0xff04de1b
 
         /// §18.1: "Transport parameters with an identifier of the form
         /// 31 * N + 27 for integer values of N are reserved to exercise the
@@ -120,6 +122,12 @@ public struct TransportParameters: Equatable, Sendable {
     /// RFC 9221: nil when DATAGRAM is not supported.
     public var maxDatagramFrameSize: UInt64?
     public var versionInformation: VersionInformation?
+    /// draft-ietf-quic-ack-frequency §3: the smallest ACK delay, in
+    /// microseconds, the sender can honour; present means it accepts
+    /// ACK_FREQUENCY and IMMEDIATE_ACK frames. nil: not sent.
+    public var minAckDelay: UInt64?
+    /// §3: "Values of 2^24 or greater are invalid".
+    public static let minAckDelayLimit: UInt64 = 1 << 24
 
     public init() {}
 }
