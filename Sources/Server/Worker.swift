@@ -725,10 +725,34 @@ final class Worker {
     /// Blocks (GIL released) until `fd` is ready for either wanted
     /// direction; false on timeout. Time passed meanwhile: the next use of
     /// `now` reads the clock.
+    ///
+    /// The wait is cut in slices of at most a second, and between them the
+    /// supervisor hears from this worker: blocked on a client (an inline
+    /// WSGI response going out to a slow reader, over TCP or QUIC, or a
+    /// body coming in), the worker is alive, and each wait is bounded by
+    /// --request-timeout. --worker-timeout is for an application that does
+    /// not return, not for a client that reads slowly (a 10 MiB HTTP/3
+    /// download over a lossy link had its worker killed).
     func waitFor(_ fd: Int32, readable: Bool, writable: Bool, milliseconds: Int) -> Bool {
         let events: Int32 = (readable ? 1 : 0) | (writable ? 2 : 0)
-        let ready = GIL.released { csys_poll_one(fd, events, Int32(milliseconds)) }
-        clock.timePassed()
-        return ready == 1
+        var left = milliseconds
+        while true {
+            let slice = min(left, Worker.blockedWaitSliceMilliseconds)
+            let ready = GIL.released { csys_poll_one(fd, events, Int32(slice)) }
+            clock.timePassed()
+            left -= slice
+            guard ready == 0, left > 0 else { return ready == 1 }
+            beatWhileBlocked()
+        }
+    }
+
+    static let blockedWaitSliceMilliseconds = 1000
+
+    /// The part of `reportToSupervisor` that says "alive" (no recycling,
+    /// no status changes: those wait for the loop).
+    private func beatWhileBlocked() {
+        group?.stamp(context, now: now)
+        guard supervisor.reportsStatus, group?.othersAlive(now: now) ?? true else { return }
+        supervisor.beatIfDue(now: now)
     }
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from typing import TYPE_CHECKING
@@ -244,6 +245,46 @@ def test_a_stuck_worker_is_killed_after_worker_timeout(serve: Callable[..., Serv
         blocked.read_response()
     blocked.close()
     assert get_pid(server) == replacement
+
+
+BIG_RESPONSE = '''\
+"""An inline WSGI application with an 8 MiB response (wsgiref.validate-checked)."""
+
+from wsgiref.validate import validator
+
+BODY = bytes(range(256)) * (8 * 1024 * 1024 // 256)
+
+
+@validator
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "application/octet-stream"), ("Content-Length", str(len(BODY)))])
+    return [BODY]
+'''
+
+
+def test_a_worker_writing_to_a_slow_reader_is_not_taken_for_stuck(serve: Callable[..., Server], tmp_path: Path) -> None:
+    """--worker-timeout is for an application that does not return: an inline WSGI response blocked on a
+    client that reads slowly (its socket buffers full) keeps the worker heard from, and the body arrives whole."""
+    (tmp_path / "big_app.py").write_text(BIG_RESPONSE, encoding="utf-8")
+    server = serve("big_app:app", "--python-path", str(tmp_path), "--worker-timeout", "1500", cwd=tmp_path)
+    (pid,) = wait_for_workers(server, 1)
+    mark = len(server.stderr.lines)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)  # so that the server's writes block soon
+    sock.connect(("127.0.0.1", server.port))
+    sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+    time.sleep(4.0)  # past --worker-timeout, the worker blocked in its write all along
+    sock.settimeout(30)
+    received = bytearray()
+    while chunk := sock.recv(1 << 16):
+        received += chunk
+    sock.close()
+    head, _, body = bytes(received).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), server.excerpt(30)
+    assert body == bytes(range(256)) * (8 * 1024 * 1024 // 256)
+    assert log_after(server, r"has not responded", mark, timeout=0.1) is None, server.excerpt(40)
+    assert alive(pid)
+    assert wait_for_workers(server, 1) == {pid}  # not replaced
 
 
 def test_workers_do_not_outlive_a_killed_supervisor(serve: Callable[..., Server]) -> None:
