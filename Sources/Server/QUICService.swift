@@ -93,9 +93,10 @@ final class QUICService: DatagramHandler {
     func datagramsReceived(_ batch: borrowing DatagramBatch, count: Int, on socket: UDPSocket, now: Instant) {
         for i in 0..<count where !batch.isTruncated(i) {
             let path = batch.path(i)
+            let ecn = batch.ecn(i)  // with UDP GRO, of every datagram coalesced in the entry
             for datagram in batch.datagrams(i) {
                 worker.metrics.received(.quic, bytes: datagram.count)
-                endpoint.receive(UnsafeMutableRawBufferPointer(mutating: datagram), path: path, now: now)
+                endpoint.receive(UnsafeMutableRawBufferPointer(mutating: datagram), path: path, ecn: ecn, now: now)
             }
         }
         afterInput()
@@ -390,7 +391,7 @@ final class QUICService: DatagramHandler {
         while true {
             var n = 0
             while n < out.capacity, let (length, path) = endpoint.nextDatagram(into: out.slot(n), now: now) {
-                out.setOutgoing(n, length: length, path: path)
+                out.setOutgoing(n, length: length, path: path, ecn: endpoint.lastDatagramECN)
                 worker.metrics.sent(.quic, bytes: length)
                 n += 1
             }

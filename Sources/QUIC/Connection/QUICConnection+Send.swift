@@ -56,8 +56,11 @@ extension QUICConnection {
         let n: Int?
         switch lifecycle {
         case .open:
+            sendingECN = ecn.marking
             n = writeOpen(buffer, limit: limit, now: now)
+            if n != nil { ecn.datagramSent() }
         case .closing:
+            sendingECN = .notECT  // closing packets are not tracked, so not validated either
             n = closeFramePending ? writeClose(buffer, limit: limit, now: now) : nil
         case .draining, .terminated:
             n = nil
@@ -211,6 +214,7 @@ extension QUICConnection {
         // RFC 9002 §2: in flight = ack-eliciting or padded; ACK-only packets are not.
         recovery.onPacketSent(space: d.space, packetNumber: d.packetNumber, bytes: total, ackEliciting: d.ackEliciting,
                               inFlight: d.ackEliciting, now: now)
+        ecn.packetSent(space: d.space, packetNumber: d.packetNumber, ecn: sendingECN)
     }
 
     // MARK: closing (§10.2.1, §10.2.3)

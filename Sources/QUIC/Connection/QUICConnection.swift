@@ -118,6 +118,11 @@ public final class QUICConnection {
     var localIDs = LocalConnectionIDs()
     var peerIDs: PeerConnectionIDs
     var pathResponses: [UInt64] = []
+    /// ECN counts and validation on the path (QUICConnection+ECN.swift).
+    var ecn = ECNValidation()
+    /// The ECN field of the datagram being processed / built.
+    var receivingECN = ECNCodepoint.notECT
+    var sendingECN = ECNCodepoint.notECT
     /// RFC 9221 datagrams (QUICConnection+Datagrams.swift).
     var incomingDatagrams: DatagramQueue
     var outgoingDatagrams: DatagramQueue

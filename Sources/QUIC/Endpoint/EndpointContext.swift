@@ -29,6 +29,9 @@ final class EndpointContext {
     private var readyHead = 0
 
     var deadlines = DeadlineHeap()
+    /// ECN statistics of the connections (QUICConnection+ECN.swift).
+    var ecnCongestionSignals = 0
+    var ecnValidationFailures = 0
 
     init(configuration: QUICConfiguration, connectionIDs: ConnectionIDSource, addressTokens: AddressTokens) {
         self.configuration = configuration
