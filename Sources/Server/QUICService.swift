@@ -125,10 +125,26 @@ final class QUICService: DatagramHandler {
         }
     }
 
+    /// The endpoint's ECN counts already added to the worker's metrics.
+    private var reportedPathEvents = (ecnCongestion: 0, ecnValidationFailed: 0)
+
+    /// Moves the endpoint's new ECN events into the worker's metrics.
+    private func reportPathEvents() {
+        let ce = endpoint.ecnCongestionSignals, failed = endpoint.ecnValidationFailures
+        if ce > reportedPathEvents.ecnCongestion {
+            worker.metrics.quicPathEvents(.ecnCongestion, count: ce - reportedPathEvents.ecnCongestion)
+        }
+        if failed > reportedPathEvents.ecnValidationFailed {
+            worker.metrics.quicPathEvents(.ecnValidationFailed, count: failed - reportedPathEvents.ecnValidationFailed)
+        }
+        reportedPathEvents = (ce, failed)
+    }
+
     /// Hands out the endpoint's events and sends what is ready. Queued WSGI
     /// requests run later, from the worker's loop (`serveWaiting`): never
     /// inside the receive, whose batch a call's own waits receive into.
     private func afterInput() {
+        reportPathEvents()
         handlingInput = true
         dispatchEvents()
         offerPending()
