@@ -474,6 +474,7 @@ static int same_endpoint(const csys_ip_endpoint *a, const csys_ip_endpoint *b) {
 static int run_length(const csys_udp_batch *b, int i, int end) {
     if (!b->segmentation) return 1;
     const csys_datagram *first = &b->entries[i];
+    if (first->alone) return 1;
     uint32_t size = first->length;
     if (size == 0 || size > UINT16_MAX) return 1;
     int n = 1;
@@ -484,6 +485,7 @@ static int run_length(const csys_udp_batch *b, int i, int end) {
         if (d->length == 0 || d->length > size || bytes + d->length > SEGMENTED_BYTES_MAX) break;
         if (!same_endpoint(&d->peer, &first->peer) || !same_endpoint(&d->local, &first->local)) break;
         if (d->ecn != first->ecn) break;  // one control message marks the whole run
+        if (d->alone) break;
         bytes += d->length;
         n++;
     }

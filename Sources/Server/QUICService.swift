@@ -68,7 +68,7 @@ final class QUICService: DatagramHandler {
         self.worker = worker
         self.socket = socket
         self.limits = limits
-        out = DatagramBatch(capacity: QUICService.sendBatchCapacity, slotSize: 1500)!
+        out = DatagramBatch(capacity: QUICService.sendBatchCapacity, slotSize: max(1500, configuration.maxUDPPayloadSize))!
         out.usesSegmentation = socket.supportsSegmentation
         endpoint = QUICEndpoint(configuration: configuration,
                                 connectionIDs: ServerConnectionIDs(socketIndex: socket.index, secret: statelessSecret),
@@ -85,6 +85,7 @@ final class QUICService: DatagramHandler {
         c.congestionControl = config.quicCongestion
         c.alwaysRetry = config.quicRetry
         c.retryThreshold = config.quicRetryThreshold
+        c.maxUDPPayloadSize = config.quicMaxDatagramSize
         return c
     }
 
@@ -125,19 +126,23 @@ final class QUICService: DatagramHandler {
         }
     }
 
-    /// The endpoint's ECN counts already added to the worker's metrics.
-    private var reportedPathEvents = (ecnCongestion: 0, ecnValidationFailed: 0)
+    /// The endpoint's path event counts already added to the worker's
+    /// metrics, by QUICPathEvent.
+    private var reportedPathEvents = [Int](repeating: 0, count: QUICPathEvent.count)
 
-    /// Moves the endpoint's new ECN events into the worker's metrics.
+    /// Moves the endpoint's new ECN and path MTU events into the worker's metrics.
     private func reportPathEvents() {
-        let ce = endpoint.ecnCongestionSignals, failed = endpoint.ecnValidationFailures
-        if ce > reportedPathEvents.ecnCongestion {
-            worker.metrics.quicPathEvents(.ecnCongestion, count: ce - reportedPathEvents.ecnCongestion)
-        }
-        if failed > reportedPathEvents.ecnValidationFailed {
-            worker.metrics.quicPathEvents(.ecnValidationFailed, count: failed - reportedPathEvents.ecnValidationFailed)
-        }
-        reportedPathEvents = (ce, failed)
+        report(.ecnCongestion, endpoint.ecnCongestionSignals)
+        report(.ecnValidationFailed, endpoint.ecnValidationFailures)
+        report(.pmtuRaised, endpoint.pmtuRaises)
+        report(.pmtuBlackHole, endpoint.pmtuBlackHoles)
+    }
+
+    private func report(_ event: QUICPathEvent, _ total: Int) {
+        let i = event.rawValue
+        guard total > reportedPathEvents[i] else { return }
+        worker.metrics.quicPathEvents(event, count: total - reportedPathEvents[i])
+        reportedPathEvents[i] = total
     }
 
     /// Hands out the endpoint's events and sends what is ready. Queued WSGI
@@ -407,7 +412,8 @@ final class QUICService: DatagramHandler {
         while true {
             var n = 0
             while n < out.capacity, let (length, path) = endpoint.nextDatagram(into: out.slot(n), now: now) {
-                out.setOutgoing(n, length: length, path: path, ecn: endpoint.lastDatagramECN)
+                out.setOutgoing(n, length: length, path: path, ecn: endpoint.lastDatagramECN,
+                                alone: endpoint.lastDatagramIsPMTUProbe)
                 worker.metrics.sent(.quic, bytes: length)
                 n += 1
             }

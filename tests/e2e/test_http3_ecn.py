@@ -49,7 +49,7 @@ NOT_ECT = 0
 
 
 def path_events(server: Server) -> dict[str, int]:
-    """The server's QUIC path event counters, from its metrics endpoint."""
+    """The server's QUIC path event counters of ECN, from its metrics endpoint."""
     line = server.stderr.wait_for(lambda text: METRICS_LINE.search(text) is not None, 10.0)
     assert line is not None, server.excerpt()
     match = METRICS_LINE.search(line)
@@ -60,7 +60,7 @@ def path_events(server: Server) -> dict[str, int]:
         body = connection.getresponse().read().decode()
     finally:
         connection.close()
-    return {name: int(count) for name, count in EVENT.findall(body)}
+    return {name: int(count) for name, count in EVENT.findall(body) if name.startswith("ecn_")}
 
 
 def events_until(server: Server, done: Callable[[dict[str, int]], bool], timeout: float = 10.0) -> dict[str, int]:

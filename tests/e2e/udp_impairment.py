@@ -80,8 +80,9 @@ class DirectionStats:
     ecn: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     ce_marked: int = 0
     too_large: int = 0
-    #: The largest datagram received.
+    #: The largest datagram received, and the largest forwarded (not dropped for its size or otherwise).
     largest: int = 0
+    largest_forwarded: int = 0
 
 
 @dataclass
@@ -300,6 +301,8 @@ class ImpairedLink:
             flow.trace.append((now, direction, len(data), fate))
         if fate in ("blackout", "lost", "too large"):
             return
+        with self._lock:
+            stats.largest_forwarded = max(stats.largest_forwarded, len(data))
         if fate == "corrupted":
             damaged = bytearray(data)
             for offset, mask in flips:

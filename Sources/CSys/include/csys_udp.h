@@ -53,6 +53,9 @@ typedef struct {
 /// possibly shorter (0: one datagram). Not read on send.
 /// `ecn`: the ECN field (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE) of a received
 /// datagram (0 where the kernel gave none), or the one to set on a sent one.
+/// `alone`, on send: never part of a segmented run (a path MTU probe, whose
+/// size as a run's segment size could exceed the device MTU, which fails
+/// the whole run with EINVAL).
 typedef struct {
     void *data;
     uint32_t capacity;
@@ -62,6 +65,7 @@ typedef struct {
     int32_t status;
     uint32_t segment_size;
     uint8_t ecn;
+    uint8_t alone;
 } csys_datagram;
 
 typedef struct csys_udp_batch csys_udp_batch;

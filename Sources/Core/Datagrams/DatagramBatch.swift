@@ -139,11 +139,14 @@ public struct DatagramBatch: ~Copyable {
     /// Entry `i` is a datagram of `length` bytes (already in `slot(i)`) from
     /// `path.local` to `path.peer`, with `ecn` in its IP header (RFC 9000
     /// §13.4: ECT(0) while the path's ECN is being validated or works).
+    /// `alone`: never sent as part of a segmented run (a path MTU probe,
+    /// which may be larger than the device allows a run's segments).
     @inlinable
-    public func setOutgoing(_ i: Int, length: Int, path: DatagramPath, ecn: ECNCodepoint = .notECT) {
+    public func setOutgoing(_ i: Int, length: Int, path: DatagramPath, ecn: ECNCodepoint = .notECT, alone: Bool = false) {
         precondition(length >= 0 && length <= Int(entries[i].capacity), "datagram larger than its slot")
         entries[i].length = UInt32(length)
         entries[i].ecn = ecn.rawValue
+        entries[i].alone = alone ? 1 : 0
         entries[i].peer = path.peer.endpoint
         entries[i].local = path.local.endpoint
     }

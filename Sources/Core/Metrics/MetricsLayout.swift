@@ -196,11 +196,17 @@ public enum QUICPathEvent: Int, CaseIterable, Sendable {
     case ecnCongestion
     /// A connection's ECN validation failed and it stopped marking (RFC 9000 §13.4.2.2).
     case ecnValidationFailed
-    public static let count = 2
+    /// Path MTU discovery confirmed a larger datagram size (RFC 8899).
+    case pmtuRaised
+    /// A connection's datagram size fell back to 1200 bytes (RFC 8899 §4.3 black hole).
+    case pmtuBlackHole
+    public static let count = 4
     public var label: String {
         switch self {
         case .ecnCongestion: "ecn_ce"
         case .ecnValidationFailed: "ecn_validation_failed"
+        case .pmtuRaised: "pmtu_raised"
+        case .pmtuBlackHole: "pmtu_black_hole"
         }
     }
 }

@@ -83,6 +83,7 @@ extension QUICConnection {
                                handshakeConfirmed: handshakeConfirmed, now: now,
                                acked: { ackedScratch.append($0) }, lost: { lostScratch.append((space, $0)) },
                                congestionExperienced: { ecnAckReceived(f, space: space, previousLargest: previousLargest) })
+        if space == .application { pmtuAcknowledged(now: now) }
         let s = space.rawValue
         spaces[s].largestAcked = max(spaces[s].largestAcked ?? 0, f.largestAcknowledged)
         frameScratch.removeAll(keepingCapacity: true)
@@ -99,6 +100,7 @@ extension QUICConnection {
     func handleLost() {
         for (space, pn) in lostScratch {
             ecn.packetLost(space: space, packetNumber: pn)
+            if space == .application { pmtu.lost(pn, now: lastSeen) }
             frameScratch.removeAll(keepingCapacity: true)
             spaces[space.rawValue].sent.resolve(pn, into: &frameScratch)
             for frame in frameScratch { frameLost(frame, space: space) }

@@ -32,6 +32,9 @@ final class EndpointContext {
     /// ECN statistics of the connections (QUICConnection+ECN.swift).
     var ecnCongestionSignals = 0
     var ecnValidationFailures = 0
+    /// Path MTU discovery statistics (QUICConnection+PMTU.swift).
+    var pmtuRaises = 0
+    var pmtuBlackHoles = 0
 
     init(configuration: QUICConfiguration, connectionIDs: ConnectionIDSource, addressTokens: AddressTokens) {
         self.configuration = configuration

@@ -264,6 +264,7 @@ public final class QUICEndpoint {
             precondition(buffer.count >= bytes.count, "datagram buffer smaller than maxUDPPayloadSize")
             bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
             lastDatagramECN = .notECT
+            lastDatagramIsPMTUProbe = false
             return (bytes.count, path)
         }
         while let connection = context.nextReady() {
@@ -272,6 +273,7 @@ public final class QUICEndpoint {
             if let written {
                 context.wantsToSend(connection)  // round-robin: back of the queue
                 lastDatagramECN = connection.sendingECN
+                lastDatagramIsPMTUProbe = connection.sendingPMTUProbe
                 return (written, connection.path)
             }
         }
@@ -287,6 +289,16 @@ public final class QUICEndpoint {
     /// failures (RFC 9000 §13.4.2.2) of this endpoint's connections so far.
     public var ecnCongestionSignals: Int { context.ecnCongestionSignals }
     public var ecnValidationFailures: Int { context.ecnValidationFailures }
+
+    /// The datagram `nextDatagram` last returned is a path MTU probe (RFC
+    /// 8899): larger than any datagram confirmed on its path, so it must
+    /// leave alone, never as a segment of a GSO run.
+    public private(set) var lastDatagramIsPMTUProbe = false
+
+    /// Datagram sizes raised by path MTU discovery, and black holes that
+    /// sent a connection back to 1200 bytes, so far.
+    public var pmtuRaises: Int { context.pmtuRaises }
+    public var pmtuBlackHoles: Int { context.pmtuBlackHoles }
 
     public var nextDeadline: Instant? { context.deadlines.peek() }
 
