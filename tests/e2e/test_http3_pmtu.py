@@ -19,6 +19,7 @@ import asyncio
 import hashlib
 import http.client
 import re
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -130,3 +131,40 @@ def test_a_smaller_path_mtu_is_found_and_the_transfer_completes(
     events = events_until(s, lambda e: e.get("pmtu_raised", 0) >= 1)
     assert events["pmtu_raised"] >= 1, events
     assert events["pmtu_black_hole"] == 0, events
+
+
+@pytest.mark.timeout(120)
+def test_a_path_mtu_that_shrinks_mid_transfer_is_a_black_hole(
+    serve: Callable[..., Server], tls_files: TLSFiles
+) -> None:
+    """RFC 8899 §4.3: after the size was raised to 1,452 the link starts dropping everything above 1,250 bytes;
+    every full datagram vanishes, probe timeouts pile up, and after three in a row the connection goes back to
+    1,200 bytes: the download still arrives intact and the server counts the black hole."""
+    s = server(serve, tls_files)
+    n = 8 << 20
+    result: list[bytes | BaseException] = []
+    with ImpairedLink(s.port) as link:
+
+        def run() -> None:
+            try:
+                result.append(download(link.port, tls_files, n))
+            except BaseException as error:  # noqa: BLE001 (reported by the assertion below)
+                result.append(error)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while link.stats[DOWNSTREAM].largest_forwarded < 1452 or link.stats[DOWNSTREAM].bytes_received < n // 8:
+            assert time.monotonic() < deadline, link.stats[DOWNSTREAM]
+            assert thread.is_alive(), result
+            time.sleep(0.002)
+        link.set_impairment(DOWNSTREAM, Impairment(max_size=1250))
+        thread.join(100)
+        down = link.stats[DOWNSTREAM]
+    assert len(result) == 1, "the download did not finish"
+    body = result[0]
+    assert isinstance(body, bytes), repr(body)
+    assert hashlib.sha256(body).digest() == hashlib.sha256(pattern(n)).digest()
+    assert down.too_large >= 1, down
+    events = events_until(s, lambda e: e.get("pmtu_black_hole", 0) >= 1)
+    assert events["pmtu_black_hole"] == 1, events
