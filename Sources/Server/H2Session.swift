@@ -503,8 +503,17 @@ final class H2Session {
     func afterIO() {
         guard !closed else { return }
         serveWaiting()
+        // A connection that became HTTP/2 after the worker began stopping
+        // (its TLS handshake finished later) missed beginShutdown: it gets
+        // its GOAWAY here. Ending it without one, right after our SETTINGS,
+        // left the client with requests it could not know were unprocessed
+        // (RFC 9113 §6.8: the GOAWAY's last stream ID is what says so).
+        if worker.stopping && !goingAway && !core.isClosing {
+            goingAway = true
+            core.goAway(code: .noError)
+        }
         guard flush() else { return }
-        if core.isClosing || worker.stopping { goingAway = true }
+        if core.isClosing { goingAway = true }
         if goingAway && streams.isEmpty && waitingHead >= waiting.count && !inApplication {
             finishConnection()
             return

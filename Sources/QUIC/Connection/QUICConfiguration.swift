@@ -39,6 +39,14 @@ public struct QUICConfiguration: Sendable {
     /// with HyStart++ (RFC 9438, RFC 9406) unless NewReno is asked for.
     public var congestionControl: CongestionAlgorithm = .cubic
     public var supportedVersions: [QUICVersion] = [.v1, .v2]
+    /// 1-RTT packets sent under one key before the server starts a key
+    /// update (RFC 9001 §6.1); 0: only when the AEAD's confidentiality limit
+    /// requires it (§6.6), which caps this at half that limit anyway. 2^20
+    /// (about 1.2 GB at 1,200 bytes) is an eighth of AES-GCM's 2^23.
+    public var keyUpdateInterval: UInt64 = 1 << 20
+    /// Tests only: AEAD limits replacing the suite's (RFC 9001 §6.6), so
+    /// that crossing them takes a few packets.
+    var aeadLimitsOverride: AEADLimits?
     /// RFC 9221 §3 max_datagram_frame_size: the largest DATAGRAM frame we
     /// accept (type, length and payload). nil: DATAGRAM frames are not
     /// negotiated, and one received is a PROTOCOL_VIOLATION.

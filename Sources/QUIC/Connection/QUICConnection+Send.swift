@@ -57,6 +57,7 @@ extension QUICConnection {
         var limit = min(buffer.count, pmtu.current, peerMaxUDPPayloadSize)
         limit = min(limit, amplificationAllowance)
         guard limit >= Self.minimumPacketRoom else { return nil }
+        if keyPhase != nil { manageKeyLifetime(now: now) }  // RFC 9001 §6.6 (+KeyUpdate.swift)
         let n: Int?
         switch lifecycle {
         case .open:
@@ -215,6 +216,7 @@ extension QUICConnection {
         let packet = UnsafeMutableRawBufferPointer(rebasing: buffer[d.start..<(d.start + total)])
         PacketProtection.seal(packet, headerLength: d.headerLength, payloadLength: d.payloadLength,
                               packetNumber: d.packetNumber, keys: spaces[d.space.rawValue].writeKeys!)
+        if d.space == .application { keyPhase?.packetsSentInPhase += 1 }
         // RFC 9002 §2: in flight = ack-eliciting or padded; ACK-only packets
         // are not. Nor, here, is a PMTU probe (PathMTUDiscovery.swift: its
         // loss must not be a congestion signal, RFC 9000 §14.4).
@@ -222,6 +224,7 @@ extension QUICConnection {
         recovery.onPacketSent(space: d.space, packetNumber: d.packetNumber, bytes: total, ackEliciting: tracked,
                               inFlight: tracked, now: now)
         ecn.packetSent(space: d.space, packetNumber: d.packetNumber, ecn: sendingECN)
+        if let qlog { qlog.packetSent(d.space, packetNumber: d.packetNumber, length: total, now: now) }
     }
 
     // MARK: closing (§10.2.1, §10.2.3)
@@ -308,5 +311,7 @@ extension QUICConnection {
         PacketProtection.seal(UnsafeMutableRawBufferPointer(rebasing: buffer[d.start..<(d.start + total)]),
                               headerLength: d.headerLength, payloadLength: d.payloadLength,
                               packetNumber: d.packetNumber, keys: spaces[d.space.rawValue].writeKeys!)
+        if d.space == .application { keyPhase?.packetsSentInPhase += 1 }
+        if let qlog { qlog.packetSent(d.space, packetNumber: d.packetNumber, length: total, now: lastSeen) }
     }
 }

@@ -35,6 +35,8 @@ final class EndpointContext {
     /// Path MTU discovery statistics (QUICConnection+PMTU.swift).
     var pmtuRaises = 0
     var pmtuBlackHoles = 0
+    /// qlog (QUICEndpoint+QLog.swift): a trace for each new connection, or nil.
+    var makeQLogTrace: ((ConnectionID, Instant) -> QLogTrace?)?
 
     init(configuration: QUICConfiguration, connectionIDs: ConnectionIDSource, addressTokens: AddressTokens) {
         self.configuration = configuration
