@@ -41,10 +41,14 @@
 #define SEGMENTED_BYTES_MAX 65000
 
 // Room for one IPV6_PKTINFO and one IP_PKTINFO control message (a
-// dual-stack socket may deliver either for an IPv4 datagram) and a UDP_GRO
-// one on receive; a send uses one packet info and a UDP_SEGMENT (uint16_t).
+// dual-stack socket may deliver either for an IPv4 datagram), a UDP_GRO one
+// and the ECN field (IP_TOS or IPV6_TCLASS, at most an int each) on
+// receive; a send uses one packet info, a UDP_SEGMENT (uint16_t) and one
+// traffic class (int).
 #define CONTROL_BYTES \
-    (CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(int)))
+    (CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct in_pktinfo)) + 3 * CMSG_SPACE(sizeof(int)))
+// The ECN field: the two low bits of the TOS / traffic class byte (RFC 3168 §5).
+#define ECN_MASK 0x3
 
 struct csys_udp_batch {
     int capacity;
@@ -223,11 +227,28 @@ static size_t control_add_segment(unsigned char *buffer, size_t used, uint16_t s
     return used + CMSG_SPACE(sizeof size);
 }
 
-// The destination of a received datagram, from its packet info, and the
-// segment size of a coalesced one (UDP_GRO; 0 when it is one datagram).
-static void local_from_control(csys_ip_endpoint *local, uint32_t *segment_size, struct msghdr *m, int port) {
+// The ECN codepoint as a control message at `buffer` (after `used` bytes):
+// IP_TOS for an IPv4 peer (also through a dual-stack socket, whose IPv4
+// path reads only IPPROTO_IP messages), IPV6_TCLASS for an IPv6 one. The
+// other bits of the byte (DSCP) stay 0, the socket's default.
+static size_t control_add_ecn(unsigned char *buffer, size_t used, const csys_ip_endpoint *peer, uint8_t ecn) {
+    int value = ecn & ECN_MASK;
+    struct cmsghdr *c = (struct cmsghdr *)(buffer + used);
+    memset(c, 0, CMSG_SPACE(sizeof value));
+    c->cmsg_level = peer->family == 4 ? IPPROTO_IP : IPPROTO_IPV6;
+    c->cmsg_type = peer->family == 4 ? IP_TOS : IPV6_TCLASS;
+    c->cmsg_len = CMSG_LEN(sizeof value);
+    memcpy(CMSG_DATA(c), &value, sizeof value);
+    return used + CMSG_SPACE(sizeof value);
+}
+
+// The destination of a received datagram, from its packet info, the
+// segment size of a coalesced one (UDP_GRO; 0 when it is one datagram) and
+// its ECN field (IP_TOS: one byte; IPV6_TCLASS: an int).
+static void local_from_control(csys_ip_endpoint *local, uint32_t *segment_size, uint8_t *ecn, struct msghdr *m, int port) {
     memset(local, 0, sizeof *local);
     *segment_size = 0;
+    *ecn = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
         if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
             struct in6_pktinfo info;
@@ -241,6 +262,14 @@ static void local_from_control(csys_ip_endpoint *local, uint32_t *segment_size, 
             int size;
             memcpy(&size, CMSG_DATA(c), sizeof size);
             *segment_size = size > 0 ? (uint32_t)size : 0;
+        } else if (c->cmsg_level == IPPROTO_IP && (c->cmsg_type == IP_TOS || c->cmsg_type == IP_RECVTOS)) {
+            unsigned char tos;
+            memcpy(&tos, CMSG_DATA(c), 1);
+            *ecn = tos & ECN_MASK;
+        } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+            int tclass;
+            memcpy(&tclass, CMSG_DATA(c), sizeof tclass);
+            *ecn = (uint8_t)(tclass & ECN_MASK);
         }
     }
 }
@@ -273,15 +302,20 @@ static int bind_one(const struct sockaddr_in6 *address, socklen_t length, int v6
     if (family == AF_INET6) {
         if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only) != 0) goto fail;
         if (setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one) != 0) goto fail;
+        // ECN of received datagrams (RFC 9000 §13.4.1); without it no
+        // counts are reported, which the peer's validation tolerates.
+        setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
         int probe6 = IPV6_PMTUDISC_PROBE;
         setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &probe6, sizeof probe6);
         if (!v6only) {
             // IPv4 datagrams of a dual-stack socket.
             setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
+            setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
             setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &probe, sizeof probe);
         }
     } else {
         if (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) != 0) goto fail;
+        setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
         setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &probe, sizeof probe);
     }
     raise_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF);
@@ -421,7 +455,7 @@ int csys_udp_receive(int fd, csys_udp_batch *b, int count, int local_port) {
         d->length = b->messages[i].msg_len;
         d->status = (m->msg_flags & MSG_TRUNC) ? 1 : 0;
         endpoint_from_sockaddr(&d->peer, &b->names[i]);
-        local_from_control(&d->local, &d->segment_size, m, local_port);
+        local_from_control(&d->local, &d->segment_size, &d->ecn, m, local_port);
         // A "coalesced" buffer of one datagram is just that datagram.
         if (d->segment_size >= d->length) d->segment_size = 0;
     }
@@ -440,6 +474,7 @@ static int same_endpoint(const csys_ip_endpoint *a, const csys_ip_endpoint *b) {
 static int run_length(const csys_udp_batch *b, int i, int end) {
     if (!b->segmentation) return 1;
     const csys_datagram *first = &b->entries[i];
+    if (first->alone) return 1;
     uint32_t size = first->length;
     if (size == 0 || size > UINT16_MAX) return 1;
     int n = 1;
@@ -449,6 +484,8 @@ static int run_length(const csys_udp_batch *b, int i, int end) {
         if (b->entries[i + n - 1].length != size) break;  // a shorter one ended the run
         if (d->length == 0 || d->length > size || bytes + d->length > SEGMENTED_BYTES_MAX) break;
         if (!same_endpoint(&d->peer, &first->peer) || !same_endpoint(&d->local, &first->local)) break;
+        if (d->ecn != first->ecn) break;  // one control message marks the whole run
+        if (d->alone) break;
         bytes += d->length;
         n++;
     }
@@ -491,6 +528,7 @@ int csys_udp_send(int fd, int socket_family, csys_udp_batch *b, int first, int c
             unsigned char *control = b->control + (size_t)messages * CONTROL_BYTES;
             size_t control_length = control_from_local(control, &d->local, socket_family);
             if (run > 1) control_length = control_add_segment(control, control_length, (uint16_t)d->length);
+            if (d->ecn) control_length = control_add_ecn(control, control_length, &d->peer, d->ecn);
             m->msg_control = control_length ? control : NULL;
             m->msg_controllen = control_length;
             m->msg_flags = 0;

@@ -144,6 +144,10 @@ options:
                            token from an earlier connection skips it)
   --quic-retry-threshold N send Retries once N handshakes are under way on
                            a worker (default 100; 0 is --quic-retry)
+  --quic-max-datagram-size BYTES
+                           largest QUIC datagram path MTU discovery may
+                           reach, from 1200 (1200-9000, default 1452;
+                           1200 turns discovery off)
   --forwarded-allow-ips LIST
                            peers whose Forwarded / X-Forwarded-* headers are
                            honoured: comma-separated addresses and CIDR blocks
@@ -395,6 +399,8 @@ public enum CommandLineParser {
             case "--quic-retry": try flag(); config.quicRetry = true
             case "--quic-retry-threshold":
                 config.quicRetryThreshold = try integer(name, try value(), Config.quicRetryThresholdRange)
+            case "--quic-max-datagram-size":
+                config.quicMaxDatagramSize = try integer(name, try value(), Config.quicMaxDatagramSizeRange)
             case "--worker-udp":
                 let v = try value()
                 guard let sockets = workerDatagramSockets(v) else {

@@ -182,6 +182,11 @@ public struct Config: Sendable {
     /// worker, new connections without a token get a Retry (flood defence).
     public var quicRetryThreshold = 100
     public static let quicRetryThresholdRange = 0...1_000_000
+    /// `--quic-max-datagram-size`: the largest UDP payload path MTU
+    /// discovery (RFC 8899) may raise a connection to, from 1200. 1452 fits
+    /// a 1500-byte MTU over IPv6 (and IPv4); 1200 turns discovery off.
+    public var quicMaxDatagramSize = 1452
+    public static let quicMaxDatagramSizeRange = 1200...9000
 
     /// Peers whose `Forwarded` / `X-Forwarded-*` fields are honoured
     /// (`--forwarded-allow-ips`, else `FORWARDED_ALLOW_IPS`); empty: none.

@@ -123,6 +123,7 @@ public enum OptionCatalog {
         OptionSpec("quic-log", .value),
         OptionSpec("quic-retry", .flag),
         OptionSpec("quic-retry-threshold", .value, "100"),
+        OptionSpec("quic-max-datagram-size", .value, "1452"),
         OptionSpec("forwarded-allow-ips", .value),
         OptionSpec("scheme", .value),
         OptionSpec("proxy-protocol", .flag),

@@ -68,7 +68,7 @@ final class QUICService: DatagramHandler {
         self.worker = worker
         self.socket = socket
         self.limits = limits
-        out = DatagramBatch(capacity: QUICService.sendBatchCapacity, slotSize: 1500)!
+        out = DatagramBatch(capacity: QUICService.sendBatchCapacity, slotSize: max(1500, configuration.maxUDPPayloadSize))!
         out.usesSegmentation = socket.supportsSegmentation
         endpoint = QUICEndpoint(configuration: configuration,
                                 connectionIDs: ServerConnectionIDs(socketIndex: socket.index, secret: statelessSecret),
@@ -88,6 +88,7 @@ final class QUICService: DatagramHandler {
         c.alwaysRetry = config.quicRetry
         c.retryThreshold = config.quicRetryThreshold
         c.maxConnections = config.maxConnections
+        c.maxUDPPayloadSize = config.quicMaxDatagramSize
         return c
     }
 
@@ -96,9 +97,10 @@ final class QUICService: DatagramHandler {
     func datagramsReceived(_ batch: borrowing DatagramBatch, count: Int, on socket: UDPSocket, now: Instant) {
         for i in 0..<count where !batch.isTruncated(i) {
             let path = batch.path(i)
+            let ecn = batch.ecn(i)  // with UDP GRO, of every datagram coalesced in the entry
             for datagram in batch.datagrams(i) {
                 worker.metrics.received(.quic, bytes: datagram.count)
-                endpoint.receive(UnsafeMutableRawBufferPointer(mutating: datagram), path: path, now: now)
+                endpoint.receive(UnsafeMutableRawBufferPointer(mutating: datagram), path: path, ecn: ecn, now: now)
             }
         }
         afterInput()
@@ -127,10 +129,30 @@ final class QUICService: DatagramHandler {
         }
     }
 
+    /// The endpoint's path event counts already added to the worker's
+    /// metrics, by QUICPathEvent.
+    private var reportedPathEvents = [Int](repeating: 0, count: QUICPathEvent.count)
+
+    /// Moves the endpoint's new ECN and path MTU events into the worker's metrics.
+    private func reportPathEvents() {
+        report(.ecnCongestion, endpoint.ecnCongestionSignals)
+        report(.ecnValidationFailed, endpoint.ecnValidationFailures)
+        report(.pmtuRaised, endpoint.pmtuRaises)
+        report(.pmtuBlackHole, endpoint.pmtuBlackHoles)
+    }
+
+    private func report(_ event: QUICPathEvent, _ total: Int) {
+        let i = event.rawValue
+        guard total > reportedPathEvents[i] else { return }
+        worker.metrics.quicPathEvents(event, count: total - reportedPathEvents[i])
+        reportedPathEvents[i] = total
+    }
+
     /// Hands out the endpoint's events and sends what is ready. Queued WSGI
     /// requests run later, from the worker's loop (`serveWaiting`): never
     /// inside the receive, whose batch a call's own waits receive into.
     private func afterInput() {
+        reportPathEvents()
         handlingInput = true
         dispatchEvents()
         offerPending()
@@ -393,7 +415,8 @@ final class QUICService: DatagramHandler {
         while true {
             var n = 0
             while n < out.capacity, let (length, path) = endpoint.nextDatagram(into: out.slot(n), now: now) {
-                out.setOutgoing(n, length: length, path: path)
+                out.setOutgoing(n, length: length, path: path, ecn: endpoint.lastDatagramECN,
+                                alone: endpoint.lastDatagramIsPMTUProbe)
                 worker.metrics.sent(.quic, bytes: length)
                 n += 1
             }

@@ -201,6 +201,11 @@ final class FleetMetrics {
         e.family("peregrine_websocket_messages_total", .counter, help: "WebSocket messages received (in) and sent (out).")
         e.sample("peregrine_websocket_messages_total", [("direction", "in")], t[MetricsLayout.webSocketMessagesIn])
         e.sample("peregrine_websocket_messages_total", [("direction", "out")], t[MetricsLayout.webSocketMessagesOut])
+        e.family("peregrine_quic_path_events_total", .counter,
+                 help: "QUIC path events: ECN-CE congestion signals (ecn_ce), ECN validation failures (ecn_validation_failed), path MTU raises (pmtu_raised) and black holes (pmtu_black_hole).")
+        for x in QUICPathEvent.allCases {
+            e.sample("peregrine_quic_path_events_total", [("event", x.label)], t[MetricsLayout.quicPathEvents + x.rawValue])
+        }
     }
 
     private func workerFamilies(_ e: inout MetricsExposition, _ workers: [Live]) {

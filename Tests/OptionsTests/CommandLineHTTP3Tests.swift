@@ -19,6 +19,18 @@ final class CommandLineHTTP3Tests: XCTestCase {
         XCTAssertEqual(c.inheritedDatagramSockets, [])
         XCTAssertFalse(c.quicRetry)
         XCTAssertEqual(c.quicRetryThreshold, 100)
+        XCTAssertEqual(c.quicMaxDatagramSize, 1452)
+    }
+
+    /// `--quic-max-datagram-size` (RFC 8899 path MTU discovery's ceiling;
+    /// CONFIG.md): 1200 (no discovery) to 9000 (jumbo frames).
+    func testMaxDatagramSize() throws {
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-max-datagram-size", "1200"]).quicMaxDatagramSize, 1200)
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-max-datagram-size=9000"]).quicMaxDatagramSize, 9000)
+        XCTAssertNotNil(usageError(tls + ["--http3", "--quic-max-datagram-size", "1199"]))
+        XCTAssertNotNil(usageError(tls + ["--http3", "--quic-max-datagram-size", "9001"]))
+        XCTAssertNotNil(usageError(tls + ["--http3", "--quic-max-datagram-size", "1.5k"]))
+        XCTAssertEqual(usageError(tls + ["--quic-max-datagram-size", "1300"]), "--quic-max-datagram-size needs --http3")
     }
 
     /// `--quic-retry` and `--quic-retry-threshold` (RFC 9000 §8.1.2;

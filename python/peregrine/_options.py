@@ -133,6 +133,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--quic-log", Kind.PATH),
     Option("--quic-retry", Kind.FLAG),
     Option("--quic-retry-threshold", Kind.INTEGER),
+    Option("--quic-max-datagram-size", Kind.INTEGER),
     Option("--forwarded-allow-ips", Kind.COMMA_LIST),
     Option("--scheme", Kind.TEXT, choices=("http", "https")),
     Option("--proxy-protocol", Kind.FLAG),

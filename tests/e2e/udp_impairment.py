@@ -11,7 +11,14 @@ that keeps the mapping), and every datagram in each direction goes through an `I
 - `duplicate`: with this probability sent twice (the copy after its own, independent delay);
 - `corrupt`: with this probability 1 to 3 bytes anywhere in it get a random non-zero XOR (RFC 9001 §5.3: the AEAD
   tag fails and the receiver must drop the packet; a flipped header byte may also make it unparseable or
-  addressed to an unknown connection, which the receiver must drop as well, RFC 9000 §5.2, §12.2).
+  addressed to an unknown connection, which the receiver must drop as well, RFC 9000 §5.2, §12.2);
+- `ce_mark`: with this probability a datagram that arrived ECN-capable (ECT(0) or ECT(1)) leaves marked CE, as a
+  congested ECN router marks instead of dropping (RFC 3168 §5); Not-ECT datagrams are never marked;
+- `max_size`: datagrams larger than this many bytes are dropped, as a link with a smaller MTU does (a path MTU
+  that the sender has to discover, RFC 8899).
+
+Like a router, the link keeps each datagram's ECN field (RFC 3168 §5: read with IP_RECVTOS, set again per datagram
+with an IP_TOS control message) unless it marks CE; `stats` counts the codepoints that arrived in each direction.
 
 Decisions are deterministic: each direction of each client (flow) draws from its own `random.Random` seeded
 with (seed, flow number, direction), so a given seed drops and corrupts the same datagram numbers on every run
@@ -28,6 +35,7 @@ import itertools
 import random
 import selectors
 import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,6 +43,9 @@ from typing import Self
 
 #: Largest UDP payload read (a QUIC datagram is at most 65,527 bytes, RFC 9000 §18.2 max_udp_payload_size).
 MAX_DATAGRAM = 65535
+ECN_MASK = 0x3  # the ECN field: the two low bits of the TOS byte (RFC 3168 §5)
+ECT0, CE = 2, 3
+_TOS_CONTROL = socket.CMSG_SPACE(4)
 UPSTREAM, DOWNSTREAM = "up", "down"  # client → server, server → client
 
 
@@ -49,6 +60,8 @@ class Impairment:
     reorder_delay: float = 0.005
     duplicate: float = 0.0
     corrupt: float = 0.0
+    ce_mark: float = 0.0
+    max_size: int | None = None
 
 
 @dataclass
@@ -63,6 +76,13 @@ class DirectionStats:
     duplicated: int = 0
     corrupted: int = 0
     sent: int = 0
+    #: Datagrams received by ECN codepoint: index 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE (RFC 3168 §5).
+    ecn: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    ce_marked: int = 0
+    too_large: int = 0
+    #: The largest datagram received, and the largest forwarded (not dropped for its size or otherwise).
+    largest: int = 0
+    largest_forwarded: int = 0
 
 
 @dataclass
@@ -72,7 +92,7 @@ class _Flow:
     client: tuple[str, int]
     upstream: socket.socket
     rngs: dict[str, random.Random] = field(default_factory=dict)
-    #: With `trace`: (monotonic time, direction, size, fate) of every datagram, fate one of "sent", "lost",
+    #: With `trace`: (monotonic time, direction, size, fate) of every datagram, fate one of "sent", "lost", "too large",
     #: "blackout", "corrupted", "reordered".
     trace: list[tuple[float, str, int, str]] = field(default_factory=list)
 
@@ -97,12 +117,13 @@ class ImpairedLink:
         self.stats = {UPSTREAM: DirectionStats(), DOWNSTREAM: DirectionStats()}
         self._front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._front.bind(("127.0.0.1", 0))
+        self._front.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
         self._front.setblocking(False)
         self.port: int = self._front.getsockname()[1]
         self._flows: dict[tuple[str, int], _Flow] = {}
         self._by_socket: dict[socket.socket, _Flow] = {}
-        # (departure time, sequence number, socket, datagram, destination or None for a connected socket)
-        self._queue: list[tuple[float, int, socket.socket, bytes, tuple[str, int] | None]] = []
+        # (departure time, sequence number, socket, datagram, destination or None for a connected socket, ECN)
+        self._queue: list[tuple[float, int, socket.socket, bytes, tuple[str, int] | None, int]] = []
         self._sequence = itertools.count()
         self._lock = threading.Lock()
         self._blackout: tuple[float, float] | None = None  # [start, end) in time.monotonic()
@@ -186,33 +207,44 @@ class ImpairedLink:
                     self._drain_upstream(sock)
             self._send_due()
 
+    @staticmethod
+    def _receive(sock: socket.socket) -> tuple[bytes, tuple[str, int], int]:
+        """One datagram, its sender and its ECN codepoint (IP_TOS control message; 0 when there is none)."""
+        data, control, _, sender = sock.recvmsg(MAX_DATAGRAM, _TOS_CONTROL)
+        ecn = 0
+        for level, kind, value in control:
+            if level == socket.IPPROTO_IP and kind == socket.IP_TOS and value:
+                ecn = value[0] & ECN_MASK
+        return data, sender, ecn
+
     def _drain_front(self) -> None:
         while True:
             try:
-                data, client = self._front.recvfrom(MAX_DATAGRAM)
+                data, client, ecn = self._receive(self._front)
             except BlockingIOError:
                 return
             flow = self._flows.get(client)
             if flow is None:
                 flow = self._new_flow(client)
-            self._impair(UPSTREAM, flow, data, flow.upstream, None)
+            self._impair(UPSTREAM, flow, data, flow.upstream, None, ecn)
 
     def _drain_upstream(self, sock: socket.socket) -> None:
         flow = self._by_socket[sock]
         while True:
             try:
-                data = sock.recv(MAX_DATAGRAM)
+                data, _, ecn = self._receive(sock)
             except BlockingIOError:
                 return
             except ConnectionRefusedError:
                 continue  # an ICMP port unreachable from the server's side (it stopped): nothing to forward
-            self._impair(DOWNSTREAM, flow, data, self._front, flow.client)
+            self._impair(DOWNSTREAM, flow, data, self._front, flow.client, ecn)
 
     def _new_flow(self, client: tuple[str, int]) -> _Flow:
         number = len(self._flows)
         upstream = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         upstream.bind(("127.0.0.1", 0))
         upstream.connect(self.server)
+        upstream.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
         upstream.setblocking(False)
         flow = _Flow(client, upstream)
         for direction in (UPSTREAM, DOWNSTREAM):
@@ -223,7 +255,13 @@ class ImpairedLink:
         return flow
 
     def _impair(
-        self, direction: str, flow: _Flow, data: bytes, out: socket.socket, destination: tuple[str, int] | None
+        self,
+        direction: str,
+        flow: _Flow,
+        data: bytes,
+        out: socket.socket,
+        destination: tuple[str, int] | None,
+        ecn: int,
     ) -> None:
         stats = self.stats[direction]
         rng = flow.rngs[direction]
@@ -232,6 +270,8 @@ class ImpairedLink:
             impairment = self.impairments[direction]
             stats.received += 1
             stats.bytes_received += len(data)
+            stats.ecn[ecn] += 1
+            stats.largest = max(stats.largest, len(data))
             if direction == DOWNSTREAM and self._pending_blackout is not None:
                 threshold, seconds = self._pending_blackout
                 if stats.bytes_received >= threshold:
@@ -240,38 +280,56 @@ class ImpairedLink:
                     self.blackout_window = self._blackout
             blackout = self._blackout
         fate, delay, copy_delay, flips = _draw(rng, impairment, len(data))
+        # Drawn only when asked for, so the other draws of a seed stay what they were.
+        if impairment.ce_mark and ecn in (1, ECT0) and rng.random() < impairment.ce_mark:
+            ecn = CE
+            stats.ce_marked += 1
+        if impairment.max_size is not None and len(data) > impairment.max_size:
+            fate = "too large"
         if blackout is not None and blackout[0] <= now < blackout[1]:
             fate = "blackout"
-        counters = {"blackout": "blacked_out", "lost": "dropped", "reordered": "reordered", "corrupted": "corrupted"}
+        counters = {
+            "blackout": "blacked_out",
+            "lost": "dropped",
+            "reordered": "reordered",
+            "corrupted": "corrupted",
+            "too large": "too_large",
+        }
         if fate in counters:
             setattr(stats, counters[fate], getattr(stats, counters[fate]) + 1)
         if self.trace:
             flow.trace.append((now, direction, len(data), fate))
-        if fate in ("blackout", "lost"):
+        if fate in ("blackout", "lost", "too large"):
             return
+        with self._lock:
+            stats.largest_forwarded = max(stats.largest_forwarded, len(data))
         if fate == "corrupted":
             damaged = bytearray(data)
             for offset, mask in flips:
                 damaged[offset] ^= mask
             data = bytes(damaged)
-        self._schedule(now + delay, out, data, destination)
+        self._schedule(now + delay, out, data, destination, ecn)
         if copy_delay is not None:
             stats.duplicated += 1
-            self._schedule(now + copy_delay, out, data, destination)
+            self._schedule(now + copy_delay, out, data, destination, ecn)
 
-    def _schedule(self, when: float, out: socket.socket, data: bytes, destination: tuple[str, int] | None) -> None:
-        heapq.heappush(self._queue, (when, next(self._sequence), out, data, destination))
+    def _schedule(
+        self, when: float, out: socket.socket, data: bytes, destination: tuple[str, int] | None, ecn: int
+    ) -> None:
+        heapq.heappush(self._queue, (when, next(self._sequence), out, data, destination, ecn))
 
     def _send_due(self) -> None:
         now = time.monotonic()
         while self._queue and self._queue[0][0] <= now:
-            _, _, out, data, destination = heapq.heappop(self._queue)
+            _, _, out, data, destination, ecn = heapq.heappop(self._queue)
             direction = UPSTREAM if destination is None else DOWNSTREAM
+            # The datagram's own ECN field, set again (a Not-ECT one goes as the socket's default, 0).
+            control = [(socket.IPPROTO_IP, socket.IP_TOS, struct.pack("i", ecn))] if ecn else []
             try:
                 if destination is None:
-                    out.send(data)
+                    out.sendmsg([data], control)
                 else:
-                    out.sendto(data, destination)
+                    out.sendmsg([data], control, 0, destination)
             except (BlockingIOError, ConnectionRefusedError):
                 continue  # a full socket buffer or a closed peer: the datagram is lost, as on a real path
             self.stats[direction].sent += 1

@@ -18,6 +18,15 @@
 // back. No sockaddr reaches Swift, no allocation happens per datagram: a
 // batch's message headers, addresses and control buffers are allocated
 // once with the batch.
+//
+// ECN (RFC 9000 §13.4, RFC 3168 §5): the sockets ask for the ECN field of
+// received datagrams (IP_RECVTOS / IPV6_RECVTCLASS), which a receive stores
+// in each entry's `ecn`; with UDP_GRO one field covers the whole coalesced
+// buffer (the kernel coalesces only datagrams with equal TOS). A send marks
+// an entry whose `ecn` is not 0 with an IP_TOS or IPV6_TCLASS control
+// message (by the peer's family: an IPv4 peer of a dual-stack socket goes
+// through the IPv4 stack, which reads only IP_TOS); a segmented run shares
+// one, so runs break where the codepoint changes.
 #ifndef PEREGRINE_CSYS_UDP_H
 #define PEREGRINE_CSYS_UDP_H
 
@@ -42,6 +51,11 @@ typedef struct {
 /// `segment_size`, after a receive on a socket with UDP_GRO: the buffer
 /// holds `length` bytes of datagrams of this size each, the last one
 /// possibly shorter (0: one datagram). Not read on send.
+/// `ecn`: the ECN field (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE) of a received
+/// datagram (0 where the kernel gave none), or the one to set on a sent one.
+/// `alone`, on send: never part of a segmented run (a path MTU probe, whose
+/// size as a run's segment size could exceed the device MTU, which fails
+/// the whole run with EINVAL).
 typedef struct {
     void *data;
     uint32_t capacity;
@@ -50,6 +64,8 @@ typedef struct {
     csys_ip_endpoint local;
     int32_t status;
     uint32_t segment_size;
+    uint8_t ecn;
+    uint8_t alone;
 } csys_datagram;
 
 typedef struct csys_udp_batch csys_udp_batch;

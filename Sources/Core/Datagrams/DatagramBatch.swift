@@ -122,6 +122,12 @@ public struct DatagramBatch: ~Copyable {
         return DatagramPath(peer: peer, local: local)
     }
 
+    /// The ECN field of entry `i` (RFC 9000 §13.4.1): of every datagram
+    /// coalesced in it (UDP GRO merges only datagrams of equal TOS), Not-ECT
+    /// where the kernel reported none.
+    @inlinable
+    public func ecn(_ i: Int) -> ECNCodepoint { ECNCodepoint(field: entries[i].ecn) }
+
     // MARK: - Datagrams to send
 
     /// Slot `i`'s bytes, to write a datagram into (`slotSize` of them).
@@ -131,11 +137,16 @@ public struct DatagramBatch: ~Copyable {
     }
 
     /// Entry `i` is a datagram of `length` bytes (already in `slot(i)`) from
-    /// `path.local` to `path.peer`.
+    /// `path.local` to `path.peer`, with `ecn` in its IP header (RFC 9000
+    /// §13.4: ECT(0) while the path's ECN is being validated or works).
+    /// `alone`: never sent as part of a segmented run (a path MTU probe,
+    /// which may be larger than the device allows a run's segments).
     @inlinable
-    public func setOutgoing(_ i: Int, length: Int, path: DatagramPath) {
+    public func setOutgoing(_ i: Int, length: Int, path: DatagramPath, ecn: ECNCodepoint = .notECT, alone: Bool = false) {
         precondition(length >= 0 && length <= Int(entries[i].capacity), "datagram larger than its slot")
         entries[i].length = UInt32(length)
+        entries[i].ecn = ecn.rawValue
+        entries[i].alone = alone ? 1 : 0
         entries[i].peer = path.peer.endpoint
         entries[i].local = path.local.endpoint
     }

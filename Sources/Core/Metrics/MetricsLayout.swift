@@ -40,9 +40,11 @@ public enum MetricsLayout {
     public static let webSocketMessagesOut = webSocketMessagesIn + 1
     /// Requests the server refused itself, by reason.
     public static let rejected = webSocketMessagesOut + 1
+    /// QUIC path events (ECN, path MTU), by `QUICPathEvent`.
+    public static let quicPathEvents = rejected + RejectReason.count
     /// The worker's Python version, `major << 16 | minor << 8 | micro`
     /// (0: not known yet). Information, never folded.
-    public static let pythonVersion = rejected + RejectReason.count
+    public static let pythonVersion = quicPathEvents + QUICPathEvent.count
     /// Words in use; the rest of the block is padding.
     public static let usedWords = pythonVersion + 1
     public static let blockWords = 144
@@ -184,5 +186,27 @@ public enum DurationBuckets {
         if microseconds <= 5_000_000 { return 12 }
         if microseconds <= 10_000_000 { return 13 }
         return 14
+    }
+}
+
+/// The `event` label of the QUIC path events.
+public enum QUICPathEvent: Int, CaseIterable, Sendable {
+    /// A valid increase of the peer's ECN-CE count reduced a congestion
+    /// window (RFC 9002 §7.1) — or would have, inside a recovery period.
+    case ecnCongestion
+    /// A connection's ECN validation failed and it stopped marking (RFC 9000 §13.4.2.2).
+    case ecnValidationFailed
+    /// Path MTU discovery confirmed a larger datagram size (RFC 8899).
+    case pmtuRaised
+    /// A connection's datagram size fell back to 1200 bytes (RFC 8899 §4.3 black hole).
+    case pmtuBlackHole
+    public static let count = 4
+    public var label: String {
+        switch self {
+        case .ecnCongestion: "ecn_ce"
+        case .ecnValidationFailed: "ecn_validation_failed"
+        case .pmtuRaised: "pmtu_raised"
+        case .pmtuBlackHole: "pmtu_black_hole"
+        }
     }
 }

@@ -67,6 +67,11 @@ public struct WorkerMetrics: @unchecked Sendable {
     /// limit, --limit-concurrency).
     @inlinable public func rejected(status: Int) { add(MetricsLayout.rejected + RejectReason(status: status).rawValue) }
 
+    /// `count` QUIC path events of one kind (ECN congestion signals, validation failures).
+    @inlinable public func quicPathEvents(_ event: QUICPathEvent, count: Int = 1) {
+        add(MetricsLayout.quicPathEvents + event.rawValue, Int64(count))
+    }
+
     /// Python's version, for `peregrine_build_info`.
     public func setPythonVersion(major: Int, minor: Int, micro: Int) {
         guard let block else { return }

@@ -31,7 +31,9 @@ public struct QUICConfiguration: Sendable {
     public var minAckDelay: Int64? = 1_000_000
     /// Our ack_delay_exponent (§18.2: ≤ 20).
     public var ackDelayExponent: UInt8 = 3
-    /// The largest datagram we send: 1200 until path MTU discovery (issue 15).
+    /// The largest datagram we send: path MTU discovery (RFC 8899,
+    /// PathMTUDiscovery.swift) searches from 1200 up to this (and the
+    /// peer's max_udp_payload_size); 1200, the default here, disables it.
     public var maxUDPPayloadSize: Int = 1200
     /// The largest datagram we accept, advertised as max_udp_payload_size
     /// (§18.2: a limit on what the peer sends). 1472 fits a 1500-byte

@@ -40,7 +40,7 @@ extension QUICConnection {
     /// split across packets, §5). 0 when not negotiated.
     public var maxDatagramPayload: Int {
         guard datagramsNegotiated, let peerLimit = peerParameters?.maxDatagramFrameSize else { return 0 }
-        let udp = min(configuration.maxUDPPayloadSize, peerMaxUDPPayloadSize)
+        let udp = min(pmtu.current, peerMaxUDPPayloadSize)
         // A short header with the longest connection ID and packet number
         // (§17.3.1), and the AEAD tag.
         let packetRoom = udp - (1 + ConnectionID.maxLength + 4) - PacketProtection.tagLength

@@ -85,9 +85,12 @@ extension QUICConnection {
         let ackDelay = space == .application ? Int64(micros) * 1000 : 0
         ackedScratch.removeAll(keepingCapacity: true)
         lostScratch.removeAll(keepingCapacity: true)
+        let previousLargest = spaces[space.rawValue].largestAcked
         recovery.onAckReceived(space: space, ranges: f.ranges(in: packet), ackDelay: ackDelay,
                                handshakeConfirmed: handshakeConfirmed, now: now,
-                               acked: { ackedScratch.append($0) }, lost: { lostScratch.append((space, $0)) })
+                               acked: { ackedScratch.append($0) }, lost: { lostScratch.append((space, $0)) },
+                               congestionExperienced: { ecnAckReceived(f, space: space, previousLargest: previousLargest) })
+        if space == .application { pmtuAcknowledged(now: now) }
         let s = space.rawValue
         spaces[s].largestAcked = max(spaces[s].largestAcked ?? 0, f.largestAcknowledged)
         frameScratch.removeAll(keepingCapacity: true)
@@ -104,6 +107,8 @@ extension QUICConnection {
     /// Re-queues what the packets in `lostScratch` carried (§13.3).
     func handleLost() {
         for (space, pn) in lostScratch {
+            ecn.packetLost(space: space, packetNumber: pn)
+            if space == .application { pmtu.lost(pn, now: lastSeen) }
             if let qlog { qlog.packetLost(space, packetNumber: pn, now: lastSeen) }
             frameScratch.removeAll(keepingCapacity: true)
             spaces[space.rawValue].sent.resolve(pn, into: &frameScratch)

@@ -86,7 +86,7 @@ extension QUICConnection {
         let peerMaxAckDelay = Int64(p.maxAckDelay) * 1_000_000
         if peerMaxAckDelay != recovery.maxAckDelay && recovery.largestSent(space: .initial) == nil {
             recovery = LossRecovery(controller: CongestionControl(configuration.congestionControl,
-                                                                   maxDatagramSize: configuration.maxUDPPayloadSize),
+                                                                   maxDatagramSize: PathMTUDiscovery.base),
                                     maxAckDelay: peerMaxAckDelay, now: now)
         }
     }

@@ -12,8 +12,9 @@
 import Core
 
 extension QUICConnection {
-    func receive(_ datagram: UnsafeMutableRawBufferPointer, path: DatagramPath, now: Instant) {
+    func receive(_ datagram: UnsafeMutableRawBufferPointer, path: DatagramPath, ecn: ECNCodepoint = .notECT, now: Instant) {
         lastSeen = now
+        receivingECN = ecn
         switch lifecycle {
         case .open:
             break
@@ -188,7 +189,10 @@ extension QUICConnection {
         guard !spaces[space.rawValue].discardedOrKeyless else { return }
         spaces[space.rawValue].received.record(pn, ackEliciting: ackEliciting, now: now,
                                                 immediate: space != .application || immediateAckRequested,
-                                                maxAckDelay: configuration.maxAckDelay)
+                                                maxAckDelay: configuration.maxAckDelay,
+                                                // §13.2.1: a CE mark is acknowledged at once, so the sender reacts in one RTT.
+                                                congestionExperienced: receivingECN == .ce)
+        ecn.packetReceived(space: space, ecn: receivingECN)  // §13.4.1: per packet processed
         // §10.1: "restarted when a packet from its peer is received and processed successfully".
         ackElicitingSentSinceReceive = false
         restartIdleTimer(now: now)

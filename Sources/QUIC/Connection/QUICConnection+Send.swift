@@ -36,6 +36,8 @@ extension QUICConnection {
         var ackEliciting: Bool
         var lengthFieldOffset: Int
         var packetNumberLength: Int
+        /// A path MTU probe (+PMTU.swift): kept out of congestion control.
+        var isPMTUProbe = false
     }
 
     /// The smallest datagram carrying an Initial (§14.1).
@@ -50,15 +52,20 @@ extension QUICConnection {
     /// to be sent now.
     func writeDatagram(into buffer: UnsafeMutableRawBufferPointer, now: Instant) -> Int? {
         lastSeen = now
-        var limit = min(buffer.count, configuration.maxUDPPayloadSize, peerMaxUDPPayloadSize)
+        sendingPMTUProbe = false
+        pmtuBeforeSend()
+        var limit = min(buffer.count, pmtu.current, peerMaxUDPPayloadSize)
         limit = min(limit, amplificationAllowance)
         guard limit >= Self.minimumPacketRoom else { return nil }
         if keyPhase != nil { manageKeyLifetime(now: now) }  // RFC 9001 §6.6 (+KeyUpdate.swift)
         let n: Int?
         switch lifecycle {
         case .open:
-            n = writeOpen(buffer, limit: limit, now: now)
+            sendingECN = ecn.marking
+            n = writePMTUProbe(buffer, now: now) ?? writeOpen(buffer, limit: limit, now: now)
+            if n != nil { ecn.datagramSent() }
         case .closing:
+            sendingECN = .notECT  // closing packets are not tracked, so not validated either
             n = closeFramePending ? writeClose(buffer, limit: limit, now: now) : nil
         case .draining, .terminated:
             n = nil
@@ -200,7 +207,7 @@ extension QUICConnection {
         return draft
     }
 
-    private func seal(_ d: PacketDraft, in buffer: UnsafeMutableRawBufferPointer, now: Instant) {
+    func seal(_ d: PacketDraft, in buffer: UnsafeMutableRawBufferPointer, now: Instant) {
         if d.isLong {
             let length = UInt64(d.packetNumberLength + d.payloadLength + PacketProtection.tagLength)
             VarInt.encode(length, to: buffer.baseAddress! + d.lengthFieldOffset, length: 2)
@@ -210,9 +217,13 @@ extension QUICConnection {
         PacketProtection.seal(packet, headerLength: d.headerLength, payloadLength: d.payloadLength,
                               packetNumber: d.packetNumber, keys: spaces[d.space.rawValue].writeKeys!)
         if d.space == .application { keyPhase?.packetsSentInPhase += 1 }
-        // RFC 9002 §2: in flight = ack-eliciting or padded; ACK-only packets are not.
-        recovery.onPacketSent(space: d.space, packetNumber: d.packetNumber, bytes: total, ackEliciting: d.ackEliciting,
-                              inFlight: d.ackEliciting, now: now)
+        // RFC 9002 §2: in flight = ack-eliciting or padded; ACK-only packets
+        // are not. Nor, here, is a PMTU probe (PathMTUDiscovery.swift: its
+        // loss must not be a congestion signal, RFC 9000 §14.4).
+        let tracked = d.ackEliciting && !d.isPMTUProbe
+        recovery.onPacketSent(space: d.space, packetNumber: d.packetNumber, bytes: total, ackEliciting: tracked,
+                              inFlight: tracked, now: now)
+        ecn.packetSent(space: d.space, packetNumber: d.packetNumber, ecn: sendingECN)
         if let qlog { qlog.packetSent(d.space, packetNumber: d.packetNumber, length: total, now: now) }
     }
 
@@ -269,7 +280,7 @@ extension QUICConnection {
         return offset > 0 ? offset : nil
     }
 
-    private func writeHeader(_ d: inout PacketDraft, destination: ConnectionID, in buffer: UnsafeMutableRawBufferPointer) {
+    func writeHeader(_ d: inout PacketDraft, destination: ConnectionID, in buffer: UnsafeMutableRawBufferPointer) {
         let header = UnsafeMutableRawBufferPointer(rebasing: buffer[d.start..<(d.start + d.headerLength)])
         if d.isLong {
             var w = WireWriter(header, size: d.headerLength)

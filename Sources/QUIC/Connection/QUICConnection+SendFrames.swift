@@ -81,10 +81,13 @@ extension QUICConnection {
             ? UInt64(max(0, now.nanoseconds - received.largestReceivedTime.nanoseconds) / 1000) >> UInt64(configuration.ackDelayExponent)
             : 0
         let all = received.ranges.ranges
+        let counts = ecn.countsToReport(space: space)  // §13.4.1, §19.3.2: ACK_ECN once something was marked
         var count = all.count
-        while count > 0 && FrameEncoder.ackSize(ranges: AckRangeView(all, count: count), ackDelay: delay) > c.room { count -= 1 }
+        while count > 0 && FrameEncoder.ackSize(ranges: AckRangeView(all, count: count), ackDelay: delay, ecn: counts) > c.room {
+            count -= 1
+        }
         guard count > 0 else { return (false, due) }
-        c.at += FrameEncoder.encodeAck(ranges: AckRangeView(all, count: count), ackDelay: delay, into: c.rest)
+        c.at += FrameEncoder.encodeAck(ranges: AckRangeView(all, count: count), ackDelay: delay, ecn: counts, into: c.rest)
         log(space, .ack(largest: largest), &c)
         return (true, due)
     }

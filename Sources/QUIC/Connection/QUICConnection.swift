@@ -136,6 +136,15 @@ public final class QUICConnection {
     var localIDs = LocalConnectionIDs()
     var peerIDs: PeerConnectionIDs
     var pathResponses: [UInt64] = []
+    /// ECN counts and validation on the path (QUICConnection+ECN.swift).
+    var ecn = ECNValidation()
+    /// The ECN field of the datagram being processed / built.
+    var receivingECN = ECNCodepoint.notECT
+    var sendingECN = ECNCodepoint.notECT
+    /// Path MTU discovery (QUICConnection+PMTU.swift); the datagram being
+    /// built is a probe.
+    var pmtu = PathMTUDiscovery(maximum: PathMTUDiscovery.base)
+    var sendingPMTUProbe = false
     /// RFC 9221 datagrams (QUICConnection+Datagrams.swift).
     var incomingDatagrams: DatagramQueue
     var outgoingDatagrams: DatagramQueue
@@ -197,9 +206,13 @@ public final class QUICConnection {
         createdAt = now
         self.peerInitialSourceID = peerSourceID
         self.handshake = handshake
+        // The controller's max_datagram_size stays BASE_PLPMTU (the initial
+        // and minimum windows of RFC 9002 §7.2 in 1200-byte units) whatever
+        // size path MTU discovery reaches.
         recovery = LossRecovery(controller: CongestionControl(configuration.congestionControl,
-                                                                   maxDatagramSize: configuration.maxUDPPayloadSize),
+                                                                   maxDatagramSize: PathMTUDiscovery.base),
                                 maxAckDelay: 25_000_000, now: now)
+        pmtu = PathMTUDiscovery(maximum: configuration.maxUDPPayloadSize)
         streams = StreamMap(maxBidi: configuration.initialMaxStreamsBidi, maxUni: configuration.initialMaxStreamsUni)
         receiveLimit = configuration.initialMaxData
         peerIDs = PeerConnectionIDs(initial: peerSourceID)

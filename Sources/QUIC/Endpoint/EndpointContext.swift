@@ -29,6 +29,12 @@ final class EndpointContext {
     private var readyHead = 0
 
     var deadlines = DeadlineHeap()
+    /// ECN statistics of the connections (QUICConnection+ECN.swift).
+    var ecnCongestionSignals = 0
+    var ecnValidationFailures = 0
+    /// Path MTU discovery statistics (QUICConnection+PMTU.swift).
+    var pmtuRaises = 0
+    var pmtuBlackHoles = 0
     /// qlog (QUICEndpoint+QLog.swift): a trace for each new connection, or nil.
     var makeQLogTrace: ((ConnectionID, Instant) -> QLogTrace?)?
 

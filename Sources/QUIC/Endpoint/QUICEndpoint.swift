@@ -91,7 +91,9 @@ public final class QUICEndpoint {
     /// Connections whose handshake is under way (§8.1: what Retry counts).
     public var halfOpenConnectionCount: Int { context.halfOpenCount }
 
-    public func receive(_ datagram: UnsafeMutableRawBufferPointer, path: DatagramPath, now: Instant) {
+    /// `ecn`: the ECN field of the datagram's IP header (RFC 9000 §13.4.1).
+    public func receive(_ datagram: UnsafeMutableRawBufferPointer, path: DatagramPath, ecn: ECNCodepoint = .notECT,
+                        now: Instant) {
         guard datagram.count > 0 else { return }
         let idLength = context.connectionIDs.length
         if datagram[0] & 0x80 == 0 {
@@ -102,7 +104,7 @@ public final class QUICEndpoint {
                 answerWithStatelessReset(for: id, triggerLength: datagram.count, path: path, now: now)
                 return
             }
-            connection.receive(datagram, path: path, now: now)
+            connection.receive(datagram, path: path, ecn: ecn, now: now)
             return
         }
         let header: PacketHeader
@@ -114,7 +116,7 @@ public final class QUICEndpoint {
         switch header {
         case .long(let h):
             if let connection = context.routes[h.destinationID] {
-                connection.receive(datagram, path: path, now: now)
+                connection.receive(datagram, path: path, ecn: ecn, now: now)
                 return
             }
             guard context.configuration.supportedVersions.contains(h.version) else {
@@ -164,7 +166,7 @@ public final class QUICEndpoint {
                                                   makeHandshake: makeHandshake) else { return }
             context.connections[ObjectIdentifier(connection)] = connection
             context.halfOpenStarted(connection)
-            connection.receive(datagram, path: path, now: now)
+            connection.receive(datagram, path: path, ecn: ecn, now: now)
             // Noise shaped like an Initial (no packet in it authenticated,
             // RFC 9001 §5.2: Initial keys come from the client's connection
             // ID, so only a real client's packet opens) leaves no state: it
@@ -265,6 +267,8 @@ public final class QUICEndpoint {
             let (bytes, path) = statelessQueue.removeFirst()
             precondition(buffer.count >= bytes.count, "datagram buffer smaller than maxUDPPayloadSize")
             bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            lastDatagramECN = .notECT
+            lastDatagramIsPMTUProbe = false
             return (bytes.count, path)
         }
         while let connection = context.nextReady() {
@@ -272,11 +276,33 @@ public final class QUICEndpoint {
             context.deadlines.arm(connection, at: connection.nextDeadline)
             if let written {
                 context.wantsToSend(connection)  // round-robin: back of the queue
+                lastDatagramECN = connection.sendingECN
+                lastDatagramIsPMTUProbe = connection.sendingPMTUProbe
                 return (written, connection.path)
             }
         }
         return nil
     }
+
+    /// The ECN codepoint the datagram `nextDatagram` last returned must
+    /// carry in its IP header (RFC 9000 §13.4.2: ECT(0) while its
+    /// connection's path is tested or ECN-capable).
+    public private(set) var lastDatagramECN = ECNCodepoint.notECT
+
+    /// Congestion reactions to ECN-CE (RFC 9002 §7.1) and ECN validation
+    /// failures (RFC 9000 §13.4.2.2) of this endpoint's connections so far.
+    public var ecnCongestionSignals: Int { context.ecnCongestionSignals }
+    public var ecnValidationFailures: Int { context.ecnValidationFailures }
+
+    /// The datagram `nextDatagram` last returned is a path MTU probe (RFC
+    /// 8899): larger than any datagram confirmed on its path, so it must
+    /// leave alone, never as a segment of a GSO run.
+    public private(set) var lastDatagramIsPMTUProbe = false
+
+    /// Datagram sizes raised by path MTU discovery, and black holes that
+    /// sent a connection back to 1200 bytes, so far.
+    public var pmtuRaises: Int { context.pmtuRaises }
+    public var pmtuBlackHoles: Int { context.pmtuBlackHoles }
 
     public var nextDeadline: Instant? { context.deadlines.peek() }
 

@@ -133,10 +133,16 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
     /// them); `ackDelay` decoded to nanoseconds. Calls `acked` once per newly
     /// acknowledged packet and `lost` once per packet newly declared lost, both
     /// in `space`. Numbers never sent are skipped (the connection checks them
-    /// first with `wasSent`).
+    /// first with `wasSent`). `congestionExperienced`, asked after every
+    /// `acked` call (§A.7 "Process ECN information if present", before loss
+    /// detection and the controller see the ACK): true when the frame's
+    /// ECN-CE count grew validly, which is a congestion event dated by the
+    /// largest acknowledged packet's send time (§7.1, B.7), so CE marks on
+    /// packets sent before the current recovery period reduce nothing more.
     public mutating func onAckReceived(space: PacketNumberSpace, ranges: some Sequence<ClosedRange<UInt64>>,
                                        ackDelay: Int64, handshakeConfirmed: Bool, now: Instant,
-                                       acked: (UInt64) -> Void, lost: (UInt64) -> Void) {
+                                       acked: (UInt64) -> Void, lost: (UInt64) -> Void,
+                                       congestionExperienced: () -> Bool = { false }) {
         let s = space.rawValue
         var largestInFrame: UInt64?
         var largestNewlyAcked: SentPacket?
@@ -183,6 +189,12 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
                        maxAckDelay: maxAckDelay, handshakeConfirmed: handshakeConfirmed)
         }
 
+        // §B.7: sent_packets[ack.largest_acked].time_sent — here when the
+        // largest acknowledged is newly acknowledged (a CE increase in an
+        // ACK that does not raise it is not validated, RFC 9000 §13.4.2.1).
+        if congestionExperienced(), newest.packetNumber == largest {
+            controller.onCongestionEvent(sentTime: newest.timeSent, now: now)
+        }
         let appLimited = isApplicationLimited
         let losses = detectAndRemoveLostPackets(space: space, now: now, lost: lost)
         onPacketsLost(losses, now: now)

@@ -26,6 +26,7 @@ final class MetricsLayoutTests: XCTestCase {
             (MetricsLayout.webSocketMessagesIn, 1),
             (MetricsLayout.webSocketMessagesOut, 1),
             (MetricsLayout.rejected, RejectReason.count),
+            (MetricsLayout.quicPathEvents, QUICPathEvent.count),
             (MetricsLayout.pythonVersion, 1),
         ]
         var next = 0
@@ -42,6 +43,7 @@ final class MetricsLayoutTests: XCTestCase {
         XCTAssertEqual(MetricsTransport.allCases.count, MetricsTransport.count)
         XCTAssertEqual(TLSHandshakeOutcome.allCases.count, TLSHandshakeOutcome.count)
         XCTAssertEqual(RejectReason.allCases.count, RejectReason.count)
+        XCTAssertEqual(QUICPathEvent.allCases.count, QUICPathEvent.count)
         XCTAssertEqual(H2ResetCode.names.count, H2ResetCode.count)
         XCTAssertEqual(DurationBuckets.upperBoundsMicroseconds.count + 1, DurationBuckets.count)
     }

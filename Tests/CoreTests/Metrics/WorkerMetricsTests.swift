@@ -48,6 +48,8 @@ final class WorkerMetricsTests: XCTestCase {
         m.webSocketMessageSent()
         m.webSocketMessageSent()
         m.rejected(status: 431)
+        m.quicPathEvents(.ecnCongestion, count: 3)
+        m.quicPathEvents(.ecnValidationFailed)
         m.setPythonVersion(major: 3, minor: 13, micro: 1)
         var expected = [Int64](repeating: 0, count: MetricsLayout.blockWords)
         expected[MetricsLayout.connectionsOpened + MetricsTransport.quic.rawValue] = 1
@@ -60,6 +62,8 @@ final class WorkerMetricsTests: XCTestCase {
         expected[MetricsLayout.webSocketMessagesIn] = 1
         expected[MetricsLayout.webSocketMessagesOut] = 2
         expected[MetricsLayout.rejected + RejectReason.fieldsTooLarge.rawValue] = 1
+        expected[MetricsLayout.quicPathEvents + QUICPathEvent.ecnCongestion.rawValue] = 3
+        expected[MetricsLayout.quicPathEvents + QUICPathEvent.ecnValidationFailed.rawValue] = 1
         expected[MetricsLayout.pythonVersion] = 3 << 16 | 13 << 8 | 1
         XCTAssertEqual((0..<MetricsLayout.blockWords).map { r.load(0, $0) }, expected)
     }
