@@ -178,6 +178,7 @@ final class QUICService: DatagramHandler {
             case .streamWritable(let id): h3.writable(id)
             case .streamReset(let id, let code): h3.peerReset(id, code: code)
             case .stopSending(let id, let code): h3.peerStopSending(id, code: code)
+            case .peerAddressChanged: h3.peerAddressChanged()
             case .datagramReadable:
                 // HTTP/3 does not negotiate DATAGRAM yet (WebTransport will):
                 // the event cannot come; drop anything queued regardless.

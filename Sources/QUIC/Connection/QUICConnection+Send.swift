@@ -46,14 +46,17 @@ extension QUICConnection {
     /// Below this much room a packet is not started.
     static let minimumPacketRoom = 32
 
-    /// Writes the next datagram into `buffer`; nil when nothing may or needs
-    /// to be sent now.
-    func writeDatagram(into buffer: UnsafeMutableRawBufferPointer, now: Instant) -> Int? {
+    /// Writes the next datagram into `buffer` and says where it goes; nil
+    /// when nothing may or needs to be sent now. Validation owed on a path
+    /// other than the one in use goes first (+PathProbes.swift).
+    func writeDatagram(into buffer: UnsafeMutableRawBufferPointer, now: Instant) -> (length: Int, path: DatagramPath)? {
         lastSeen = now
+        if isOpen, let probe = writePathProbe(into: buffer, now: now) { return probe }
         var limit = min(buffer.count, configuration.maxUDPPayloadSize, peerMaxUDPPayloadSize)
         limit = min(limit, amplificationAllowance)
         guard limit >= Self.minimumPacketRoom else { return nil }
         let n: Int?
+        carriesPathFrame = false
         switch lifecycle {
         case .open:
             n = writeOpen(buffer, limit: limit, now: now)
@@ -62,8 +65,9 @@ extension QUICConnection {
         case .draining, .terminated:
             n = nil
         }
-        if let n { bytesSent += n }
-        return n
+        guard let n else { return nil }
+        current.bytesSent += n
+        return (n, current.path)
     }
 
     private func writeOpen(_ buffer: UnsafeMutableRawBufferPointer, limit: Int, now: Instant) -> Int? {
@@ -122,6 +126,17 @@ extension QUICConnection {
                 drafts.0 = last
             }
             offset += extra
+        } else if carriesPathFrame, offset < Self.minimumInitialDatagram, var last = drafts.2 {
+            // §8.2.1, §8.2.2: "An endpoint MUST expand datagrams that contain
+            // a PATH_CHALLENGE [PATH_RESPONSE] frame to at least the smallest
+            // allowed maximum datagram size of 1200 bytes, unless the
+            // anti-amplification limit for the path does not permit".
+            let extra = min(Self.minimumInitialDatagram, limit) - offset
+            if extra > 0 {
+                pad(&last, by: extra, in: buffer)
+                drafts.2 = last
+                offset += extra
+            }
         }
         if let d = drafts.0 { seal(d, in: buffer, now: now) }
         if let d = drafts.1 { seal(d, in: buffer, now: now) }
@@ -129,7 +144,7 @@ extension QUICConnection {
         return offset
     }
 
-    private func pad(_ d: inout PacketDraft, by extra: Int, in buffer: UnsafeMutableRawBufferPointer) {
+    func pad(_ d: inout PacketDraft, by extra: Int, in buffer: UnsafeMutableRawBufferPointer) {
         let at = d.start + d.headerLength + d.payloadLength
         (buffer.baseAddress! + at).initializeMemory(as: UInt8.self, repeating: 0, count: extra)
         d.payloadLength += extra
@@ -143,7 +158,7 @@ extension QUICConnection {
         guard mode == .full else { return false }
         if spaces[i].probesOwed > 0 || spaces[i].cryptoSend.hasLostData || spaces[i].cryptoSend.hasNewData { return true }
         guard space == .application else { return false }
-        return handshakeDonePending || !pathResponses.isEmpty || maxDataPending || dataBlockedPending != nil
+        return handshakeDonePending || current.hasPathFrames || maxDataPending || dataBlockedPending != nil
             || streams.maxStreamsPending[0] || streams.maxStreamsPending[1] || streams.streamsBlockedPending != nil
             || !localIDs.pendingAnnouncements.isEmpty || !peerIDs.pendingRetirements.isEmpty || hasDatagramToSend
             || sendQueueHasSomethingToSend
@@ -266,7 +281,7 @@ extension QUICConnection {
         return offset > 0 ? offset : nil
     }
 
-    private func writeHeader(_ d: inout PacketDraft, destination: ConnectionID, in buffer: UnsafeMutableRawBufferPointer) {
+    func writeHeader(_ d: inout PacketDraft, destination: ConnectionID, in buffer: UnsafeMutableRawBufferPointer) {
         let header = UnsafeMutableRawBufferPointer(rebasing: buffer[d.start..<(d.start + d.headerLength)])
         if d.isLong {
             var w = WireWriter(header, size: d.headerLength)
@@ -288,7 +303,7 @@ extension QUICConnection {
 
     /// Closing packets are not tracked by loss recovery (§10.2.1: the
     /// CONNECTION_CLOSE is resent on demand, never retransmitted).
-    private func sealWithoutRecovery(_ d: PacketDraft, in buffer: UnsafeMutableRawBufferPointer) {
+    func sealWithoutRecovery(_ d: PacketDraft, in buffer: UnsafeMutableRawBufferPointer) {
         if d.isLong {
             let length = UInt64(d.packetNumberLength + d.payloadLength + PacketProtection.tagLength)
             VarInt.encode(length, to: buffer.baseAddress! + d.lengthFieldOffset, length: 2)

@@ -28,10 +28,22 @@ extension QUICConnection {
                 log(space, .handshakeDone, &c)
                 handshakeDonePending = false
             }
-            while let data = pathResponses.first, c.room >= FrameEncoder.pathFrameSize {
+            // Validation on the path in use (+Migration.swift). Neither is
+            // logged: a lost PATH_RESPONSE is not sent again (§13.3), a
+            // lost PATH_CHALLENGE is replaced by one with new data when
+            // its timer fires.
+            while let data = current.responses.first, c.room >= FrameEncoder.pathFrameSize {
                 c.at += FrameEncoder.encodePathResponse(data, into: c.rest)
-                c.ackEliciting = true  // not retransmitted (§13.3: PATH_RESPONSE is not)
-                pathResponses.removeFirst()
+                c.ackEliciting = true
+                carriesPathFrame = true
+                current.responses.removeFirst()
+            }
+            if current.challengeDue && c.room >= FrameEncoder.pathFrameSize {
+                let data = context.pathChallengeData()
+                c.at += FrameEncoder.encodePathChallenge(data, into: c.rest)
+                c.ackEliciting = true
+                carriesPathFrame = true
+                current.challengeSent(data, now: now, interval: challengeInterval)
             }
         }
         writeCrypto(space, &c)

@@ -27,14 +27,12 @@ extension QUICConnection {
             if amplificationAllowance >= Self.minimumPacketRoom {
                 for i in spaces.indices where spaces[i].readKeys != nil { d = earlier(d, spaces[i].received.ackDeadline) }
             }
-            return earlier(earlier(d, keyPhase?.discardPreviousAt), pacedUntil)
+            return earlier(earlier(earlier(d, keyPhase?.discardPreviousAt), pacedUntil), pathDeadline)
         }
     }
 
     /// Bytes we may still send before the address is validated (§8.1).
-    var amplificationAllowance: Int {
-        addressValidated ? Int.max : 3 * bytesReceived - bytesSent
-    }
+    var amplificationAllowance: Int { current.amplificationAllowance }
 
     func restartIdleTimer(now: Instant) {
         guard idleTimeout > 0 else {
@@ -71,6 +69,8 @@ extension QUICConnection {
             keyPhase!.previousRead = nil
             keyPhase!.discardPreviousAt = nil
         }
+        expirePathTimers(now: now)
+        guard isOpen else { return }
         if let loss = recovery.lossDetectionDeadline(handshakeConfirmed: handshakeConfirmed,
                                                      amplificationBlocked: amplificationAllowance <= 0), now >= loss {
             lostScratch.removeAll(keepingCapacity: true)
@@ -160,7 +160,7 @@ extension SendBuffer {
 }
 
 /// The earlier of two optional deadlines (nil: none).
-private func earlier(_ a: Instant?, _ b: Instant?) -> Instant? {
+func earlier(_ a: Instant?, _ b: Instant?) -> Instant? {
     guard let a else { return b }
     guard let b else { return a }
     return b < a ? b : a

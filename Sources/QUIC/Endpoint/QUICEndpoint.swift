@@ -268,7 +268,7 @@ public final class QUICEndpoint {
             context.deadlines.arm(connection, at: connection.nextDeadline)
             if let written {
                 context.wantsToSend(connection)  // round-robin: back of the queue
-                return (written, connection.path)
+                return written  // to the path it was written for (RFC 9000 §9)
             }
         }
         return nil
