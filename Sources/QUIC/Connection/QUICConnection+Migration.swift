@@ -134,6 +134,12 @@ extension QUICConnection {
     /// new data (§8.2.1: no more often than an Initial would be probed).
     var challengeInterval: Int64 { recovery.rtt.probeTimeout(maxAckDelay: recovery.maxAckDelay) }
 
+    /// The smallest datagram carrying a PATH_CHALLENGE alone on the path in
+    /// use: what an unvalidated path keeps in reserve of its allowance.
+    var challengeDatagramSize: Int {
+        1 + peerIDs.current.count + 4 + FrameEncoder.pathFrameSize + PacketProtection.tagLength
+    }
+
     // MARK: timers
 
     /// The earliest path timer: a challenge to repeat or a validation to abandon.

@@ -54,7 +54,19 @@ extension QUICConnection {
         if isOpen, let probe = writePathProbe(into: buffer, now: now) { return probe }
         var limit = min(buffer.count, configuration.maxUDPPayloadSize, peerMaxUDPPayloadSize)
         limit = min(limit, amplificationAllowance)
-        guard limit >= Self.minimumPacketRoom else { return nil }
+        if isOpen && current.isValidating && !current.validated {
+            // Keep room on an unvalidated path for the PATH_CHALLENGE to be
+            // repeated if this one is lost: nothing else may use up the
+            // anti-amplification allowance (§8.2.1, §9.3) while the peer,
+            // with nothing of ours to acknowledge, may stay silent.
+            let reserved = amplificationAllowance - challengeDatagramSize
+            if reserved >= challengeDatagramSize {
+                limit = min(limit, reserved)
+            } else if !current.challengeDue {
+                return nil
+            }
+        }
+        guard limit >= min(Self.minimumPacketRoom, challengeDatagramSize) else { return nil }
         let n: Int?
         carriesPathFrame = false
         switch lifecycle {
@@ -155,6 +167,11 @@ extension QUICConnection {
         let i = space.rawValue  // indexed, not copied out (see writeOpen)
         guard spaces[i].writeKeys != nil else { return false }
         if spaces[i].received.ackDue(now: now) { return true }
+        // Path validation is not held back by the congestion window or the
+        // pacer: on a NAT rebinding the window may still be full of packets
+        // sent to the old address, and until the new path is validated the
+        // anti-amplification limit can leave both ends waiting (+Migration).
+        if space == .application && current.hasPathFrames { return true }
         guard mode == .full else { return false }
         if spaces[i].probesOwed > 0 || spaces[i].cryptoSend.hasLostData || spaces[i].cryptoSend.hasNewData { return true }
         guard space == .application else { return false }
@@ -183,7 +200,9 @@ extension QUICConnection {
             ? 1 + 4 + 1 + destination.count + 1 + localID.count + (space == .initial ? 1 : 0) + 2 + pnLength
             : 1 + destination.count + pnLength
         let room = end - start - headerLength - PacketProtection.tagLength
-        guard room >= Self.minimumPacketRoom else { return nil }
+        // A packet for path validation alone may be smaller (see writeDatagram).
+        let needed = space == .application && current.hasPathFrames ? FrameEncoder.pathFrameSize : Self.minimumPacketRoom
+        guard room >= needed else { return nil }
         let payload = UnsafeMutableRawBufferPointer(rebasing: buffer[(start + headerLength)..<(start + headerLength + room)])
         spaces[s].sent.begin(pn)
         var (length, ackEliciting) = writeFrames(space, into: payload, mode: mode, now: now)

@@ -21,17 +21,11 @@ extension QUICConnection {
         let s = space.rawValue
         var c = FrameCursor(out: out)
         writeAck(space, &c, now: now)
-        guard mode == .full else { return (c.at, false) }
+        // Validation on the path in use (+Migration.swift), in any mode
+        // (wantsToSend). Neither frame is logged: a lost PATH_RESPONSE is
+        // not sent again (§13.3), a lost PATH_CHALLENGE is replaced by one
+        // with new data when its timer fires.
         if space == .application {
-            if handshakeDonePending && c.room >= FrameEncoder.handshakeDoneSize {
-                c.at += FrameEncoder.encodeHandshakeDone(into: c.rest)
-                log(space, .handshakeDone, &c)
-                handshakeDonePending = false
-            }
-            // Validation on the path in use (+Migration.swift). Neither is
-            // logged: a lost PATH_RESPONSE is not sent again (§13.3), a
-            // lost PATH_CHALLENGE is replaced by one with new data when
-            // its timer fires.
             while let data = current.responses.first, c.room >= FrameEncoder.pathFrameSize {
                 c.at += FrameEncoder.encodePathResponse(data, into: c.rest)
                 c.ackEliciting = true
@@ -44,6 +38,14 @@ extension QUICConnection {
                 c.ackEliciting = true
                 carriesPathFrame = true
                 current.challengeSent(data, now: now, interval: challengeInterval)
+            }
+        }
+        guard mode == .full else { return (c.at, c.ackEliciting) }
+        if space == .application {
+            if handshakeDonePending && c.room >= FrameEncoder.handshakeDoneSize {
+                c.at += FrameEncoder.encodeHandshakeDone(into: c.rest)
+                log(space, .handshakeDone, &c)
+                handshakeDonePending = false
             }
         }
         writeCrypto(space, &c)

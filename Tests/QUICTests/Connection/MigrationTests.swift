@@ -243,6 +243,34 @@ final class MigrationTests: XCTestCase {
         XCTAssertGreaterThan(after, 3 * received * 4, "validated: limited by the window only")
     }
 
+    /// A NAT rebinding keeps the congestion state, whose window may be full
+    /// of packets sent to the old port: the PATH_CHALLENGE still goes (else
+    /// the limit below and a silent peer wait on each other).
+    func testChallengeSentWithFullCongestionWindow() {
+        let (h, c) = established()
+        XCTAssertEqual([UInt8](repeating: 4, count: 200_000).withUnsafeBytes { c.write(stream: 0, $0, fin: false) }, 200_000)
+        _ = sent(h)
+        XCTAssertLessThan(c.recovery.sendAllowance, QUICConnection.minimumPacketRoom, "window full")
+        ping(h, from: rebound)
+        let out = sent(h)
+        XCTAssertEqual(out.map(\.path), [rebound])
+        XCTAssertEqual(challenges(out.flatMap(\.packets)).count, 1)
+    }
+
+    /// Data on an unvalidated path leaves room for the challenge to be
+    /// repeated when it is lost, without anything more from the peer.
+    func testLostChallengeIsRepeatedWithinAmplificationLimit() {
+        let (h, c) = established()
+        XCTAssertEqual([UInt8](repeating: 5, count: 60_000).withUnsafeBytes { c.write(stream: 0, $0, fin: false) }, 60_000)
+        let received = ping(h, from: moved)
+        let first = sent(h)  // lost
+        XCTAssertEqual(challenges(first.flatMap(\.packets)).count, 1)
+        h.advance(nanoseconds: c.challengeInterval)
+        let again = sent(h)
+        XCTAssertEqual(challenges(again.flatMap(\.packets)).count, 1, "repeated on its timer")
+        XCTAssertLessThanOrEqual((first + again).reduce(0) { $0 + $1.size }, 3 * received)
+    }
+
     // MARK: connection IDs (§9.5)
 
     /// §9.5: with a spare ID from the peer, packets to the new address use
