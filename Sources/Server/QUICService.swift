@@ -299,12 +299,16 @@ final class QUICService: DatagramHandler {
             let s = waiting[waitingHead]
             waitingHead += 1
             if s.reset { continue }
+            // The stream's connection reference is unowned: the connection
+            // may end (its QUIC connection closed, and `connections` let go
+            // of it) while the application runs, so hold it until it returns.
+            let owner = s.connection
             inApplication = true
             worker.publishBusy()
             wsgi.serve(s.request, exchange: s, token: worker.nextRequestToken())
             worker.publishLoad()
             inApplication = false
-            s.connection.applicationReturned(s)
+            owner.applicationReturned(s)
             flush()
         }
         waiting.removeAll(keepingCapacity: true)
