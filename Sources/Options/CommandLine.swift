@@ -137,6 +137,9 @@ options:
                            token from an earlier connection skips it)
   --quic-retry-threshold N send Retries once N handshakes are under way on
                            a worker (default 100; 0 is --quic-retry)
+  --quic-no-migration      ask QUIC clients not to move to another address
+                           (disable_active_migration; NAT rebindings are
+                           still followed)
   --forwarded-allow-ips LIST
                            peers whose Forwarded / X-Forwarded-* headers are
                            honoured: comma-separated addresses and CIDR blocks
@@ -383,6 +386,7 @@ public enum CommandLineParser {
                 }
                 config.quicCongestion = algorithm
             case "--quic-retry": try flag(); config.quicRetry = true
+            case "--quic-no-migration": try flag(); config.quicNoMigration = true
             case "--quic-retry-threshold":
                 config.quicRetryThreshold = try integer(name, try value(), Config.quicRetryThresholdRange)
             case "--worker-udp":

@@ -121,6 +121,7 @@ public enum OptionCatalog {
         OptionSpec("quic-congestion", .value, "cubic"),
         OptionSpec("quic-retry", .flag),
         OptionSpec("quic-retry-threshold", .value, "100"),
+        OptionSpec("quic-no-migration", .flag),
         OptionSpec("forwarded-allow-ips", .value),
         OptionSpec("scheme", .value),
         OptionSpec("proxy-protocol", .flag),

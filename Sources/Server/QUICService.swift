@@ -85,6 +85,7 @@ final class QUICService: DatagramHandler {
         c.congestionControl = config.quicCongestion
         c.alwaysRetry = config.quicRetry
         c.retryThreshold = config.quicRetryThreshold
+        c.allowsActiveMigration = !config.quicNoMigration
         return c
     }
 

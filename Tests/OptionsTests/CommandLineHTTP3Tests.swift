@@ -19,6 +19,14 @@ final class CommandLineHTTP3Tests: XCTestCase {
         XCTAssertEqual(c.inheritedDatagramSockets, [])
         XCTAssertFalse(c.quicRetry)
         XCTAssertEqual(c.quicRetryThreshold, 100)
+        XCTAssertFalse(c.quicNoMigration)
+    }
+
+    /// `--quic-no-migration` (RFC 9000 §18.2 disable_active_migration).
+    func testNoMigrationOption() throws {
+        XCTAssertTrue(try config(tls + ["--http3", "--quic-no-migration"]).quicNoMigration)
+        XCTAssertEqual(usageError(tls + ["--http3", "--quic-no-migration=1"]), "option --quic-no-migration takes no value")
+        XCTAssertEqual(usageError(tls + ["--quic-no-migration"]), "--quic-no-migration needs --http3")
     }
 
     /// `--quic-retry` and `--quic-retry-threshold` (RFC 9000 §8.1.2;

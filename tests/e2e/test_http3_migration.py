@@ -54,9 +54,9 @@ WORKERS = ["1", "2"]
 def migration_server(server_pool: ServerPool, tls_files: TLSFiles) -> object:
     """`migration_server(target, workers)`: the shared server for that application and process model."""
 
-    def get(target: str, workers: str) -> Server:
+    def get(target: str, workers: str, *more: str) -> Server:
         model = ("--workers", "2") if workers == "2" else ()
-        server = server_pool.get(target, *tls_files.server_options("--http3", "--access-log", *model))
+        server = server_pool.get(target, *tls_files.server_options("--http3", "--access-log", *model, *more))
         if workers == "2":
             # Until the second worker has joined the SO_REUSEPORT group, every connection lands on the first.
             wait_for_workers(server, 2)
@@ -75,7 +75,7 @@ def connections(workers: str) -> int:
 
 def gtlsclient(server: Server, downloads: Path, path: str, *options: str) -> tuple[str, list[list[str]]]:
     """Downloads `path` on one connection; the client's output and, from its qlog, the frame types of each
-    packet it received, in order."""
+    packet it received, in order (and, as `["parameters", VALUE]`, the server's disable_active_migration)."""
     assert GTLSCLIENT is not None
     downloads.mkdir(exist_ok=True)
     qlog = downloads / "client.qlog"
@@ -89,6 +89,9 @@ def gtlsclient(server: Server, downloads: Path, path: str, *options: str) -> tup
         if '"transport:packet_received"' in record:
             frames = json.loads(record)["data"].get("frames", [])
             received.append([frame["frame_type"] for frame in frames])
+        elif '"transport:parameters_set"' in record and '"owner":"remote"' in record:
+            parameters = json.loads(record)["data"]
+            received.append(["parameters", str(parameters.get("disable_active_migration"))])
     return done.stdout + done.stderr, received
 
 
@@ -115,6 +118,22 @@ def test_gtlsclient_moves_mid_download(migration_server: object, tmp_path: Path,
         if mode == "change-local-addr":
             # The client probed first (§9.1) and the server answered on the new path (§8.2.2).
             assert any("path_response" in frames for frames in received), log[-3000:]
+
+
+@pytest.mark.skipif(GTLSCLIENT is None, reason="gtlsclient (Debian ngtcp2-client) is not installed")
+def test_no_migration_option_advertised_and_rebinding_still_followed(migration_server: object, tmp_path: Path) -> None:
+    """`--quic-no-migration`: disable_active_migration in the transport parameters (RFC 9000 §18.2), which does
+    not cover a NAT rebinding (§9): that is still followed."""
+    server = migration_server("tls_apps:wsgi", "1", "--quic-no-migration")  # type: ignore[operator]
+    path = f"/big?n={SIZE}"
+    options = ["--change-local-addr=30ms", "--nat-rebinding", "--delay-stream=150ms"]
+    log, received = gtlsclient(server, tmp_path / "dl", path, *options)
+    assert ["parameters", "True"] in received, log[-3000:]
+    assert (tmp_path / "dl" / f"big?n={SIZE}").read_bytes() == pattern(SIZE)
+    assert any("path_challenge" in frames for frames in received)
+    default = migration_server("tls_apps:wsgi", "1")  # type: ignore[operator]
+    _, received = gtlsclient(default, tmp_path / "dl2", "/info")
+    assert ["parameters", "False"] in received
 
 
 # MARK: - aioquic
