@@ -107,7 +107,11 @@ extension QUICConnection {
         if let id = next.peerID ?? peerIDs.claimUnused() { peerIDs.use(id) }
         next.peerID = nil
         previous.peerID = nil
+        // A path left before it was validated is not pursued (a late
+        // PATH_RESPONSE to its outstanding challenges still validates it).
         previous.challengeDue = false
+        previous.nextChallengeAt = nil
+        previous.validationDeadline = nil
         previous.responses.removeAll()
         addOtherPath(previous)
         current = next

@@ -53,19 +53,7 @@ extension QUICConnection {
         lastSeen = now
         if isOpen, let probe = writePathProbe(into: buffer, now: now) { return probe }
         var limit = min(buffer.count, configuration.maxUDPPayloadSize, peerMaxUDPPayloadSize)
-        limit = min(limit, amplificationAllowance)
-        if isOpen && current.isValidating && !current.validated {
-            // Keep room on an unvalidated path for the PATH_CHALLENGE to be
-            // repeated if this one is lost: nothing else may use up the
-            // anti-amplification allowance (§8.2.1, §9.3) while the peer,
-            // with nothing of ours to acknowledge, may stay silent.
-            let reserved = amplificationAllowance - challengeDatagramSize
-            if reserved >= challengeDatagramSize {
-                limit = min(limit, reserved)
-            } else if !current.challengeDue {
-                return nil
-            }
-        }
+        limit = min(limit, pathAllowance)
         guard limit >= min(Self.minimumPacketRoom, challengeDatagramSize) else { return nil }
         let n: Int?
         carriesPathFrame = false

@@ -271,6 +271,31 @@ final class MigrationTests: XCTestCase {
         XCTAssertLessThanOrEqual((first + again).reduce(0) { $0 + $1.size }, 3 * received)
     }
 
+    /// An ACK owed on a path whose allowance is kept for the challenge must
+    /// not leave a deadline in the past (the worker would spin on it).
+    func testNoPastDeadlineWhileAllowanceIsReserved() {
+        let (h, c) = established()
+        XCTAssertEqual([UInt8](repeating: 6, count: 60_000).withUnsafeBytes { c.write(stream: 0, $0, fin: false) }, 60_000)
+        ping(h, from: moved)
+        _ = sent(h)
+        // What is left is the reserve for a repeated challenge, more than an ACK needs.
+        XCTAssertEqual(c.amplificationAllowance, c.challengeDatagramSize)
+        XCTAssertGreaterThanOrEqual(c.amplificationAllowance, QUICConnection.minimumPacketRoom)
+        XCTAssertEqual(c.pathAllowance, 0)
+        // A probe from the old path: answered there, and an ACK is owed
+        // within max_ack_delay (§13.2.1) on the path in use.
+        h.deliver(h.client.packet(.application, Frames.pathChallenge(9)), path: original)
+        XCTAssertEqual(sent(h).map(\.path), [original])
+        XCTAssertEqual(c.path, moved)
+        XCTAssertNotNil(c.spaces[2].received.ackDeadline)
+        for _ in 0..<5 {
+            guard let deadline = h.endpoint.nextDeadline else { break }
+            XCTAssertGreaterThan(deadline, h.now, "a deadline already past")
+            h.advance(toDeadline: ())
+            _ = sent(h)
+        }
+    }
+
     // MARK: connection IDs (§9.5)
 
     /// §9.5: with a spare ID from the peer, packets to the new address use
