@@ -87,6 +87,13 @@ struct PeerPath {
         return true
     }
 
+    /// Gives up challenging (the data sent stays answerable).
+    mutating func stopValidation() {
+        challengeDue = false
+        nextChallengeAt = nil
+        validationDeadline = nil
+    }
+
     mutating func owe(response data: UInt64) {
         if responses.count == Self.maxResponses { responses.removeFirst() }
         responses.append(data)

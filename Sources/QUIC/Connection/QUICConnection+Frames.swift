@@ -49,7 +49,7 @@ extension QUICConnection {
         case .pathChallenge(let data):
             receivePathChallenge(data)  // +Migration.swift
         case .pathResponse(let data):
-            receivePathResponse(data)
+            receivePathResponse(data, now: now)
         case .connectionClose(let f):
             let reason = Array(packet.slice(f.reasonPhrase))
             enterDraining(reason: .peer(errorCode: f.errorCode, application: f.isApplicationClose, reason: reason), now: now)

@@ -25,7 +25,12 @@
 //   the peer's next unused connection ID is used when it gave us spares
 //   (§9.5); the congestion controller and RTT estimator are reset unless
 //   only the port changed (§9.4: a NAT rebinding keeps them); a
-//   `.peerAddressChanged` event tells the application.
+//   `.peerAddressChanged` event tells the application. The path left gets
+//   a PATH_CHALLENGE too (§9.3.3 "MUST validate the previously active
+//   path": an attacker's copy of a packet may have caused the move, and the
+//   peer's answer from the old path moves the connection back).
+// - A new address validated gets a NEW_TOKEN token bound to it (§9.3
+//   "SHOULD send new address validation tokens").
 // - Validation sends PATH_CHALLENGE with 8 unpredictable bytes (OpenSSL's
 //   DRBG through the endpoint context), again with new data every PTO,
 //   and gives up after three times the larger of the current PTO and the
@@ -84,9 +89,13 @@ extension QUICConnection {
     /// PATH_RESPONSE (§19.18): validates the path whose challenge it
     /// echoes, on whatever path it arrived (§8.2.3). One matching nothing
     /// is ignored (§19.18 allows it; it may answer a challenge we replaced).
-    func receivePathResponse(_ data: UInt64) {
+    func receivePathResponse(_ data: UInt64, now: Instant) {
         if current.receiveResponse(data) {
             fallbackRecovery = nil
+            if configuration.sendsNewToken {
+                newToken = context.addressTokens.mintNewToken(address: current.path.peer, now: now)
+                newTokenPending = true
+            }
             return
         }
         for i in others.indices where others[i].receiveResponse(data) { return }
@@ -113,6 +122,11 @@ extension QUICConnection {
         previous.nextChallengeAt = nil
         previous.validationDeadline = nil
         previous.responses.removeAll()
+        // §9.3.3: "In response to an apparent migration, endpoints MUST
+        // validate the previously active path using a PATH_CHALLENGE frame."
+        previous.challenges.removeAll()
+        previous.challengeDue = true
+        previous.validationDeadline = Instant(nanoseconds: now.nanoseconds + validationTimeout)
         addOtherPath(previous)
         current = next
         if hostChanged {
@@ -123,6 +137,9 @@ extension QUICConnection {
                                                                    maxDatagramSize: configuration.maxUDPPayloadSize),
                                      now: now)
         }
+        // A path challenged while it was another (the previous one, §9.3.3)
+        // starts afresh as the path in use.
+        current.stopValidation()
         if !current.validated { current.startValidation(now: now, timeout: validationTimeout) }
         post(.peerAddressChanged)
     }
@@ -167,8 +184,14 @@ extension QUICConnection {
         var i = 0
         while i < others.count {
             if let at = others[i].validationDeadline, now >= at {
-                others.remove(at: i)
-                continue
+                if others[i].validated {
+                    // The previous path (§9.3.3): no more challenges; it
+                    // stays the one to return to.
+                    others[i].stopValidation()
+                } else {
+                    others.remove(at: i)
+                    continue
+                }
             }
             if let at = others[i].nextChallengeAt, now >= at {
                 others[i].nextChallengeAt = nil
@@ -188,7 +211,7 @@ extension QUICConnection {
             return
         }
         var previous = others.remove(at: i)
-        previous.challengeDue = false
+        previous.stopValidation()
         if let id = previous.peerID ?? peerIDs.claimUnused() { peerIDs.use(id) }
         previous.peerID = nil
         current = previous

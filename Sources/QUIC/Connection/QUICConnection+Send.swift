@@ -163,7 +163,7 @@ extension QUICConnection {
         guard mode == .full else { return false }
         if spaces[i].probesOwed > 0 || spaces[i].cryptoSend.hasLostData || spaces[i].cryptoSend.hasNewData { return true }
         guard space == .application else { return false }
-        return handshakeDonePending || current.hasPathFrames || maxDataPending || dataBlockedPending != nil
+        return handshakeDonePending || newTokenPending || current.hasPathFrames || maxDataPending || dataBlockedPending != nil
             || streams.maxStreamsPending[0] || streams.maxStreamsPending[1] || streams.streamsBlockedPending != nil
             || !localIDs.pendingAnnouncements.isEmpty || !peerIDs.pendingRetirements.isEmpty || hasDatagramToSend
             || sendQueueHasSomethingToSend

@@ -63,9 +63,48 @@ final class MigrationTests: XCTestCase {
         XCTAssertEqual(c.recovery.rtt.smoothedRTT, rtt.smoothedRTT, "§9.4: a port-only change may keep the RTT estimate")
         XCTAssertEqual(c.recovery.controller.congestionWindow, window)
         let out = sent(h)
-        XCTAssertFalse(out.isEmpty)
-        XCTAssertTrue(out.allSatisfy { $0.path == rebound }, "§9.3: future packets go to the new address")
-        XCTAssertEqual(challenges(out.flatMap(\.packets)).count, 1, "§9.3: the new path is validated")
+        let toNew = out.filter { $0.path == rebound }
+        XCTAssertFalse(toNew.isEmpty)
+        XCTAssertEqual(challenges(toNew.flatMap(\.packets)).count, 1, "§9.3: the new path is validated")
+        // §9.3: future packets go to the new address; only a probe of the
+        // previous path goes to the old one (§9.3.3).
+        for d in out where d.path != rebound {
+            XCTAssertEqual(d.path, original)
+            XCTAssertTrue(d.packets.allFrames.allSatisfy(\.isProbing))
+        }
+    }
+
+    /// §9.3.3: "In response to an apparent migration, endpoints MUST validate
+    /// the previously active path using a PATH_CHALLENGE frame"; the peer's
+    /// answer from there, with a newer packet, moves the connection back.
+    func testPreviousPathIsChallengedAndNewerPacketFromItMovesBack() {
+        let (h, c) = established()
+        ping(h, from: moved)
+        let toOld = sent(h).filter { $0.path == original }
+        let data = challenges(toOld.flatMap(\.packets))
+        XCTAssertEqual(data.count, 1)
+        XCTAssertGreaterThanOrEqual(toOld[0].size, 1200, "§8.2.1: padded (the old path is validated)")
+        h.deliver(h.client.packet(.application, Frames.pathResponse(data[0]) + Frames.ping), path: original)
+        XCTAssertEqual(c.path, original, "a non-probing packet with the largest number moves back")
+        XCTAssertTrue(c.current.validated, "validated before: no new validation")
+        XCTAssertFalse(c.current.isValidating)
+        XCTAssertEqual(h.takeEvents(), [.peerAddressChanged, .peerAddressChanged])
+        h.advance(nanoseconds: 10_000_000_000)  // past every validation timer
+        XCTAssertEqual(c.path, original)
+        XCTAssertTrue(c.isOpen)
+    }
+
+    /// §9.3: "After verifying a new client address, the server SHOULD send
+    /// new address validation tokens".
+    func testNewTokenAfterNewAddressIsValidated() {
+        let (h, _) = established()
+        ping(h, from: moved)
+        let data = challenges(sent(h).filter { $0.path == moved }.flatMap(\.packets))
+        h.deliver(h.client.packet(.application, Frames.pathResponse(data[0])), path: moved)
+        let tokens = sent(h).filter { $0.path == moved }.flatMap(\.packets).allFrames.filter {
+            if case .newToken = $0 { true } else { false }
+        }
+        XCTAssertEqual(tokens.count, 1)
     }
 
     /// §9.4: a new address resets the congestion controller and the RTT
@@ -173,7 +212,7 @@ final class MigrationTests: XCTestCase {
     func testPathResponseValidatesNewPath() {
         let (h, c) = established()
         ping(h, from: moved)
-        let data = challenges(sent(h).flatMap(\.packets))
+        let data = challenges(sent(h).filter { $0.path == moved }.flatMap(\.packets))
         XCTAssertEqual(data.count, 1)
         XCTAssertFalse(c.current.validated)
         h.deliver(h.client.packet(.application, Frames.pathResponse(data[0] ^ 1)), path: moved)
@@ -189,11 +228,11 @@ final class MigrationTests: XCTestCase {
     func testChallengeRepeatedWithNewData() {
         let (h, _) = established()
         ping(h, from: moved)
-        var seen = challenges(sent(h).flatMap(\.packets))
+        var seen = challenges(sent(h).filter { $0.path == moved }.flatMap(\.packets))
         for _ in 0..<2 {
             h.advance(nanoseconds: 1_100_000_000)  // past the PTO at kInitialRtt, before 3×
             ping(h, from: moved)  // more allowance on the new path
-            seen += challenges(sent(h).flatMap(\.packets))
+            seen += challenges(sent(h).filter { $0.path == moved }.flatMap(\.packets))
         }
         XCTAssertGreaterThanOrEqual(seen.count, 2)
         XCTAssertEqual(Set(seen).count, seen.count)
@@ -232,8 +271,8 @@ final class MigrationTests: XCTestCase {
         let (h, c) = established()
         XCTAssertEqual([UInt8](repeating: 3, count: 60_000).withUnsafeBytes { c.write(stream: 0, $0, fin: false) }, 60_000)
         let received = ping(h, from: moved)
-        let out = sent(h)
-        let toNew = out.filter { $0.path == moved }.reduce(0) { $0 + $1.size }
+        let out = sent(h).filter { $0.path == moved }
+        let toNew = out.reduce(0) { $0 + $1.size }
         XCTAssertGreaterThan(toNew, 0)
         XCTAssertLessThanOrEqual(toNew, 3 * received)
         let data = challenges(out.flatMap(\.packets))
@@ -252,8 +291,8 @@ final class MigrationTests: XCTestCase {
         _ = sent(h)
         XCTAssertLessThan(c.recovery.sendAllowance, QUICConnection.minimumPacketRoom, "window full")
         ping(h, from: rebound)
-        let out = sent(h)
-        XCTAssertEqual(out.map(\.path), [rebound])
+        let out = sent(h).filter { $0.path == rebound }
+        XCTAssertEqual(out.count, 1)
         XCTAssertEqual(challenges(out.flatMap(\.packets)).count, 1)
     }
 
@@ -263,10 +302,10 @@ final class MigrationTests: XCTestCase {
         let (h, c) = established()
         XCTAssertEqual([UInt8](repeating: 5, count: 60_000).withUnsafeBytes { c.write(stream: 0, $0, fin: false) }, 60_000)
         let received = ping(h, from: moved)
-        let first = sent(h)  // lost
+        let first = sent(h).filter { $0.path == moved }  // lost
         XCTAssertEqual(challenges(first.flatMap(\.packets)).count, 1)
         h.advance(nanoseconds: c.challengeInterval)
-        let again = sent(h)
+        let again = sent(h).filter { $0.path == moved }
         XCTAssertEqual(challenges(again.flatMap(\.packets)).count, 1, "repeated on its timer")
         XCTAssertLessThanOrEqual((first + again).reduce(0) { $0 + $1.size }, 3 * received)
     }
@@ -285,7 +324,7 @@ final class MigrationTests: XCTestCase {
         // A probe from the old path: answered there, and an ACK is owed
         // within max_ack_delay (§13.2.1) on the path in use.
         h.deliver(h.client.packet(.application, Frames.pathChallenge(9)), path: original)
-        XCTAssertEqual(sent(h).map(\.path), [original])
+        XCTAssertTrue(sent(h).allSatisfy { $0.path == original })
         XCTAssertEqual(c.path, moved)
         XCTAssertNotNil(c.spaces[2].received.ackDeadline)
         for _ in 0..<5 {
@@ -306,7 +345,7 @@ final class MigrationTests: XCTestCase {
         h.send1RTT(Frames.newConnectionID(sequence: 1, id: spare, token: StatelessResetToken(high: 1, low: 1)))
         _ = sent(h)
         ping(h, from: moved)
-        let out = sent(h)
+        let out = sent(h).filter { $0.path == moved }
         XCTAssertFalse(out.isEmpty)
         for d in out { XCTAssertEqual(Array(d.packets[0].bytes[1..<5]), hex("d0d0d0d1")) }
         XCTAssertTrue(out.flatMap(\.packets).contains { if case .retireConnectionID(0) = $0 { true } else { false } })
@@ -319,7 +358,7 @@ final class MigrationTests: XCTestCase {
         let (h, c) = established()
         ping(h, from: moved)
         XCTAssertEqual(c.peerIDs.current, cid("c1c2c3c4"))
-        for d in sent(h) { XCTAssertEqual(Array(d.packets[0].bytes[1..<5]), hex("c1c2c3c4")) }
+        for d in sent(h) where d.path == moved { XCTAssertEqual(Array(d.packets[0].bytes[1..<5]), hex("c1c2c3c4")) }
     }
 
     /// Moving to a new path must still reach the connection through IDs
