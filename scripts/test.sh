@@ -12,7 +12,9 @@
 #      the HTTP/3 session, capsules, WebSocket frames, permessage-deflate and
 #      the WebSocket handshake), Swift under ASan, our C under ASan + UBSan;
 #   5b. the benchmark harness in smoke mode (one short round, peregrine only);
-#   6. pytest: end-to-end tests against the installed server, and the install
+#   6. pytest (after scripts/pywebtransport-venv.sh: the venv of the
+#      WebTransport client pywebtransport, CPython >= 3.12, cached in
+#      ~/.cache/peregrine): end-to-end tests against the installed server, and the install
 #      test (fresh venvs of two interpreters); the framework matrix's outcomes
 #      (tests/e2e/test_framework_matrix.py) must be the table in CONFIG.md
 #      (scripts/framework_matrix.py --check);
@@ -84,6 +86,11 @@ fuzz/run.sh "${FUZZ_SECONDS:-10}"
 step "benchmark smoke (benchmarks/run.py --quick)"
 "$venv/bin/python" benchmarks/run.py --quick --peregrine "$venv/bin/peregrine"
 
+# pywebtransport (the current-draft WebTransport client of tests/e2e/wtclient_pywebtransport.py) needs
+# CPython >= 3.12: a venv of its own, cached in ~/.cache/peregrine/venv-pywebtransport (pyenv's 3.12 or 3.13).
+step "pywebtransport venv (WebTransport client of the current draft)"
+scripts/pywebtransport-venv.sh | tail -n 1
+
 step "pytest"
 matrix="$root/.build/framework-matrix.json"
 rm -f "$matrix"
@@ -94,6 +101,12 @@ PEREGRINE_FRAMEWORK_MATRIX="$matrix" "$venv/bin/python" -m pytest tests -q -p no
 # Release builds run without Swift's run-time exclusivity checks (see
 # Package.swift); the asynchronous paths, where an overlapping access could
 # hide, run once more on a debug build that keeps them.
+# Mixed traffic, SIGHUPs and a worker killed twice, two minutes: nothing may fail but the killed
+# workers' in-flight requests, and every worker must give its descriptors back (issue 19 point 5).
+step "soak (2 minutes, benchmarks/soak.py)"
+"$venv/bin/python" benchmarks/soak.py --duration 120 --sighup-every 60 --kill-every 45 \
+    --bin "$venv/bin/peregrine" --output "$root/.build/soak.json"
+
 step "pytest: ASGI, HTTP/2 and WebSocket end-to-end on a debug build (exclusivity checks on)"
 for product in peregrine-worker peregrine; do
     PYTHON="$venv/bin/python" scripts/swiftpm build --product "$product" -j 2 2>&1 | tail -n 3

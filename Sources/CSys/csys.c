@@ -190,6 +190,9 @@ int csys_accept_failure(int err) {
     case ENFILE: return 3;
     case ENOMEM: return 4;
     case ENOBUFS: return 5;
+    // Linux: "Socket is not listening for connections": the supervisor shut
+    // the shared listener down (shutdown(2)) because the server is stopping.
+    case EINVAL: return 7;
     default: return 6;
     }
 }

@@ -63,6 +63,8 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 
 // MARK: - Configuration
 
+#define CTLS_DEFAULT_TLS12_CIPHERS "ECDHE+AESGCM:ECDHE+CHACHA20"
+
 static SSL_CTX *make_ctx(ctls_server *s, char *err, size_t errlen) {
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) {
@@ -84,7 +86,13 @@ static SSL_CTX *make_ctx(ctls_server *s, char *err, size_t errlen) {
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"peregrine", 9);
     SSL_CTX_set_num_tickets(ctx, 1);
-    if (s->ciphers && SSL_CTX_set_cipher_list(ctx, s->ciphers) != 1) {
+    // The TLS 1.2 default is forward-secret AEAD only: OpenSSL's own default
+    // also offers CBC suites (LUCKY13-class timing risk; RFC 9113 §9.2.2 lists
+    // them as unfit for HTTP/2) and plain-RSA key transport (no forward
+    // secrecy, ROBOT-class risk). Every TLS 1.2 client of the last decade
+    // offers one of these.
+    const char *ciphers = s->ciphers ? s->ciphers : CTLS_DEFAULT_TLS12_CIPHERS;
+    if (SSL_CTX_set_cipher_list(ctx, ciphers) != 1) {
         ctls_set_err(err, errlen, "--tls-ciphers '%s' selects no TLS 1.2 cipher%s", s->ciphers, NULL);
         SSL_CTX_free(ctx);
         return NULL;

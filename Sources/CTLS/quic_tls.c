@@ -451,6 +451,18 @@ int ctls_quic_tls_conn_failure(ctls_quic_tls_conn *c, const char **reason) {
     return c->alert;
 }
 
+// Replaces our transport parameters before the handshake sends them (a
+// server that switched versions after reading the ClientHello, RFC 9368).
+int ctls_quic_tls_conn_set_transport_parameters(ctls_quic_tls_conn *c, const uint8_t *tp, size_t tp_len) {
+    uint8_t *copy = malloc(tp_len ? tp_len : 1);
+    if (!copy) return -1;
+    if (tp_len) memcpy(copy, tp, tp_len);
+    free(c->tp);
+    c->tp = copy;
+    c->tp_len = tp_len;
+    return 0;
+}
+
 // MARK: - Facts
 
 const uint8_t *ctls_quic_tls_conn_peer_transport_parameters(ctls_quic_tls_conn *c, size_t *len) {

@@ -42,6 +42,8 @@ public struct AcceptBackoff: Equatable, Sendable {
         /// descriptor frees). `episodeBegan`: the first failure since
         /// accepting last worked, to be logged; later ones are not.
         case pause(until: Instant, episodeBegan: Bool)
+        /// The listener was shut down: take it out of the poller for good.
+        case stopAccepting
     }
 
     /// The pause the next failure gets.
@@ -61,6 +63,7 @@ public struct AcceptBackoff: Equatable, Sendable {
         switch failure {
         case .queueEmpty: return .waitForReadiness(endedEpisode: succeeded())
         case .connectionLost: return .acceptNext
+        case .listenerShutDown: return .stopAccepting
         case .exhausted, .unexpected:
             let began = failures == 0
             failures += 1

@@ -20,8 +20,13 @@ public enum AcceptFailure: Equatable, Sendable {
     case connectionLost
     /// A shortage that lasts until descriptors or memory are given back.
     case exhausted(AcceptShortage)
-    /// An errno accept(2) should not return on a listening socket (EBADF,
-    /// EINVAL...): paused for alike, since retrying at once cannot help.
+    /// EINVAL: the socket no longer listens. The supervisor shuts the
+    /// shared listener down when the server stops (SIGTERM reaches the
+    /// workers a moment later): accepting from it is over, which is no
+    /// shortage to log or retry.
+    case listenerShutDown
+    /// An errno accept(2) should not return on a listening socket (EBADF...):
+    /// paused for alike, since retrying at once cannot help.
     case unexpected(errno: Int32)
 
     /// Classifies an errno from accept(2).
@@ -33,6 +38,7 @@ public enum AcceptFailure: Equatable, Sendable {
         case 3: self = .exhausted(.systemDescriptors)
         case 4: self = .exhausted(.memory)
         case 5: self = .exhausted(.socketBuffers)
+        case 7: self = .listenerShutDown
         default: self = .unexpected(errno: errno)
         }
     }
@@ -41,7 +47,7 @@ public enum AcceptFailure: Equatable, Sendable {
     public var pausesAccepting: Bool {
         switch self {
         case .queueEmpty, .connectionLost: return false
-        case .exhausted, .unexpected: return true
+        case .exhausted, .unexpected, .listenerShutDown: return true
         }
     }
 }

@@ -96,8 +96,9 @@ options:
                            chain; repeat with --tls-key for more pairs, chosen
                            by SNI (the first is the default)
   --tls-key PATH           the PEM private key of the preceding --tls-cert
-  --tls-ciphers LIST       OpenSSL cipher list for TLS 1.2 (default OpenSSL's;
-                           TLS 1.3 suites stay OpenSSL's defaults)
+  --tls-ciphers LIST       OpenSSL cipher list for TLS 1.2 (default
+                           ECDHE+AESGCM:ECDHE+CHACHA20; TLS 1.3 suites stay
+                           OpenSSL's defaults)
   --tls-ca PATH            ask for client certificates verified against these
                            PEM CA certificates
   --tls-client-cert MODE   optional (default with --tls-ca) or required
@@ -132,6 +133,12 @@ options:
   --quic-congestion ALGORITHM
                            QUIC congestion control: cubic (RFC 9438 with
                            HyStart++, default) or newreno (RFC 9002)
+  --quic-key-update-interval N
+                           QUIC packets sent under one key before the server
+                           updates the keys (0-4194304, default 1048576; 0:
+                           only at half the AEAD limit)
+  --quic-log DIR           write a qlog trace of each QUIC connection into DIR
+                           (one JSON-SEQ file each; for debugging)
   --quic-retry             send every new QUIC client a Retry to prove its
                            address first (one more round trip; a NEW_TOKEN
                            token from an earlier connection skips it)
@@ -385,6 +392,9 @@ public enum CommandLineParser {
                     throw UsageError(message: "--quic-congestion must be cubic or newreno, got '\(v)'")
                 }
                 config.quicCongestion = algorithm
+            case "--quic-key-update-interval":
+                config.quicKeyUpdateInterval = try integer(name, try value(), Config.quicKeyUpdateIntervalRange)
+            case "--quic-log": config.quicLogDirectory = try path(name, try value())
             case "--quic-retry": try flag(); config.quicRetry = true
             case "--quic-no-migration": try flag(); config.quicNoMigration = true
             case "--quic-retry-threshold":

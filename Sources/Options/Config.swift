@@ -167,6 +167,14 @@ public struct Config: Sendable {
     /// `--quic-congestion`: the congestion controller (RFC 9002 §7).
     public var quicCongestion: CongestionAlgorithm = .cubic
     public static let quicWindowRange = (16 << 10)...(1 << 30)
+    /// `--quic-key-update-interval`: 1-RTT packets sent under one key before
+    /// the server starts a key update (RFC 9001 §6.1); 0: only as the AEAD
+    /// confidentiality limit requires (§6.6). At most half AES-GCM's 2^23.
+    public var quicKeyUpdateInterval = 1 << 20
+    /// `--quic-log`: a directory for one qlog file per QUIC connection
+    /// (debugging; nil: none).
+    public var quicLogDirectory: String?
+    public static let quicKeyUpdateIntervalRange = 0...(1 << 22)
     /// `--quic-retry`: every new QUIC connection proves its address with a
     /// Retry round trip first (RFC 9000 §8.1.2) unless it brings a token.
     public var quicRetry = false

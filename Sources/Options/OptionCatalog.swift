@@ -119,6 +119,8 @@ public enum OptionCatalog {
         OptionSpec("quic-stream-window", .value, "1m"),
         OptionSpec("quic-connection-window", .value, "4m"),
         OptionSpec("quic-congestion", .value, "cubic"),
+        OptionSpec("quic-key-update-interval", .value, "1048576"),
+        OptionSpec("quic-log", .value),
         OptionSpec("quic-retry", .flag),
         OptionSpec("quic-retry-threshold", .value, "100"),
         OptionSpec("quic-no-migration", .flag),

@@ -503,8 +503,17 @@ final class H2Session {
     func afterIO() {
         guard !closed else { return }
         serveWaiting()
+        // A connection that became HTTP/2 after the worker began stopping
+        // (its TLS handshake finished later) missed beginShutdown: it gets
+        // its GOAWAY here. Ending it without one, right after our SETTINGS,
+        // left the client with requests it could not know were unprocessed
+        // (RFC 9113 §6.8: the GOAWAY's last stream ID is what says so).
+        if worker.stopping && !goingAway && !core.isClosing {
+            goingAway = true
+            core.goAway(code: .noError)
+        }
         guard flush() else { return }
-        if core.isClosing || worker.stopping { goingAway = true }
+        if core.isClosing { goingAway = true }
         if goingAway && streams.isEmpty && waitingHead >= waiting.count && !inApplication {
             finishConnection()
             return
@@ -574,6 +583,16 @@ final class H2Session {
 
     func scheduleFlush() {
         if core.output.readableCount >= H2Session.highWater {
+            // Written at once, and a write that finds the client gone closes
+            // the connection, which releases this session. The caller (an
+            // ASGI send(), a pool thread's doorbell, a WebSocket conversation)
+            // reaches it through an unowned reference and may use it after
+            // this returns: the deferred-flush list holds it until the loop's
+            // round ends.
+            if !flushScheduled {
+                flushScheduled = true
+                worker.flushAfterTasks(self)
+            }
             afterIO()
             return
         }

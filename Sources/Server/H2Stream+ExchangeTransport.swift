@@ -151,6 +151,10 @@ extension H2Stream: ExchangeTransport {
 
     func flush(blocking: Bool) -> Bool {
         if blocking { return session.flush() }
+        // Held for the call: the flush may find the client gone, and the
+        // connection's teardown releases the session (see `pushOutput`).
+        let session = self.session
+        defer { withExtendedLifetime(session) {} }
         session.requestFlush()
         return canSend
     }
@@ -158,10 +162,21 @@ extension H2Stream: ExchangeTransport {
     /// Ends the stream if its response is complete, lets the loop round
     /// write the frames, and asks the sender to wait above the high-water
     /// mark (of this stream's pending bytes or of the connection's output).
+    ///
+    /// The session is held for the call: `scheduleFlush` writes at once
+    /// when the output is past its high-water mark, a write that finds the
+    /// client gone (RST) closes the connection, and closing releases the
+    /// session, which `session` (unowned) would then read freed. Called
+    /// from a WSGI pool thread's doorbell or an ASGI `send()`, nothing else
+    /// on the stack holds it (a reset mid-response crashed the worker:
+    /// tests/e2e/test_abrupt_clients.py).
     func pushOutput() -> SendOutcome {
+        let session = self.session
+        defer { withExtendedLifetime(session) {} }
         session.checkDone(self)
         if reset || session.closed { return .closed }
         session.scheduleFlush()
+        if reset || session.closed { return .closed }
         if pendingOutputBytes > H2Session.highWater || session.core.output.readableCount > H2Session.highWater {
             session.waitForDrain(self)
             return .backpressure

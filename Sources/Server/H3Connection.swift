@@ -199,6 +199,10 @@ final class H3Connection {
             quic.stopSending(id, errorCode: H3ErrorCode.noError.rawValue)
         case .unknownStreamIgnored(let id, let code):
             quic.stopSending(id, errorCode: code.rawValue)
+        case .webTransportStream(let id, _):
+            // Not reachable yet: H3Limits.webTransport is not set by the worker.
+            quic.resetStream(id, errorCode: WebTransportErrorCode.bufferedStreamRejected.rawValue)
+            quic.stopSending(id, errorCode: WebTransportErrorCode.bufferedStreamRejected.rawValue)
         case .settings:
             break
         case .goAway:

@@ -73,6 +73,7 @@ final class QUICService: DatagramHandler {
         endpoint = QUICEndpoint(configuration: configuration,
                                 connectionIDs: ServerConnectionIDs(socketIndex: socket.index, secret: statelessSecret),
                                 tokenSecret: statelessSecret, makeHandshake: { parameters in tls.makeSession(transportParameters: parameters) })
+        if let directory = worker.config.quicLogDirectory { endpoint.makeQLogTrace = QLogFiles.factory(directory: directory) }
     }
 
     /// The QUIC settings the options ask for.
@@ -83,9 +84,11 @@ final class QUICService: DatagramHandler {
         c.initialMaxStreamDataBidiRemote = UInt64(config.quicStreamWindow)
         c.initialMaxData = UInt64(config.quicConnectionWindow)
         c.congestionControl = config.quicCongestion
+        c.keyUpdateInterval = UInt64(config.quicKeyUpdateInterval)
         c.alwaysRetry = config.quicRetry
         c.retryThreshold = config.quicRetryThreshold
         c.allowsActiveMigration = !config.quicNoMigration
+        c.maxConnections = config.maxConnections
         return c
     }
 

@@ -23,6 +23,8 @@ struct TCPAcceptor {
     var tlsContext: TLSContext?
     /// The listener is in the poller.
     private(set) var accepting = true
+    /// A listener was found shut down (`Outcome.listenerShutDown`).
+    private(set) var shutDown = false
     /// accept(2) ran short of descriptors or memory: when to try again.
     private var backoff = AcceptBackoff()
     private(set) var openCount = 0
@@ -54,6 +56,9 @@ struct TCPAcceptor {
         /// out of the poller (`pause`) until `retryDue`, which a closing
         /// connection makes due at once (see AcceptBackoff).
         case pause
+        /// The listener was shut down (the server is stopping): the caller
+        /// takes the listeners out of the poller, never to return.
+        case listenerShutDown
     }
 
     /// Accepts the next connection waiting on `listener` and describes its
@@ -68,6 +73,9 @@ struct TCPAcceptor {
                 if let ended { TCPAcceptor.logShortageEnded(failures: ended) }
                 return .waitForReadiness
             case .acceptNext: return .acceptNext
+            case .stopAccepting:
+                shutDown = true
+                return .listenerShutDown
             case .pause(_, let episodeBegan):
                 // One line per episode of the process: its worker contexts
                 // share its descriptors, so they meet a shortage together.
@@ -182,7 +190,7 @@ struct TCPAcceptor {
     /// while stopping, nor while a pause for a shortage runs). True if the
     /// caller should add it back.
     mutating func resumeIfPaused(stopping: Bool) -> Bool {
-        guard !accepting && !stopping && !backoff.isPaused else { return false }
+        guard !accepting && !stopping && !shutDown && !backoff.isPaused else { return false }
         accepting = true
         return true
     }

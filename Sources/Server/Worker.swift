@@ -434,6 +434,11 @@ final class Worker {
                 // (ASGI: `poll` reschedules the loop's timer after `handle`.)
                 if acceptor.pause() { removeListeners() }
                 return
+            case .listenerShutDown:
+                // The supervisor is stopping the server; SIGTERM follows.
+                Log.debug("the listening socket was shut down: no more connections are accepted")
+                if acceptor.pause() { removeListeners() }
+                return
             }
             let c = acceptor.takeSpare() ?? H1Connection(worker: self)
             let (index, generation) = connections.insert(c)

@@ -61,6 +61,15 @@ public final class QUICHandshakeSession: CryptoHandshake {
         }
     }
 
+    public func peekHelloTransportParameters(_ bytes: UnsafeRawBufferPointer) -> ClientHelloPeek {
+        ClientHelloPeek.transportParameters(in: bytes)
+    }
+
+    public func replaceLocalTransportParameters(_ encoded: [UInt8]) {
+        let rc = encoded.withUnsafeBufferPointer { ctls_quic_tls_conn_set_transport_parameters(raw, $0.baseAddress, $0.count) }
+        precondition(rc == 0, "out of memory replacing QUIC transport parameters")
+    }
+
     public var peerTransportParameters: [UInt8]? {
         var n = 0
         guard let p = ctls_quic_tls_conn_peer_transport_parameters(raw, &n) else { return nil }

@@ -36,9 +36,18 @@ final class AcceptFailureTests: XCTestCase {
     }
 
     func testUnexpectedErrorsPauseRatherThanSpin() {
-        // EBADF or EINVAL on a listener cannot clear by retrying at once.
+        // EBADF on a listener cannot clear by retrying at once.
         XCTAssertEqual(AcceptFailure(errno: EBADF), .unexpected(errno: EBADF))
-        XCTAssertEqual(AcceptFailure(errno: EINVAL), .unexpected(errno: EINVAL))
         XCTAssertTrue(AcceptFailure(errno: EBADF).pausesAccepting)
+    }
+
+    func testAShutDownListenerEndsAcceptingWithoutAnEpisode() {
+        // EINVAL: the supervisor shut the shared listener down (it is
+        // stopping). No back-off, no shortage to log: accepting is over.
+        XCTAssertEqual(AcceptFailure(errno: EINVAL), .listenerShutDown)
+        var backoff = AcceptBackoff()
+        XCTAssertEqual(backoff.failed(.listenerShutDown, now: Instant(nanoseconds: 0)), .stopAccepting)
+        XCTAssertFalse(backoff.isPaused)
+        XCTAssertEqual(backoff.failures, 0)
     }
 }

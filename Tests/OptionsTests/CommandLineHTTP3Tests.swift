@@ -68,6 +68,25 @@ final class CommandLineHTTP3Tests: XCTestCase {
         XCTAssertEqual(usageError(tls + ["--quic-congestion", "newreno"]), "--quic-congestion needs --http3")
     }
 
+    /// `--quic-key-update-interval`: packets under one key before the
+    /// server updates (RFC 9001 §6.1), at most half AES-GCM's 2^23 (§6.6).
+    func testKeyUpdateInterval() throws {
+        XCTAssertEqual(try config(tls + ["--http3"]).quicKeyUpdateInterval, 1 << 20)
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-key-update-interval", "0"]).quicKeyUpdateInterval, 0)
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-key-update-interval=4194304"]).quicKeyUpdateInterval, 1 << 22)
+        XCTAssertNotNil(usageError(tls + ["--http3", "--quic-key-update-interval", "4194305"]))
+        XCTAssertNotNil(usageError(tls + ["--http3", "--quic-key-update-interval", "-1"]))
+        XCTAssertEqual(usageError(tls + ["--quic-key-update-interval", "5"]), "--quic-key-update-interval needs --http3")
+    }
+
+    /// `--quic-log DIR`: qlog traces, off by default.
+    func testQUICLog() throws {
+        XCTAssertNil(try config(tls + ["--http3"]).quicLogDirectory)
+        XCTAssertEqual(try config(tls + ["--http3", "--quic-log", "/tmp/q"]).quicLogDirectory, "/tmp/q")
+        XCTAssertEqual(usageError(tls + ["--http3", "--quic-log="]), "--quic-log needs a path")
+        XCTAssertEqual(usageError(tls + ["--quic-log", "/tmp/q"]), "--quic-log needs --http3")
+    }
+
     func testHTTP3NeedsACertificateAndAKey() {
         XCTAssertEqual(usageError(["--http3"]), "--http3 needs --tls-cert and --tls-key (QUIC always runs TLS 1.3)")
     }
@@ -134,7 +153,7 @@ final class CommandLineHTTP3Tests: XCTestCase {
 
     func testHelpListsTheOptions() {
         for option in ["--http3 ", "--quic-port", "--http3-max-streams", "--quic-idle-timeout", "--quic-stream-window",
-                       "--quic-connection-window", "--quic-congestion"] {
+                       "--quic-connection-window", "--quic-congestion", "--quic-key-update-interval", "--quic-log"] {
             XCTAssertTrue(usageText.contains("  \(option)"), option)
         }
         XCTAssertFalse(usageText.contains("--worker-udp"))

@@ -324,6 +324,29 @@ final class QUICHandshakeSessionTests: XCTestCase {
     }
 
     /// Empty transport parameters are still the extension.
+    /// RFC 9368 §2.2: the server reads the client's transport parameters
+    /// out of the ClientHello before TLS does (a real OpenSSL ClientHello,
+    /// whole and cut short), then replaces its own; the client receives the
+    /// replacement in EncryptedExtensions.
+    func testServerParametersReplacedAfterPeekingTheClientHello() throws {
+        let c = try client.makeSession(serverName: "a.example", alpn: ["h3"], transportParameters: clientParameters, resuming: nil)
+        let s = server.makeSession(transportParameters: serverParameters)!
+        guard case .send(.initial, let hello)? = c.nextEvent() else { return XCTFail("no ClientHello") }
+        guard case .transportParameters(let range) = hello.withUnsafeBytes({ s.peekHelloTransportParameters($0) }) else {
+            return XCTFail("extension not found")
+        }
+        XCTAssertEqual(Array(hello[range]), clientParameters)
+        for n in [0, 3, 4, 40, hello.count - 1] {
+            XCTAssertEqual(hello[..<n].withUnsafeBytes { s.peekHelloTransportParameters($0) }, .needMoreBytes, "\(n)")
+        }
+        let replaced: [UInt8] = [0x11, 0x08, 0x6b, 0x33, 0x43, 0xcf, 0x6b, 0x33, 0x43, 0xcf]
+        s.replaceLocalTransportParameters(replaced)
+        try s.receive(hello, at: .initial)
+        let pipe = HandshakePipe(client: c, server: s)
+        XCTAssertEqual(pipe.run(), .completed)
+        XCTAssertEqual(c.peerTransportParameters, replaced)
+    }
+
     func testEmptyTransportParametersAreParameters() throws {
         let pipe = try HandshakePipe(server, client, transportParameters: [])
         XCTAssertEqual(pipe.run(), .completed)

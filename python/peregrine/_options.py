@@ -129,6 +129,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--quic-stream-window", Kind.SIZE),
     Option("--quic-connection-window", Kind.SIZE),
     Option("--quic-congestion", Kind.TEXT, choices=("cubic", "newreno")),
+    Option("--quic-key-update-interval", Kind.INTEGER),
+    Option("--quic-log", Kind.PATH),
     Option("--quic-retry", Kind.FLAG),
     Option("--quic-retry-threshold", Kind.INTEGER),
     Option("--quic-no-migration", Kind.FLAG),

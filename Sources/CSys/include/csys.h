@@ -34,7 +34,8 @@ int csys_eagain(int err);   // EAGAIN or EWOULDBLOCK
 // What an accept(2) errno means for the accepting loop (see Core's
 // AcceptFailure): 0 queue empty (EAGAIN), 1 that one connection was lost
 // (EINTR, ECONNABORTED, EPROTO, EPERM and the network errors accept(2) passes
-// on), 2 EMFILE, 3 ENFILE, 4 ENOMEM, 5 ENOBUFS, 6 anything else.
+// on), 2 EMFILE, 3 ENFILE, 4 ENOMEM, 5 ENOBUFS, 7 EINVAL (the socket was shut
+// down: no longer listening), 6 anything else.
 int csys_accept_failure(int err);
 // Worker contexts of this process inside an accept shortage (descriptors are
 // the process's, so the contexts meet one together): `enter` returns the

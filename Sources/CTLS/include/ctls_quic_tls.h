@@ -96,6 +96,9 @@ int ctls_quic_tls_conn_next_event(ctls_quic_tls_conn *c, ctls_quic_tls_event *ev
 // reason for the log in `*reason`.
 int ctls_quic_tls_conn_failure(ctls_quic_tls_conn *c, const char **reason);
 
+// Replaces our transport parameters (copied) before they are sent; -1: out of memory.
+int ctls_quic_tls_conn_set_transport_parameters(ctls_quic_tls_conn *c, const uint8_t *tp, size_t tp_len);
+
 // Facts, as soon as they are known.
 // The peer's transport parameters (the body of its 0x39 extension), or NULL.
 const uint8_t *ctls_quic_tls_conn_peer_transport_parameters(ctls_quic_tls_conn *c, size_t *len);

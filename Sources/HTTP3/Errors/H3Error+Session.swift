@@ -20,4 +20,9 @@ extension H3Error {
     public static let stopSendingOnControlStream = H3Error(.connection, .closedCriticalStream, "STOP_SENDING for our control stream")
     public static let stopSendingOnEncoderStream = H3Error(.connection, .closedCriticalStream, "STOP_SENDING for our QPACK encoder stream")
     public static let stopSendingOnDecoderStream = H3Error(.connection, .closedCriticalStream, "STOP_SENDING for our QPACK decoder stream")
+    // draft-ietf-webtrans-http3 §4.3: "Endpoints MUST NOT send WT_STREAM as a
+    // frame type on HTTP/3 streams other than the very first bytes of a
+    // request stream. Receiving this frame type in any other circumstances
+    // MUST be treated as a connection error of type H3_FRAME_ERROR."
+    public static let misplacedWebTransportStream = H3Error(.connection, .frameError, "WT_STREAM (0x41) not at the start of a request stream")
 }

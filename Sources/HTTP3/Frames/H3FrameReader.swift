@@ -42,10 +42,16 @@ public struct H3FrameReader: Sendable {
         public var maxHeadersLength: Int
         /// Longest SETTINGS payload; beyond it H3_EXCESSIVE_LOAD.
         public var maxSettingsLength: Int
+        /// WebTransport is on: the WT_STREAM type (0x41) is valid only as the
+        /// first bytes of a request stream, which the session reads itself;
+        /// as a frame anywhere else it is H3_FRAME_ERROR
+        /// (draft-ietf-webtrans-http3 §4.3).
+        public var rejectsWebTransportStreamFrame: Bool
 
-        public init(maxHeadersLength: Int = 64 * 1024, maxSettingsLength: Int = 4096) {
+        public init(maxHeadersLength: Int = 64 * 1024, maxSettingsLength: Int = 4096, rejectsWebTransportStreamFrame: Bool = false) {
             self.maxHeadersLength = maxHeadersLength
             self.maxSettingsLength = maxSettingsLength
+            self.rejectsWebTransportStreamFrame = rejectsWebTransportStreamFrame
         }
     }
 
@@ -163,6 +169,9 @@ public struct H3FrameReader: Sendable {
         framesSeen += 1
         if kind == .control && framesSeen == 1 && type != .settings { throw .missingSettings }
         if type.isHTTP2Only { throw .http2FrameType }
+        if limits.rejectsWebTransportStreamFrame && rawType == WebTransportStreamHeader.bidiSignal {
+            throw .misplacedWebTransportStream
+        }
         switch (kind, type) {
         case (.request, .data), (.request, .headers):
             break

@@ -40,6 +40,14 @@ public enum H3Event {
     /// (§6.2.3): send STOP_SENDING with `code` (H3_STREAM_CREATION_ERROR)
     /// and discard its data. Not an error of any kind.
     case unknownStreamIgnored(streamID: UInt64, code: H3ErrorCode)
+    /// A WebTransport data stream (only with `H3Limits.webTransport`): a
+    /// client bidirectional stream whose first bytes are the signal 0x41, or
+    /// a unidirectional stream of type 0x54 (draft-ietf-webtrans-http3 §4.2,
+    /// §4.3; draft-02 §4.1, §4.2). The signal or type was consumed; the
+    /// session has forgotten the stream: from now on feed its bytes, resets
+    /// and STOP_SENDING to the `WebTransportRegistry` (bytes still offered
+    /// here are dropped).
+    case webTransportStream(streamID: UInt64, bidirectional: Bool)
     /// The client's SETTINGS (the first frame on its control stream).
     case settings(H3Settings)
     /// The client's GOAWAY (§5.2): it will accept no push from `pushID` on

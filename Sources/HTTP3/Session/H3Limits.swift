@@ -45,6 +45,17 @@ public struct H3Limits: Sendable, Equatable {
     /// still passes for them are dropped instead of opening a stream again.
     public var closedStreamMemory = 128
 
+    // MARK: extensions
+
+    /// WebTransport over HTTP/3, both drafts (draft-ietf-webtrans-http3-02
+    /// and the current one); nil: off. On, our SETTINGS advertise extended
+    /// CONNECT, HTTP Datagrams and both drafts' WebTransport settings, and
+    /// streams opened with the WebTransport signal (bidirectional 0x41,
+    /// unidirectional type 0x54) are handed to the glue as
+    /// `H3Event.webTransportStream` for its `WebTransportRegistry`. Off, they
+    /// are ordinary (and malformed) request streams or ignored stream types.
+    public var webTransport: WebTransportLimits?
+
     public init() {}
 }
 
@@ -62,6 +73,8 @@ extension H3Limits {
         l.maxHeadersFrameBytes = max(64, l.maxHeadersFrameBytes)
         l.maxSettingsFrameBytes = max(64, l.maxSettingsFrameBytes)
         l.closedStreamMemory = max(1, l.closedStreamMemory)
+        l.webTransport = l.webTransport?.clamped
+        if l.webTransport != nil { l.enableConnectProtocol = true }
         return l
     }
 }

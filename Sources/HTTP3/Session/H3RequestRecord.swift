@@ -29,6 +29,15 @@ final class H3RequestRecord {
     /// The end of the request went out in an event (`endStream`, trailers).
     var endReported = false
     var response = Response.awaitingHead
+    /// The first varint of the stream was looked at for the WebTransport
+    /// signal (only when WebTransport is on).
+    var signalChecked = false
+    /// The first varint's bytes while it is incomplete.
+    var signalPrefix: [UInt8] = []
+    /// Opened at or above our GOAWAY identifier with WebTransport on: a
+    /// WebTransport stream is handed over, anything else refused
+    /// (H3_REQUEST_REJECTED) once its first bytes arrive.
+    var refuseUnlessWebTransport = false
 
     init(id: UInt64, allowConnectProtocol: Bool, frameLimits: H3FrameReader.Limits) {
         self.id = id

@@ -34,6 +34,10 @@ extension H3Session {
                 peerUniStreams[id] = fin ? nil : .preamble(preamble)
                 return (nil, i)
             }
+            if type == WebTransportStreamHeader.uniStreamType, limits.webTransport != nil {
+                peerUniStreams[id] = .webTransport
+                return (.webTransportStream(streamID: id, bidirectional: false), i)
+            }
             let role: H3PeerStreamRole
             do { role = try peerStreams.opened(id, type: type) } catch { return (fail(error), bytes.count) }
             switch role {
@@ -51,6 +55,11 @@ extension H3Session {
             switch stream {
             case .preamble:
                 preconditionFailure("the stream type was read above")
+            case .webTransport:
+                // The registry's to read; bytes still offered here are
+                // dropped, as for a request stream handed over (closed).
+                if fin { peerUniStreams[id] = nil }
+                return (nil, bytes.count)
             case .ignored:
                 if fin { peerUniStreams[id] = nil }
                 return (nil, bytes.count)

@@ -82,9 +82,16 @@ extension H3Session {
     /// A new request stream, or the refusal of one.
     func open(_ id: UInt64) -> H3Event? {
         if highestRequestStreamID.map({ id > $0 }) ?? true { highestRequestStreamID = id }
-        if let goAwayID, id >= goAwayID { return refuse(id, .requestAfterGoaway) }
+        let afterGoAway = goAwayID.map { id >= $0 } ?? false
+        // With WebTransport on, a stream past our GOAWAY may still be a data
+        // stream of a session that lives on (draft-ietf-webtrans-http3 §4.7:
+        // after GOAWAY an endpoint "MAY open new WebTransport streams"): it
+        // is refused only once its first bytes show it is a request.
+        if afterGoAway && limits.webTransport == nil { return refuse(id, .requestAfterGoaway) }
         if requests.count >= limits.maxConcurrentStreams { return refuse(id, .tooManyRequestStreams) }
-        requests[id] = H3RequestRecord(id: id, allowConnectProtocol: limits.enableConnectProtocol, frameLimits: frameLimits)
+        let r = H3RequestRecord(id: id, allowConnectProtocol: limits.enableConnectProtocol, frameLimits: frameLimits)
+        r.refuseUnlessWebTransport = afterGoAway
+        requests[id] = r
         return nil
     }
 
@@ -102,6 +109,49 @@ extension H3Session {
         }
         let r = requests[id]!
         if r.requestDone { return (nil, bytes.count) }
+        if !r.signalChecked && limits.webTransport != nil {
+            // draft-ietf-webtrans-http3 §4.3: the signal 0x41 "as the first
+            // bytes" of a client bidirectional stream makes it a WebTransport
+            // stream, not a request. The first varint may arrive split: its
+            // bytes are kept here (consumed) until it is whole.
+            guard !bytes.isEmpty || !r.signalPrefix.isEmpty else {
+                if fin { r.signalChecked = true; return receiveRequest(id, bytes, fin: fin) }
+                return (nil, 0)
+            }
+            let had = r.signalPrefix.count
+            let need = QUICVarInt.length(firstByte: had > 0 ? r.signalPrefix[0] : bytes[0])
+            let take = min(need - had, bytes.count)
+            r.signalPrefix.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[0..<take]))
+            if r.signalPrefix.count < need && !fin { return (nil, bytes.count) }
+            r.signalChecked = true
+            let first = r.signalPrefix.withUnsafeBytes { QUICVarInt.decode($0, at: 0)?.value }
+            if first == WebTransportStreamHeader.bidiSignal {
+                // Nothing of it reached the QPACK decoder: nothing to cancel.
+                remove(id)
+                return (.webTransportStream(streamID: id, bidirectional: true), take)
+            }
+            // A request (or a stream that ends inside its first varint): the
+            // kept bytes go to the frame machine first. They are part of a
+            // frame type, so they make no event.
+            if had > 0 && !r.refuseUnlessWebTransport {
+                let prefix = Array(r.signalPrefix[0..<had])
+                let failed: H3Error? = prefix.withUnsafeBytes { p in
+                    do throws(H3Error) {
+                        let (event, _) = try r.machine.read(p)
+                        precondition(event == nil, "part of a frame type made an event")
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                if let failed { return (streamFailure(id, failed), bytes.count) }
+            }
+            r.signalPrefix = []
+        }
+        if r.refuseUnlessWebTransport {
+            requests[id] = nil
+            return (refuse(id, .requestAfterGoaway), bytes.count)
+        }
         if r.isDecoding {
             if fin && bytes.isEmpty { r.finSeen = true }
             return (nil, 0)

@@ -62,7 +62,7 @@ import HTTPFields
 public final class H3Session {
     let limits: H3Limits
     /// The SETTINGS we sent.
-    public let localSettings: H3Settings
+    public private(set) var localSettings: H3Settings
     /// The client's SETTINGS; nil until its control stream delivered them
     /// (until then its defaults apply: §7.2.4.2).
     public internal(set) var peerSettings: H3Settings?
@@ -82,6 +82,8 @@ public final class H3Session {
         case qpackDecoder
         /// Unknown or reserved type: its bytes are discarded (§6.2.3).
         case ignored
+        /// A WebTransport stream (type 0x54): the glue's registry reads it.
+        case webTransport
     }
 
     var peerStreams = H3PeerStreams()
@@ -137,9 +139,11 @@ public final class H3Session {
                                    qpackBlockedStreams: UInt64(l.qpackBlockedStreams),
                                    maxFieldSectionSize: UInt64(l.maxFieldSectionSize),
                                    enableConnectProtocol: l.enableConnectProtocol)
+        if let wt = l.webTransport { localSettings.webTransport = wt.advertised }
         decoder = QPACKDecoder(maxTableCapacity: l.qpackMaxTableCapacity, maxBlockedStreams: l.qpackBlockedStreams,
                                maxFieldSectionSize: l.maxFieldSectionSize)
-        frameLimits = H3FrameReader.Limits(maxHeadersLength: l.maxHeadersFrameBytes, maxSettingsLength: l.maxSettingsFrameBytes)
+        frameLimits = H3FrameReader.Limits(maxHeadersLength: l.maxHeadersFrameBytes, maxSettingsLength: l.maxSettingsFrameBytes,
+                                           rejectsWebTransportStreamFrame: l.webTransport != nil)
         controlStream = H3ControlStream(limits: frameLimits)
         closedRequests = ClosedStreamIDs(capacity: l.closedStreamMemory)
         sendSection.reserveCapacity(256)
@@ -173,7 +177,9 @@ public final class H3Session {
     public var isFinished: Bool {
         if failure != nil { return true }
         guard let goAwayID, goAwayID <= nextRequestStreamID else { return false }
-        return requests.isEmpty
+        // Streams past the GOAWAY that may yet be WebTransport data streams
+        // (`open`) hold nothing up: their sessions are requests of their own.
+        return requests.values.allSatisfy { $0.refuseUnlessWebTransport }
     }
 
     /// The connection error that ended the session, if any.

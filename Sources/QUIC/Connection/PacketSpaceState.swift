@@ -40,13 +40,15 @@ struct PacketSpaceState {
 }
 
 /// 1-RTT keys across key updates (RFC 9001 §6). We answer the peer's
-/// updates and never start one: a packet with the other key phase is tried
+/// updates and start our own (QUICConnection+KeyUpdate.swift): a packet with the other key phase is tried
 /// with the next generation of read keys; when it opens, the update is
 /// taken — the next read keys become current, the write keys move on too
 /// (§6.2: "... MUST update its send keys") and the previous read keys are
 /// kept for packets still in flight from before, until three PTOs after the
 /// update (§6.5). A packet of the other phase with a packet number below
-/// the first one of the current phase belongs to the previous keys.
+/// the first one of the current phase belongs to the previous keys (and,
+/// after an update of ours, so does every packet of the other phase until
+/// the peer sent one in the new phase).
 struct KeyPhase {
     var phase = false
     var nextRead: PacketKeys
@@ -60,6 +62,10 @@ struct KeyPhase {
     /// acknowledgment of the new phase).
     var firstSentInPhase: UInt64?
     var phaseAcknowledged = true
+    /// Packets encrypted with the current write keys (§6.6).
+    var packetsSentInPhase: UInt64 = 0
+    /// Updates we started (§6.1), for tests and statistics.
+    var updatesInitiated = 0
 
     init(read: PacketKeys) {
         nextRead = read.nextGeneration()

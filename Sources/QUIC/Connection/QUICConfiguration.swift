@@ -37,6 +37,14 @@ public struct QUICConfiguration: Sendable {
     /// with HyStart++ (RFC 9438, RFC 9406) unless NewReno is asked for.
     public var congestionControl: CongestionAlgorithm = .cubic
     public var supportedVersions: [QUICVersion] = [.v1, .v2]
+    /// 1-RTT packets sent under one key before the server starts a key
+    /// update (RFC 9001 §6.1); 0: only when the AEAD's confidentiality limit
+    /// requires it (§6.6), which caps this at half that limit anyway. 2^20
+    /// (about 1.2 GB at 1,200 bytes) is an eighth of AES-GCM's 2^23.
+    public var keyUpdateInterval: UInt64 = 1 << 20
+    /// Tests only: AEAD limits replacing the suite's (RFC 9001 §6.6), so
+    /// that crossing them takes a few packets.
+    var aeadLimitsOverride: AEADLimits?
     /// RFC 9221 §3 max_datagram_frame_size: the largest DATAGRAM frame we
     /// accept (type, length and payload). nil: DATAGRAM frames are not
     /// negotiated, and one received is a PROTOCOL_VIOLATION.
@@ -59,6 +67,11 @@ public struct QUICConfiguration: Sendable {
     /// valid token (the address is proven) evicts the oldest half-open
     /// connection: memory stays bounded and a real client still gets in.
     public var maxHalfOpenConnections = 1000
+    /// The most connections an endpoint keeps in all (handshaking, open,
+    /// closing): --max-connections, as TCP connections have it. At the cap
+    /// a new client's Initial is dropped unanswered; it retransmits, and
+    /// gets in once a connection ends (RFC 9000 §5.2.2 allows refusing).
+    public var maxConnections = 4096
     /// §8.1.3: send a NEW_TOKEN frame once the handshake completes.
     public var sendsNewToken = true
     /// §10.3: stateless resets sent per second at most (and in a burst),

@@ -88,11 +88,13 @@ extension QUICConnection {
         for frame in frameScratch { frameAcked(frame, space: space) }
         frameScratch.removeAll(keepingCapacity: true)
         handleLost()
+        if let qlog { qlog.recoveryUpdated(recovery, now: now) }
     }
 
     /// Re-queues what the packets in `lostScratch` carried (§13.3).
     func handleLost() {
         for (space, pn) in lostScratch {
+            if let qlog { qlog.packetLost(space, packetNumber: pn, now: lastSeen) }
             frameScratch.removeAll(keepingCapacity: true)
             spaces[space.rawValue].sent.resolve(pn, into: &frameScratch)
             for frame in frameScratch { frameLost(frame, space: space) }
@@ -187,6 +189,14 @@ extension QUICConnection {
         }
         spaces[s].cryptoReceive.write(offset: f.offset, packet.slice(f.data))
         guard spaces[s].cryptoReceive.contiguousCount > 0 else { return }
+        // RFC 9368 §2.2: the version is settled on the whole ClientHello,
+        // before TLS answers it (+VersionNegotiation.swift).
+        if space == .initial && !versionDecided {
+            // (Read, then act: the negotiation changes `spaces`.)
+            let hello = spaces[s].cryptoReceive.withContiguousBytes { clientVersionInformation(in: $0) }
+            guard case .whole(let information) = hello else { return }
+            negotiateVersion(information)
+        }
         let failure: HandshakeFailure? = spaces[s].cryptoReceive.withContiguousBytes { (bytes) -> HandshakeFailure? in
             do throws(HandshakeFailure) {
                 try handshake.receive(bytes, at: space.encryptionLevel)

@@ -71,6 +71,7 @@ extension QUICConnection {
         }
         let p = try decoded.get()
         guard p.initialSourceConnectionID == peerInitialSourceID else { throw .initialSourceConnectionIDMismatch }
+        try validateVersionInformation(p.versionInformation)
         peerParameters = p
         peerAckDelayExponent = p.ackDelayExponent
         peerMaxUDPPayloadSize = Int(min(p.maxUDPPayloadSize, 65527))
@@ -95,6 +96,7 @@ extension QUICConnection {
     func discardSpace(_ space: PacketNumberSpace) {
         let s = space.rawValue
         guard !spaces[s].discarded else { return }
+        if space == .initial { originalInitialReadKeys = nil }
         spaces[s].discard()
         recovery.discard(space: space)
     }

@@ -48,14 +48,17 @@ extension QUICConnection {
     private func receivePacket(_ header: PacketHeader, in datagram: UnsafeMutableRawBufferPointer, now: Instant) throws(QUICError) {
         switch header {
         case .long(let h):
-            guard h.version == version else { return }
             let space: PacketNumberSpace
             switch h.type {
             case .initial: space = .initial
             case .handshake: space = .handshake
             case .zeroRTT, .retry: return  // 0-RTT is never accepted (early data refused)
             }
-            guard let keys = spaces[space.rawValue].readKeys else { return }
+            // RFC 9369 §4: after a switch, Initials of the original version
+            // still open with its keys; anything else of another version is dropped.
+            let readKeys = h.version == version ? spaces[space.rawValue].readKeys
+                : space == .initial && h.version == originalVersion ? originalInitialReadKeys : nil
+            guard let keys = readKeys else { return }
             let packet = UnsafeMutableRawBufferPointer(rebasing: datagram[h.packet.start..<h.packet.end])
             let opened: PacketProtection.Opened
             do {
@@ -63,6 +66,8 @@ extension QUICConnection {
                                                    largestReceived: spaces[space.rawValue].received.largest, keys: keys)
             } catch {
                 if case .connection(let e) = error { throw e }
+                // RFC 9001 §6.6: failed authentication counts toward the integrity limit.
+                if case .dropped(.decryptionFailed) = error { try countFailedDecryption(suite: keys.suite) }
                 return
             }
             if space == .handshake {
@@ -110,7 +115,10 @@ extension QUICConnection {
         var isUpdate = false
         if unprotected.keyPhase == kp.phase {
             aead = current.aead
-        } else if let previous = kp.previousRead, let first = kp.firstPacketInPhase, unprotected.packetNumber < first {
+        } else if let previous = kp.previousRead,
+                  kp.firstPacketInPhase == nil || unprotected.packetNumber < kp.firstPacketInPhase! {
+            // Sent before the peer's update — or, after an update of ours,
+            // before the peer took it (none of its packets in the new phase yet).
             aead = previous.aead
         } else {
             aead = kp.nextRead.aead
@@ -121,6 +129,8 @@ extension QUICConnection {
             payload = try PacketProtection.decryptPayload(packet, header: unprotected, key: aead)
         } catch {
             checkStatelessReset(tailToken, now: now)
+            // RFC 9001 §6.6: failed authentication counts toward the integrity limit.
+            if case .decryptionFailed = error, isOpen { try countFailedDecryption(suite: current.suite) }
             return nil
         }
         guard unprotected.reservedBitsAreZero else { throw .reservedBitsSet }
@@ -139,6 +149,11 @@ extension QUICConnection {
             kp.firstSentInPhase = nil
             kp.phaseAcknowledged = false
         } else if unprotected.keyPhase == kp.phase {
+            if kp.firstPacketInPhase == nil, kp.previousRead != nil, kp.discardPreviousAt == nil {
+                // The peer took our update (+KeyUpdate.swift): the previous
+                // keys go three PTOs from now (§6.5).
+                kp.discardPreviousAt = Instant(nanoseconds: now.nanoseconds + recovery.probeTimeout(includingMaxAckDelay: true))
+            }
             kp.firstPacketInPhase = min(kp.firstPacketInPhase ?? unprotected.packetNumber, unprotected.packetNumber)
         }
         keyPhase = kp
@@ -157,6 +172,7 @@ extension QUICConnection {
                          destination: ConnectionID, now: Instant) throws(QUICError) {
         let pn = opened.header.packetNumber
         guard !spaces[space.rawValue].received.isDuplicate(pn) else { return }
+        if let qlog { qlog.packetReceived(space, packetNumber: pn, length: packet.count, now: now) }
         var frames = try FrameDecoder(opened.payload, in: packet, kind: space.packetKind,
                                       options: FrameDecodingOptions(maxDatagramFrameSize: configuration.maxDatagramFrameSize,
                                                                                peerIsClient: true))

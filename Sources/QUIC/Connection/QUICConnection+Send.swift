@@ -55,6 +55,7 @@ extension QUICConnection {
         var limit = min(buffer.count, configuration.maxUDPPayloadSize, peerMaxUDPPayloadSize)
         limit = min(limit, pathAllowance)
         guard limit >= min(Self.minimumPacketRoom, challengeDatagramSize) else { return nil }
+        if keyPhase != nil { manageKeyLifetime(now: now) }  // RFC 9001 §6.6 (+KeyUpdate.swift)
         let n: Int?
         carriesPathFrame = false
         switch lifecycle {
@@ -230,9 +231,11 @@ extension QUICConnection {
         let packet = UnsafeMutableRawBufferPointer(rebasing: buffer[d.start..<(d.start + total)])
         PacketProtection.seal(packet, headerLength: d.headerLength, payloadLength: d.payloadLength,
                               packetNumber: d.packetNumber, keys: spaces[d.space.rawValue].writeKeys!)
+        if d.space == .application { keyPhase?.packetsSentInPhase += 1 }
         // RFC 9002 §2: in flight = ack-eliciting or padded; ACK-only packets are not.
         recovery.onPacketSent(space: d.space, packetNumber: d.packetNumber, bytes: total, ackEliciting: d.ackEliciting,
                               inFlight: d.ackEliciting, now: now)
+        if let qlog { qlog.packetSent(d.space, packetNumber: d.packetNumber, length: total, now: now) }
     }
 
     // MARK: closing (§10.2.1, §10.2.3)
@@ -319,5 +322,7 @@ extension QUICConnection {
         PacketProtection.seal(UnsafeMutableRawBufferPointer(rebasing: buffer[d.start..<(d.start + total)]),
                               headerLength: d.headerLength, payloadLength: d.payloadLength,
                               packetNumber: d.packetNumber, keys: spaces[d.space.rawValue].writeKeys!)
+        if d.space == .application { keyPhase?.packetsSentInPhase += 1 }
+        if let qlog { qlog.packetSent(d.space, packetNumber: d.packetNumber, length: total, now: lastSeen) }
     }
 }

@@ -92,6 +92,7 @@ extension QUICConnection {
                 lostScratch.append(($0, $1))
             }
             handleLost()
+            if let qlog { qlog.recoveryUpdated(recovery, now: now) }
             if case .probe(let space, let count) = action { armProbe(space: space, count: count) }
         }
         scheduleUpdate()
@@ -161,6 +162,8 @@ extension QUICConnection {
         if context.routes[initialDestinationID] === self { context.routes[initialDestinationID] = nil }
         context.connectionTerminated(self)
         context.deadlines.arm(self, at: nil)
+        qlog?.close()
+        qlog = nil
     }
 }
 

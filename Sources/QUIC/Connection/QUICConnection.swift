@@ -52,7 +52,18 @@ public final class QUICConnection {
 
     let context: EndpointContext
     let configuration: QUICConfiguration
-    let version: QUICVersion
+    /// The version in use: the client's first, or the one compatible
+    /// version negotiation moved to (RFC 9368, +VersionNegotiation.swift).
+    var version: QUICVersion
+    /// The version of the client's first Initial (RFC 9368 §2: "original").
+    let originalVersion: QUICVersion
+    /// After a switch: the original version's Initial read keys, kept until
+    /// a Handshake packet is processed (RFC 9369 §4).
+    var originalInitialReadKeys: PacketKeys?
+    /// The client's hello was read and the version settled.
+    var versionDecided = false
+    /// Our transport parameters (re-encoded when the version changes).
+    var localParameters: TransportParameters
     /// The path in use (§9): where our packets go. It changes when the
     /// peer migrates (a `.peerAddressChanged` event says so).
     public var path: DatagramPath { current.path }
@@ -93,6 +104,11 @@ public final class QUICConnection {
 
     var spaces = [PacketSpaceState](repeating: PacketSpaceState(), count: 3)
     var keyPhase: KeyPhase?
+    /// qlog events of this connection (`--quic-log`); nil: none, for the
+    /// cost of a nil check per hook (+QLog.swift).
+    var qlog: QLogTrace?
+    /// Received packets that failed authentication (RFC 9001 §6.6).
+    var failedDecryptions: UInt64 = 0
     var recovery: LossRecovery<CongestionControl>
     /// The pacer held back data (RFC 9002 §7.7) until this time: the
     /// connection's deadline wakes it then. nil: not pacing-blocked.
@@ -187,6 +203,8 @@ public final class QUICConnection {
         self.context = context
         self.configuration = configuration
         self.version = version
+        originalVersion = version
+        localParameters = parameters
         current = PeerPath(path: path, validated: addressValidated)
         receivingPath = path
         self.originalDestinationID = originalDestinationID
@@ -213,6 +231,7 @@ public final class QUICConnection {
         context.routes[localID] = self
         context.routes[initialDestinationID] = self
         restartIdleTimer(now: now)
+        qlog = context.makeQLogTrace?(originalDestinationID, now)
     }
 
     /// Our current Source Connection ID (sequence 0).

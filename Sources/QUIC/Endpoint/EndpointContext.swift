@@ -30,6 +30,8 @@ final class EndpointContext {
     private var readyHead = 0
 
     var deadlines = DeadlineHeap()
+    /// qlog (QUICEndpoint+QLog.swift): a trace for each new connection, or nil.
+    var makeQLogTrace: ((ConnectionID, Instant) -> QLogTrace?)?
 
     /// Random bytes for PATH_CHALLENGE data (RFC 9000 §8.2.1: "unpredictable"),
     /// drawn from OpenSSL's DRBG a block at a time.

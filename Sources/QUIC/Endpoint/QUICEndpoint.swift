@@ -140,6 +140,10 @@ public final class QUICEndpoint {
             // §7.2: a client's first Destination Connection ID has 8 bytes or more.
             guard originalDestinationID.count >= 8 else { return }
             let config = context.configuration
+            // At --max-connections nothing new is taken on, not even a
+            // Retry: the client's Initials are retransmitted until a
+            // connection ends, as a TCP client waits in the accept queue.
+            guard context.connections.count < max(1, config.maxConnections) else { return }
             let cap = max(1, config.maxHalfOpenConnections)
             if !validated {
                 guard !(config.alwaysRetry || context.halfOpenCount >= min(config.retryThreshold, cap)) else {

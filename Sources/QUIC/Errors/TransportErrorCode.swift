@@ -31,6 +31,8 @@ public struct TransportErrorCode: RawRepresentable, Hashable, Sendable {
     public static let keyUpdateError = TransportErrorCode(rawValue: 0x0e)
     public static let aeadLimitReached = TransportErrorCode(rawValue: 0x0f)
     public static let noViablePath = TransportErrorCode(rawValue: 0x10)
+    /// RFC 9368 §4.
+    public static let versionNegotiationError = TransportErrorCode(rawValue: 0x11)
 
     /// CRYPTO_ERROR carrying TLS alert `alert` (RFC 9001 §4.8: "0x0100 plus
     /// the alert description").

@@ -77,6 +77,16 @@ public protocol CryptoHandshake: AnyObject {
     /// a peer hello without the extension (missing_extension alert).
     var peerTransportParameters: [UInt8]? { get }
 
+    /// Server, before the peer's hello goes to `receive`: where the body of
+    /// its quic_transport_parameters extension lies in `bytes`, the start of
+    /// the Initial CRYPTO stream (compatible version negotiation reads the
+    /// client's version_information before we answer, RFC 9368 §2.2).
+    func peekHelloTransportParameters(_ bytes: UnsafeRawBufferPointer) -> ClientHelloPeek
+
+    /// Server, before the peer's hello goes to `receive`: our encoded
+    /// transport parameters change (the negotiated version is named in them).
+    func replaceLocalTransportParameters(_ encoded: [UInt8])
+
     /// The negotiated ALPN protocol (e.g. "h3" as bytes), once chosen.
     var negotiatedProtocol: [UInt8]? { get }
 

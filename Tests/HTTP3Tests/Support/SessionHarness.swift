@@ -20,6 +20,7 @@ enum Ev: Equatable, CustomStringConvertible {
     case settings(H3Settings)
     case goAway(UInt64)
     case connectionError(H3ErrorCode, String)
+    case webTransportStream(UInt64, bidirectional: Bool)
 
     init(_ e: H3Event) {
         switch e {
@@ -33,6 +34,7 @@ enum Ev: Equatable, CustomStringConvertible {
         case .settings(let s): self = .settings(s)
         case .goAway(let id): self = .goAway(id)
         case .connectionError(let code, let reason): self = .connectionError(code, "\(reason)")
+        case .webTransportStream(let id, let bidi): self = .webTransportStream(id, bidirectional: bidi)
         }
     }
 
@@ -48,6 +50,7 @@ enum Ev: Equatable, CustomStringConvertible {
         case .settings(let s): "settings(\(s))"
         case .goAway(let id): "goAway(\(id))"
         case .connectionError(let c, let r): "connectionError(0x\(String(c.rawValue, radix: 16)), \(r))"
+        case .webTransportStream(let id, let bidi): "webTransportStream(\(id), bidirectional: \(bidi))"
         }
     }
 
@@ -80,6 +83,9 @@ final class Glue {
     /// Streams the glue reset or stopped after an event: nothing more is fed.
     private(set) var dead: Set<UInt64> = []
     var events: [Ev] = []
+    /// Streams handed to WebTransport: the bytes after the signal or type
+    /// (and all delivered later); the session is never fed them.
+    private(set) var handedOff: [UInt64: [UInt8]] = [:]
 
     init(_ limits: H3Limits = H3Limits(), greaseSeed: UInt64 = 0) {
         session = H3Session(limits: limits, greaseSeed: greaseSeed)
@@ -87,6 +93,7 @@ final class Glue {
 
     /// New bytes (and maybe the FIN) for stream `id`; runs it.
     func deliver(_ id: UInt64, _ bytes: [UInt8], fin: Bool = false) {
+        if handedOff[id] != nil { handedOff[id]! += bytes }
         guard !dead.contains(id) else { return }
         held[id, default: []] += bytes
         if fin { fins.insert(id) }
@@ -122,6 +129,7 @@ final class Glue {
             record(event, released: &released, fed: id)
             if dead.contains(id) { break }
         }
+        if dead.contains(id), case .webTransportStream(id, _)? = events.last { handedOff[id] = Array(buffer[offset...]) }
         held[id] = dead.contains(id) ? nil : Array(buffer[offset...])
         for other in released where other != id { pump(other) }
     }
@@ -147,7 +155,7 @@ final class Glue {
         switch e {
         case .request(let s, _, _), .trailers(let s, _):
             if s != fed { released.append(s) }
-        case .reset(let s, _), .streamError(let s, _, _), .headTooLarge(let s, _):
+        case .reset(let s, _), .streamError(let s, _, _), .headTooLarge(let s, _), .webTransportStream(let s, _):
             dead.insert(s)
             held[s] = nil
         case .ignored(let s, _):

@@ -221,6 +221,32 @@ final class RetryTests: XCTestCase {
         XCTAssertEqual(h.endpoint.halfOpenConnectionCount, 3)
     }
 
+    /// --max-connections: at the cap a new client's Initial leaves no state
+    /// and gets no answer (not even a Retry); once a connection ends, the
+    /// client's retransmitted Initial gets in.
+    func testInitialsAtTheConnectionCapAreDroppedUntilOneEnds() throws {
+        let h = ConnectionHarness(configuration: config { $0.maxConnections = 2 })
+        var clients: [TestClient] = []
+        for n in 1...2 {
+            let c = newClient(UInt64(n))
+            clients.append(c)
+            h.deliver(c.initialDatagram(Frames.crypto(c.clientHello)))
+        }
+        h.drain()
+        XCTAssertEqual(h.endpoint.connectionCount, 2)
+        let third = newClient(3)
+        h.deliver(third.initialDatagram(Frames.crypto(third.clientHello)))
+        XCTAssertEqual(h.endpoint.connectionCount, 2)
+        XCTAssertTrue(h.drain().isEmpty, "no answer at the cap")
+        h.deliver(third.initialDatagram(Frames.crypto(third.clientHello)))  // its retransmission
+        XCTAssertEqual(h.endpoint.connectionCount, 2)
+        // One connection ends: the next Initial is taken.
+        try XCTUnwrap(h.endpoint.context.routes[clients[0].originalDestinationID]).terminate()
+        XCTAssertEqual(h.endpoint.connectionCount, 1)
+        h.deliver(third.initialDatagram(Frames.crypto(third.clientHello)))
+        XCTAssertEqual(h.endpoint.connectionCount, 2)
+    }
+
     /// The cap on half-open connections: a validated client at the cap
     /// evicts the oldest handshake; memory stays bounded.
     func testValidatedClientAtCapEvictsOldestHalfOpen() throws {

@@ -31,7 +31,9 @@ enum FakeTLS {
 }
 
 final class FakeCryptoHandshake: CryptoHandshake {
-    let serverTransportParameters: [UInt8]
+    private(set) var serverTransportParameters: [UInt8]
+    /// How often `replaceLocalTransportParameters` was called.
+    private(set) var replacedParameters = 0
     var suite = CipherSuite.aes128GCM
     /// Size of the fake Certificate message (large ones span packets).
     var certificateSize = 900
@@ -45,6 +47,19 @@ final class FakeCryptoHandshake: CryptoHandshake {
 
     init(serverTransportParameters: [UInt8]) {
         self.serverTransportParameters = serverTransportParameters
+    }
+
+    /// The fake ClientHello is type, 2-byte length, transport parameters.
+    func peekHelloTransportParameters(_ bytes: UnsafeRawBufferPointer) -> ClientHelloPeek {
+        guard bytes.count >= 3 else { return .needMoreBytes }
+        guard bytes[0] == FakeTLS.clientHello else { return .notFound }
+        let length = Int(bytes[1]) << 8 | Int(bytes[2])
+        return bytes.count >= 3 + length ? .transportParameters(3..<(3 + length)) : .needMoreBytes
+    }
+
+    func replaceLocalTransportParameters(_ encoded: [UInt8]) {
+        serverTransportParameters = encoded
+        replacedParameters += 1
     }
 
     func receive(_ bytes: UnsafeRawBufferPointer, at level: EncryptionLevel) throws(HandshakeFailure) {

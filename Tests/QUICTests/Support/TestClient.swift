@@ -22,7 +22,7 @@ struct ReceivedPacket {
 }
 
 final class TestClient {
-    let version: QUICVersion
+    var version: QUICVersion
     let originalDestinationID: ConnectionID
     let sourceID: ConnectionID
     /// Where the client sends: the original DCID, then the server's SCID.
@@ -65,6 +65,16 @@ final class TestClient {
         destinationID = sourceID
         self.token = token
         let k = InitialKeys.derive(destinationID: sourceID, version: version)
+        writeKeys[0] = k.client
+        readKeys[0] = k.server
+    }
+
+    /// RFC 9368 §2.2: the server's packets came in `negotiated`: Initial
+    /// keys of that version from the same Destination Connection ID, and
+    /// every later key with its labels.
+    func adoptVersion(_ negotiated: QUICVersion) {
+        version = negotiated
+        let k = InitialKeys.derive(destinationID: originalDestinationID, version: negotiated)
         writeKeys[0] = k.client
         readKeys[0] = k.server
     }

@@ -5,7 +5,10 @@
 //
 // Input: byte 0 configures (bit 0: extended CONNECT enabled; bits 1–2: QPACK
 // blocked streams 0–3; bit 3: the split run feeds a byte at a time instead of
-// at a derived point; bits 4–7: grease seed). The rest is chunks separated by
+// at a derived point; bits 4–6: grease seed; bit 7: WebTransport on — streams
+// the session hands over, CONNECTs with a WebTransport :protocol and their
+// DATA go to a WebTransportRegistry as the glue would route them, and
+// "answer every request" accepts the sessions). The rest is chunks separated by
 // ff fe; a chunk's first byte says what it is:
 //   * bits 0–2: the stream — 0 control (2), 1 QPACK encoder (6), 2 QPACK
 //     decoder (10), 3 an unknown-type unidirectional stream (14), 4–7
@@ -28,7 +31,9 @@
 // reads back as SETTINGS first and GOAWAY identifiers that never grow; our
 // decoder stream is well-formed instructions; every request head re-encodes
 // (static table and literals) and decodes back to the same head; every
-// response head the session frames reads back to the fields given.
+// response head the session frames reads back to the fields given. With
+// WebTransport: the registry never consumes more than given, its stream data
+// lies inside the bytes given, and its events are the same in both runs.
 
 import Core
 import FuzzSupport
@@ -126,6 +131,10 @@ struct Run: Equatable {
 final class Glue {
     let session: H3Session
     let connect: Bool
+    /// WebTransport: the registry, the streams handed to it, and sessions.
+    let wt: WebTransportRegistry?
+    var wtStreams: Set<UInt64> = []
+    var wtSessions: Set<UInt64> = []
     var held: [UInt64: [UInt8]] = [:]
     var fins: Set<UInt64> = []
     var dead: Set<UInt64> = []
@@ -135,6 +144,7 @@ final class Glue {
     init(_ limits: H3Limits, seed: UInt64) {
         session = H3Session(limits: limits, greaseSeed: seed)
         connect = limits.enableConnectProtocol
+        wt = limits.webTransport.map { WebTransportRegistry(limits: $0) }
     }
 
     func note(_ id: UInt64, _ item: Item) {
@@ -152,8 +162,21 @@ final class Glue {
         check(!run.failed, "an event after the connection error")
         switch e {
         case .request(let id, let head, let end):
-            roundTrip(head, connect: connect)
+            roundTrip(head, connect: connect || wt != nil)
             note(id, "request \(describe(head)) \(end)")
+            if let wt {
+                let draft = head.storage.withUnsafeBytes { all in
+                    WebTransportDraft.requested(byProtocol: UnsafeRawBufferPointer(rebasing: all[head.protocolName.start ..< head.protocolName.end]))
+                }
+                if let draft {
+                    wtSessions.insert(id)
+                    wt.connectReceived(streamID: id, draft: draft)
+                    if end { wt.connectStreamData(sessionID: id, UnsafeRawBufferPointer(start: nil, count: 0), fin: true) }
+                } else {
+                    wt.ordinaryRequest(streamID: id)
+                }
+                drainWT()
+            }
             answerable[id] = head.fields.flatMap { [Array(head[$0.name]), Array(head[$0.value])] }
             return id == fed ? nil : id
         case .data(let id, let bytes, let end):
@@ -163,12 +186,20 @@ final class Glue {
             }
             note(id, .data(Array(bytes)))
             if end { note(id, "end") }
+            if let wt, wtSessions.contains(id) {
+                wt.connectStreamData(sessionID: id, bytes, fin: end)
+                drainWT()
+            }
         case .trailers(let id, let head):
             note(id, "trailers \(describe(head))")
             return id == fed ? nil : id
         case .streamReset(let id, let code):
             note(id, "reset \(code.rawValue)")
             dead.insert(id)
+            if let wt, wtSessions.contains(id) {
+                wt.connectStreamReset(sessionID: id)
+                drainWT()
+            }
         case .streamError(let id, let code, let reason):
             note(id, "error \(code.rawValue) \(reason)")
             dead.insert(id)
@@ -179,10 +210,18 @@ final class Glue {
             note(id, "ignored \(code.rawValue)")
         case .settings(let s):
             run.connection.append("settings \(s)")
+            wt?.peerSettingsReceived(s)
+            drainWT()
         case .goAway(let id):
             run.connection.append("goaway \(id)")
         case .connectionError:
             run.failed = true
+        case .webTransportStream(let id, let bidi):
+            // Handed to WebTransport: never fed to the session again.
+            note(id, "webtransport \(bidi)")
+            check(wt != nil, "a hand-over with WebTransport off")
+            wtStreams.insert(id)
+            wt?.streamOpened(streamID: id, bidirectional: bidi)
         }
         return nil
     }
@@ -196,7 +235,67 @@ final class Glue {
         pump(id)
     }
 
+    /// Where the registry's events are noted: apart from the HTTP/3 events
+    /// of the same stream, so a CONNECT stream's DATA joins across splits.
+    func wtKey(_ id: UInt64) -> UInt64 { id | 1 << 62 }
+
+    /// Acts on the registry's events as the glue would.
+    func drainWT() {
+        guard let wt else { return }
+        while let e = wt.nextEvent() {
+            switch e {
+            case .streamReleased(let id): pumpWT(id)
+            case .abortStream(let id, let code):
+                note(wtKey(id), "wt abort \(code.rawValue)")
+                dead.insert(id)
+            case .connectionError(let code, _):
+                run.connection.append("wt connection error \(code.rawValue)")
+                run.failed = true
+            case .sessionRequested(let id, let draft): note(wtKey(id), "wt requested \(draft)")
+            case .sessionRefused(let id, let code): note(wtKey(id), "wt refused \(code.rawValue)")
+            case .sessionClosed(let id, let code, let message): note(wtKey(id), "wt closed \(code) \(message)")
+            case .sessionFailed(let id, let code): note(wtKey(id), "wt failed \(code.rawValue)")
+            case .sessionDraining(let id): note(wtKey(id), "wt draining")
+            case .datagram(let id, let payload): note(wtKey(id), "wt datagram \(payload)")
+            case .streamReset(let s, let id, let code): note(wtKey(id), "wt reset \(s) \(String(describing: code))")
+            case .streamStopped(let s, let id, let code): note(wtKey(id), "wt stopped \(s) \(String(describing: code))")
+            case .streamData: fatalError("stream data comes from receive only")
+            }
+        }
+    }
+
+    /// A stream handed to the registry, fed as the session is.
+    func pumpWT(_ id: UInt64) {
+        guard let wt, !dead.contains(id), !run.failed else { return }
+        let buffer = held[id] ?? []
+        var offset = 0
+        buffer.withUnsafeBytes { p in
+            while !run.failed && !dead.contains(id) {
+                let input = UnsafeRawBufferPointer(rebasing: p[offset...])
+                let (event, n) = wt.receive(streamID: id, input, fin: fins.contains(id))
+                check(n <= input.count, "the registry consumed more than given")
+                offset += n
+                if case .streamData(let session, let stream, let bytes, let fin)? = event {
+                    check(stream == id, "data for another stream")
+                    if bytes.count > 0 {
+                        let base = UInt(bitPattern: input.baseAddress), start = UInt(bitPattern: bytes.baseAddress)
+                        check(start >= base && start + UInt(bytes.count) <= base + UInt(input.count), "WebTransport data outside the input")
+                    }
+                    note(id, .data(Array(bytes)))
+                    if fin {
+                        note(wtKey(id), "wt end \(session)")
+                        dead.insert(id)
+                    }
+                }
+                drainWT()
+                if event == nil && (n == 0 || offset == buffer.count) { break }
+            }
+        }
+        held[id] = dead.contains(id) ? [] : Array(buffer[offset...])
+    }
+
     func pump(_ id: UInt64) {
+        if wtStreams.contains(id) { return pumpWT(id) }
         guard !dead.contains(id), !run.failed else { return }
         let buffer = held[id] ?? []
         var offset = 0
@@ -212,13 +311,19 @@ final class Glue {
                     break
                 }
                 if let other = record(event, fed: id, input: input) { again.append(other) }
+                if wtStreams.contains(id) { break }
             }
         }
         held[id] = Array(buffer[offset...])
+        if wtStreams.contains(id) { pumpWT(id) }
         for other in again { pump(other) }
     }
 
     func answerAll() {
+        if let wt {
+            for id in wtSessions.sorted() where wt.draft(ofSession: id) != nil { wt.accept(sessionID: id) }
+            drainWT()
+        }
         for (id, fields) in answerable.sorted(by: { $0.key < $1.key }) where session.canSend(streamID: id) {
             var out: [UInt8] = []
             session.beginHeaders(streamID: id, status: 200)
@@ -301,7 +406,18 @@ func runSession(_ config: UInt8, _ chunks: [UnsafeRawBufferPointer], split: (Int
     limits.maxHeadersFrameBytes = 256
     limits.maxSettingsFrameBytes = 64
     limits.maxConcurrentStreams = 3
-    let glue = Glue(limits, seed: UInt64(config >> 4) &* 0x9e37_79b9_7f4a_7c15)
+    if config & 0x80 != 0 {
+        var wt = WebTransportLimits()
+        wt.maxSessions = 2
+        wt.maxBufferedStreams = 2
+        wt.maxBufferedDatagrams = 2
+        wt.maxEarlyConnectBytes = 64
+        wt.initialMaxData = 32
+        wt.initialMaxStreamsBidi = 2
+        wt.initialMaxStreamsUni = 2
+        limits.webTransport = wt
+    }
+    let glue = Glue(limits, seed: UInt64((config >> 4) & 7) &* 0x9e37_79b9_7f4a_7c15)
     let streams: [UInt64] = [2, 6, 10, 14, 0, 4, 8, 12]
     for chunk in chunks where !chunk.isEmpty && !glue.run.failed {
         let op = chunk[0]
@@ -309,13 +425,19 @@ func runSession(_ config: UInt8, _ chunks: [UnsafeRawBufferPointer], split: (Int
         let body = UnsafeRawBufferPointer(rebasing: chunk[1...])
         switch (op >> 4) & 3 {
         case 2:
-            if let e = glue.session.peerReset(streamID: id, code: H3ErrorCode(rawValue: UInt64(op))) {
+            if glue.wtStreams.contains(id) {
+                glue.wt?.peerReset(streamID: id, code: H3ErrorCode(rawValue: UInt64(op)), finalSize: UInt64(body.count))
+                glue.drainWT()
+            } else if let e = glue.session.peerReset(streamID: id, code: H3ErrorCode(rawValue: UInt64(op))) {
                 _ = glue.record(e, fed: id, input: body)
             }
             glue.dead.insert(id)
         case 3:
             let target = id & 2 == 2 ? UInt64(op & 3) * 4 + 3 : id
-            if let e = glue.session.peerStopSending(streamID: target, code: .requestCancelled) {
+            if glue.wtStreams.contains(target) {
+                glue.wt?.peerStopSending(streamID: target, code: .requestCancelled)
+                glue.drainWT()
+            } else if let e = glue.session.peerStopSending(streamID: target, code: .requestCancelled) {
                 _ = glue.record(e, fed: target, input: body)
             }
         default:
@@ -330,7 +452,10 @@ func runSession(_ config: UInt8, _ chunks: [UnsafeRawBufferPointer], split: (Int
         guard !glue.run.failed else { break }
         switch op >> 6 {
         case 1: glue.answerAll()
-        case 2: glue.session.goAway(announceOnly: op & 0x20 != 0)
+        case 2:
+            glue.session.goAway(announceOnly: op & 0x20 != 0)
+            glue.wt?.goAway()
+            glue.drainWT()
         case 3: if id & 3 == 0 { glue.session.stopReading(streamID: id) }
         default: break
         }
