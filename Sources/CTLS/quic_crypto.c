@@ -7,6 +7,7 @@
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
+#include <openssl/rand.h>
 
 static const char *digest_name(int hash) { return hash == CTLS_QUIC_SHA384 ? "SHA384" : "SHA256"; }
 
@@ -166,4 +167,8 @@ int ctls_quic_hp_mask(ctls_quic_hp *h, const uint8_t *sample, uint8_t *mask) {
     }
     memcpy(mask, out, 5);
     return 0;
+}
+
+int ctls_quic_random(uint8_t *out, size_t len) {
+    return RAND_bytes(out, (int)len) == 1 ? 0 : -1;
 }

@@ -148,6 +148,9 @@ options:
                            largest QUIC datagram path MTU discovery may
                            reach, from 1200 (1200-9000, default 1452;
                            1200 turns discovery off)
+  --quic-no-migration      ask QUIC clients not to move to another address
+                           (disable_active_migration; NAT rebindings are
+                           still followed)
   --forwarded-allow-ips LIST
                            peers whose Forwarded / X-Forwarded-* headers are
                            honoured: comma-separated addresses and CIDR blocks
@@ -397,6 +400,7 @@ public enum CommandLineParser {
                 config.quicKeyUpdateInterval = try integer(name, try value(), Config.quicKeyUpdateIntervalRange)
             case "--quic-log": config.quicLogDirectory = try path(name, try value())
             case "--quic-retry": try flag(); config.quicRetry = true
+            case "--quic-no-migration": try flag(); config.quicNoMigration = true
             case "--quic-retry-threshold":
                 config.quicRetryThreshold = try integer(name, try value(), Config.quicRetryThresholdRange)
             case "--quic-max-datagram-size":

@@ -178,6 +178,11 @@ public struct Config: Sendable {
     /// `--quic-retry`: every new QUIC connection proves its address with a
     /// Retry round trip first (RFC 9000 §8.1.2) unless it brings a token.
     public var quicRetry = false
+    /// `--quic-no-migration`: the transport parameters carry
+    /// disable_active_migration (RFC 9000 §18.2), for deployments where a
+    /// client's new address would not reach this server (a load balancer
+    /// routing by address). NAT rebindings are still followed (§9).
+    public var quicNoMigration = false
     /// `--quic-retry-threshold`: past this many handshakes under way on a
     /// worker, new connections without a token get a Retry (flood defence).
     public var quicRetryThreshold = 100

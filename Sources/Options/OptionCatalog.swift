@@ -124,6 +124,7 @@ public enum OptionCatalog {
         OptionSpec("quic-retry", .flag),
         OptionSpec("quic-retry-threshold", .value, "100"),
         OptionSpec("quic-max-datagram-size", .value, "1452"),
+        OptionSpec("quic-no-migration", .flag),
         OptionSpec("forwarded-allow-ips", .value),
         OptionSpec("scheme", .value),
         OptionSpec("proxy-protocol", .flag),

@@ -27,7 +27,9 @@ final class H3Connection {
     unowned(unsafe) let service: QUICService
     let quic: QUICConnection
     let core: H3Session
-    let peer: PeerInfo
+    /// Who the peer is for the requests it makes from now on: it follows
+    /// the QUIC connection when the client moves (RFC 9000 §9).
+    private(set) var peer: PeerInfo
     var streams: [UInt64: H3Stream] = [:]
     private(set) var closed = false
     /// Where a graceful shutdown stands (H3Connection+Shutdown.swift).
@@ -483,6 +485,12 @@ final class H3Connection {
         guard !closed else { return }
         quic.close(errorCode: H3ErrorCode.requestCancelled.rawValue, reason: [], application: true)
         teardown()
+    }
+
+    /// The client moved to another address (or back): requests started
+    /// from now on see it (ASGI `client`, the access log).
+    func peerAddressChanged() {
+        peer = H3Connection.peerInfo(quic)
     }
 
     /// The QUIC connection ended (idle, the peer closed it, or we did).

@@ -87,6 +87,7 @@ final class QUICService: DatagramHandler {
         c.keyUpdateInterval = UInt64(config.quicKeyUpdateInterval)
         c.alwaysRetry = config.quicRetry
         c.retryThreshold = config.quicRetryThreshold
+        c.allowsActiveMigration = !config.quicNoMigration
         c.maxConnections = config.maxConnections
         c.maxUDPPayloadSize = config.quicMaxDatagramSize
         return c
@@ -203,6 +204,7 @@ final class QUICService: DatagramHandler {
             case .streamWritable(let id): h3.writable(id)
             case .streamReset(let id, let code): h3.peerReset(id, code: code)
             case .stopSending(let id, let code): h3.peerStopSending(id, code: code)
+            case .peerAddressChanged: h3.peerAddressChanged()
             case .datagramReadable:
                 // HTTP/3 does not negotiate DATAGRAM yet (WebTransport will):
                 // the event cannot come; drop anything queued regardless.
@@ -323,12 +325,16 @@ final class QUICService: DatagramHandler {
             let s = waiting[waitingHead]
             waitingHead += 1
             if s.reset { continue }
+            // The stream's connection reference is unowned: the connection
+            // may end (its QUIC connection closed, and `connections` let go
+            // of it) while the application runs, so hold it until it returns.
+            let owner = s.connection
             inApplication = true
             worker.publishBusy()
             wsgi.serve(s.request, exchange: s, token: worker.nextRequestToken())
             worker.publishLoad()
             inApplication = false
-            s.connection.applicationReturned(s)
+            owner.applicationReturned(s)
             flush()
         }
         waiting.removeAll(keepingCapacity: true)

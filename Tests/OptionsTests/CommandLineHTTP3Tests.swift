@@ -20,6 +20,7 @@ final class CommandLineHTTP3Tests: XCTestCase {
         XCTAssertFalse(c.quicRetry)
         XCTAssertEqual(c.quicRetryThreshold, 100)
         XCTAssertEqual(c.quicMaxDatagramSize, 1452)
+        XCTAssertFalse(c.quicNoMigration)
     }
 
     /// `--quic-max-datagram-size` (RFC 8899 path MTU discovery's ceiling;
@@ -31,6 +32,13 @@ final class CommandLineHTTP3Tests: XCTestCase {
         XCTAssertNotNil(usageError(tls + ["--http3", "--quic-max-datagram-size", "9001"]))
         XCTAssertNotNil(usageError(tls + ["--http3", "--quic-max-datagram-size", "1.5k"]))
         XCTAssertEqual(usageError(tls + ["--quic-max-datagram-size", "1300"]), "--quic-max-datagram-size needs --http3")
+    }
+
+    /// `--quic-no-migration` (RFC 9000 §18.2 disable_active_migration).
+    func testNoMigrationOption() throws {
+        XCTAssertTrue(try config(tls + ["--http3", "--quic-no-migration"]).quicNoMigration)
+        XCTAssertEqual(usageError(tls + ["--http3", "--quic-no-migration=1"]), "option --quic-no-migration takes no value")
+        XCTAssertEqual(usageError(tls + ["--quic-no-migration"]), "--quic-no-migration needs --http3")
     }
 
     /// `--quic-retry` and `--quic-retry-threshold` (RFC 9000 §8.1.2;

@@ -134,6 +134,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--quic-retry", Kind.FLAG),
     Option("--quic-retry-threshold", Kind.INTEGER),
     Option("--quic-max-datagram-size", Kind.INTEGER),
+    Option("--quic-no-migration", Kind.FLAG),
     Option("--forwarded-allow-ips", Kind.COMMA_LIST),
     Option("--scheme", Kind.TEXT, choices=("http", "https")),
     Option("--proxy-protocol", Kind.FLAG),

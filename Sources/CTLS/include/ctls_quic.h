@@ -46,4 +46,8 @@ ctls_quic_hp *ctls_quic_hp_new(int suite, const uint8_t *key, size_t key_len);
 void ctls_quic_hp_free(ctls_quic_hp *h);
 int ctls_quic_hp_mask(ctls_quic_hp *h, const uint8_t *sample, uint8_t *mask);
 
+// `len` bytes from OpenSSL's DRBG (RAND_bytes: user space, reseeded by
+// OpenSSL itself, no system call per call). 0 on success, -1 on failure.
+int ctls_quic_random(uint8_t *out, size_t len);
+
 #endif

@@ -96,6 +96,36 @@ struct PeerConnectionIDs {
         }
     }
 
+    /// Sequence numbers handed to another path (claimUnused), not to be
+    /// handed out twice.
+    private(set) var claimed: [UInt64] = []
+
+    /// §9.5: an ID never used yet, for sending on a new path ("MUST NOT
+    /// reuse a connection ID when sending to more than one destination
+    /// address"); nil when the peer gave us no spare.
+    mutating func claimUnused() -> ConnectionID? {
+        let inUse = known.first { $0.id == current }?.sequence ?? 0
+        var best: Known?
+        for k in known where k.sequence > inUse && !claimed.contains(k.sequence) {
+            if best == nil || k.sequence < best!.sequence { best = k }
+        }
+        guard let best else { return nil }
+        claimed.append(best.sequence)
+        return best.id
+    }
+
+    /// Sends to `id` from now on (the current path moved); the ID used
+    /// until now is retired (§5.1.2), so the peer can issue another.
+    mutating func use(_ id: ConnectionID) {
+        guard id != current, let next = known.first(where: { $0.id == id }) else { return }
+        if let old = known.firstIndex(where: { $0.id == current }), known[old].sequence < next.sequence {
+            pendingRetirements.append(known[old].sequence)
+            known.remove(at: old)
+        }
+        claimed.removeAll { $0 == next.sequence }
+        current = id
+    }
+
     /// Whether the 16 bytes at the end of an undecryptable packet are the
     /// reset token of one of the peer's IDs (§10.3.1).
     func isStatelessReset(_ token: StatelessResetToken) -> Bool {

@@ -83,6 +83,10 @@ public struct QUICConfiguration: Sendable {
     /// §10.3: stateless resets sent per second at most (and in a burst),
     /// in answer to short-header packets for unknown connection IDs.
     public var statelessResetsPerSecond = 100
+    /// §9, §18.2: when false, the transport parameters carry
+    /// disable_active_migration (clients should not move on purpose; a
+    /// NAT rebinding is still followed).
+    public var allowsActiveMigration = true
 
     public init() {}
 
@@ -103,9 +107,11 @@ public struct QUICConfiguration: Sendable {
         p.activeConnectionIDLimit = max(2, activeConnectionIDLimit)
         p.maxDatagramFrameSize = maxDatagramFrameSize
         p.minAckDelay = minAckDelayMicroseconds
-        // Migration is not supported yet (issue 15): packets from a new path
-        // are dropped, so say so (§18.2 disable_active_migration).
-        p.disableActiveMigration = true
+        // §18.2 disable_active_migration: we follow a client to a new
+        // address (QUICConnection+Migration.swift) unless told not to
+        // invite it; a NAT rebinding is followed either way (§9: the
+        // parameter does not cover it).
+        p.disableActiveMigration = !allowsActiveMigration
         return p
     }
 }

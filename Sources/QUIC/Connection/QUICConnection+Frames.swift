@@ -47,12 +47,9 @@ extension QUICConnection {
         case .retireConnectionID(let sequence):
             try receiveRetireConnectionID(sequence, destination: destination)
         case .pathChallenge(let data):
-            // §8.2.2: answer on the same path (the only one we use).
-            if pathResponses.count < 4 { pathResponses.append(data) }
-        case .pathResponse:
-            // We send no PATH_CHALLENGE (no migration yet); §19.18 allows
-            // ignoring a response that matches none.
-            break
+            receivePathChallenge(data)  // +Migration.swift
+        case .pathResponse(let data):
+            receivePathResponse(data, now: now)
         case .connectionClose(let f):
             let reason = Array(packet.slice(f.reasonPhrase))
             enterDraining(reason: .peer(errorCode: f.errorCode, application: f.isApplicationClose, reason: reason), now: now)

@@ -28,9 +28,8 @@ extension QUICConnection {
         case .draining, .terminated:
             return
         }
-        // Issue 15 (migration): only the path that opened the connection.
-        guard path == self.path else { return }
-        bytesReceived += datagram.count
+        // Paths and migration: QUICConnection+Migration.swift.
+        guard acceptDatagram(from: path, bytes: datagram.count, now: now) else { return }
         var packets = CoalescedPackets(UnsafeRawBufferPointer(datagram), shortHeaderIDLength: context.connectionIDs.length)
         do {
             while let item = packets.next() {
@@ -180,11 +179,16 @@ extension QUICConnection {
                                                                     peerIsClient: true, minAckDelay: advertisedMinAckDelay))
         var ackEliciting = false
         immediateAckRequested = false
+        var probing = true
+        let largestBefore = spaces[space.rawValue].received.largest
         while let frame = try frames.next() {
             if frame.isAckEliciting { ackEliciting = true }
+            if !frame.isProbing { probing = false }
             try receiveFrame(frame, space: space, packet: packet, destination: destination, now: now)
             guard isOpen else { return }
         }
+        // §9.2-9.3: a non-probing 1-RTT packet may move the connection.
+        if space == .application && !probing { noteNonProbingPacket(pn, largestBefore: largestBefore, now: now) }
         // Keys may have been discarded by the frames (handshake completion).
         guard !spaces[space.rawValue].discardedOrKeyless else { return }
         spaces[space.rawValue].received.record(pn, ackEliciting: ackEliciting, now: now,

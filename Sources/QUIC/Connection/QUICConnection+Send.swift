@@ -48,17 +48,23 @@ extension QUICConnection {
     /// Below this much room a packet is not started.
     static let minimumPacketRoom = 32
 
-    /// Writes the next datagram into `buffer`; nil when nothing may or needs
-    /// to be sent now.
-    func writeDatagram(into buffer: UnsafeMutableRawBufferPointer, now: Instant) -> Int? {
+    /// Writes the next datagram into `buffer` and says where it goes; nil
+    /// when nothing may or needs to be sent now. Validation owed on a path
+    /// other than the one in use goes first (+PathProbes.swift).
+    func writeDatagram(into buffer: UnsafeMutableRawBufferPointer, now: Instant) -> (length: Int, path: DatagramPath)? {
         lastSeen = now
         sendingPMTUProbe = false
+        if isOpen {
+            sendingECN = .notECT  // a probe on another path is not part of ECN validation
+            if let probe = writePathProbe(into: buffer, now: now) { return probe }
+        }
         pmtuBeforeSend()
         var limit = min(buffer.count, pmtu.current, peerMaxUDPPayloadSize)
-        limit = min(limit, amplificationAllowance)
-        guard limit >= Self.minimumPacketRoom else { return nil }
+        limit = min(limit, pathAllowance)
+        guard limit >= min(Self.minimumPacketRoom, challengeDatagramSize) else { return nil }
         if keyPhase != nil { manageKeyLifetime(now: now) }  // RFC 9001 §6.6 (+KeyUpdate.swift)
         let n: Int?
+        carriesPathFrame = false
         switch lifecycle {
         case .open:
             sendingECN = ecn.marking
@@ -70,8 +76,9 @@ extension QUICConnection {
         case .draining, .terminated:
             n = nil
         }
-        if let n { bytesSent += n }
-        return n
+        guard let n else { return nil }
+        current.bytesSent += n
+        return (n, current.path)
     }
 
     private func writeOpen(_ buffer: UnsafeMutableRawBufferPointer, limit: Int, now: Instant) -> Int? {
@@ -130,6 +137,17 @@ extension QUICConnection {
                 drafts.0 = last
             }
             offset += extra
+        } else if carriesPathFrame, offset < Self.minimumInitialDatagram, var last = drafts.2 {
+            // §8.2.1, §8.2.2: "An endpoint MUST expand datagrams that contain
+            // a PATH_CHALLENGE [PATH_RESPONSE] frame to at least the smallest
+            // allowed maximum datagram size of 1200 bytes, unless the
+            // anti-amplification limit for the path does not permit".
+            let extra = min(Self.minimumInitialDatagram, limit) - offset
+            if extra > 0 {
+                pad(&last, by: extra, in: buffer)
+                drafts.2 = last
+                offset += extra
+            }
         }
         if let d = drafts.0 { seal(d, in: buffer, now: now) }
         if let d = drafts.1 { seal(d, in: buffer, now: now) }
@@ -137,7 +155,7 @@ extension QUICConnection {
         return offset
     }
 
-    private func pad(_ d: inout PacketDraft, by extra: Int, in buffer: UnsafeMutableRawBufferPointer) {
+    func pad(_ d: inout PacketDraft, by extra: Int, in buffer: UnsafeMutableRawBufferPointer) {
         let at = d.start + d.headerLength + d.payloadLength
         (buffer.baseAddress! + at).initializeMemory(as: UInt8.self, repeating: 0, count: extra)
         d.payloadLength += extra
@@ -148,10 +166,15 @@ extension QUICConnection {
         let i = space.rawValue  // indexed, not copied out (see writeOpen)
         guard spaces[i].writeKeys != nil else { return false }
         if spaces[i].received.ackDue(now: now) { return true }
+        // Path validation is not held back by the congestion window or the
+        // pacer: on a NAT rebinding the window may still be full of packets
+        // sent to the old address, and until the new path is validated the
+        // anti-amplification limit can leave both ends waiting (+Migration).
+        if space == .application && current.hasPathFrames { return true }
         guard mode == .full else { return false }
         if spaces[i].probesOwed > 0 || spaces[i].cryptoSend.hasLostData || spaces[i].cryptoSend.hasNewData { return true }
         guard space == .application else { return false }
-        return handshakeDonePending || !pathResponses.isEmpty || maxDataPending || dataBlockedPending != nil
+        return handshakeDonePending || newTokenPending || current.hasPathFrames || maxDataPending || dataBlockedPending != nil
             || streams.maxStreamsPending[0] || streams.maxStreamsPending[1] || streams.streamsBlockedPending != nil
             || !localIDs.pendingAnnouncements.isEmpty || !peerIDs.pendingRetirements.isEmpty || hasDatagramToSend
             || sendQueueHasSomethingToSend
@@ -176,7 +199,9 @@ extension QUICConnection {
             ? 1 + 4 + 1 + destination.count + 1 + localID.count + (space == .initial ? 1 : 0) + 2 + pnLength
             : 1 + destination.count + pnLength
         let room = end - start - headerLength - PacketProtection.tagLength
-        guard room >= Self.minimumPacketRoom else { return nil }
+        // A packet for path validation alone may be smaller (see writeDatagram).
+        let needed = space == .application && current.hasPathFrames ? FrameEncoder.pathFrameSize : Self.minimumPacketRoom
+        guard room >= needed else { return nil }
         let payload = UnsafeMutableRawBufferPointer(rebasing: buffer[(start + headerLength)..<(start + headerLength + room)])
         spaces[s].sent.begin(pn)
         var (length, ackEliciting) = writeFrames(space, into: payload, mode: mode, now: now)
@@ -302,7 +327,7 @@ extension QUICConnection {
 
     /// Closing packets are not tracked by loss recovery (§10.2.1: the
     /// CONNECTION_CLOSE is resent on demand, never retransmitted).
-    private func sealWithoutRecovery(_ d: PacketDraft, in buffer: UnsafeMutableRawBufferPointer) {
+    func sealWithoutRecovery(_ d: PacketDraft, in buffer: UnsafeMutableRawBufferPointer) {
         if d.isLong {
             let length = UInt64(d.packetNumberLength + d.payloadLength + PacketProtection.tagLength)
             VarInt.encode(length, to: buffer.baseAddress! + d.lengthFieldOffset, length: 2)

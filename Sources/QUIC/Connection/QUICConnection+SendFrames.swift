@@ -21,20 +21,34 @@ extension QUICConnection {
         let s = space.rawValue
         var c = FrameCursor(out: out)
         let ack = writeAck(space, &c, now: now)
+        // Validation on the path in use (+Migration.swift), in any mode
+        // (wantsToSend). Neither frame is logged: a lost PATH_RESPONSE is
+        // not sent again (§13.3), a lost PATH_CHALLENGE is replaced by one
+        // with new data when its timer fires.
+        if space == .application {
+            while let data = current.responses.first, c.room >= FrameEncoder.pathFrameSize {
+                c.at += FrameEncoder.encodePathResponse(data, into: c.rest)
+                c.ackEliciting = true
+                carriesPathFrame = true
+                current.responses.removeFirst()
+            }
+            if current.challengeDue && c.room >= FrameEncoder.pathFrameSize {
+                let data = context.pathChallengeData()
+                c.at += FrameEncoder.encodePathChallenge(data, into: c.rest)
+                c.ackEliciting = true
+                carriesPathFrame = true
+                current.challengeSent(data, now: now, interval: challengeInterval)
+            }
+        }
         guard mode == .full else {
             if ack.written { spaces[s].received.ackSent() }
-            return (c.at, false)
+            return (c.at, c.ackEliciting)
         }
         if space == .application {
             if handshakeDonePending && c.room >= FrameEncoder.handshakeDoneSize {
                 c.at += FrameEncoder.encodeHandshakeDone(into: c.rest)
                 log(space, .handshakeDone, &c)
                 handshakeDonePending = false
-            }
-            while let data = pathResponses.first, c.room >= FrameEncoder.pathFrameSize {
-                c.at += FrameEncoder.encodePathResponse(data, into: c.rest)
-                c.ackEliciting = true  // not retransmitted (§13.3: PATH_RESPONSE is not)
-                pathResponses.removeFirst()
             }
         }
         writeCrypto(space, &c)

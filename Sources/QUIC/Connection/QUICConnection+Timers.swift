@@ -20,20 +20,32 @@ extension QUICConnection {
             // element copies, which allocate in unoptimised builds (this runs
             // after every packet built).
             var d = earlier(idleDeadline, recovery.lossDetectionDeadline(handshakeConfirmed: handshakeConfirmed,
-                                                                         amplificationBlocked: amplificationAllowance <= 0))
+                                                                         amplificationBlocked: pathAllowance <= 0))
             // A delayed ACK that cannot be sent (amplification limit) must
             // not keep a past deadline armed: it goes out with the next
             // datagram that arrives.
-            if amplificationAllowance >= Self.minimumPacketRoom {
+            if pathAllowance >= Self.minimumPacketRoom {
                 for i in spaces.indices where spaces[i].readKeys != nil { d = earlier(d, spaces[i].received.ackDeadline) }
             }
-            return earlier(earlier(d, keyPhase?.discardPreviousAt), pacedUntil)
+            return earlier(earlier(earlier(d, keyPhase?.discardPreviousAt), pacedUntil), pathDeadline)
         }
     }
 
     /// Bytes we may still send before the address is validated (§8.1).
-    var amplificationAllowance: Int {
-        addressValidated ? Int.max : 3 * bytesReceived - bytesSent
+    var amplificationAllowance: Int { current.amplificationAllowance }
+
+    /// What may be sent on the path in use now: the anti-amplification
+    /// allowance, less, on a path being validated, the room to repeat the
+    /// PATH_CHALLENGE if this one is lost (nothing else may use it up while
+    /// the peer, with nothing of ours to acknowledge, may stay silent;
+    /// §8.2.1, §9.3). Timers use it too: a deadline for something that
+    /// cannot be sent would fire again at once.
+    var pathAllowance: Int {
+        let allowance = amplificationAllowance
+        guard isOpen, current.isValidating, !current.validated else { return allowance }
+        let reserved = allowance - challengeDatagramSize
+        if reserved >= challengeDatagramSize { return reserved }
+        return current.challengeDue ? allowance : 0
     }
 
     func restartIdleTimer(now: Instant) {
@@ -71,8 +83,10 @@ extension QUICConnection {
             keyPhase!.previousRead = nil
             keyPhase!.discardPreviousAt = nil
         }
+        expirePathTimers(now: now)
+        guard isOpen else { return }
         if let loss = recovery.lossDetectionDeadline(handshakeConfirmed: handshakeConfirmed,
-                                                     amplificationBlocked: amplificationAllowance <= 0), now >= loss {
+                                                     amplificationBlocked: pathAllowance <= 0), now >= loss {
             lostScratch.removeAll(keepingCapacity: true)
             let action = recovery.onLossDetectionTimeout(handshakeConfirmed: handshakeConfirmed, now: now) {
                 lostScratch.append(($0, $1))
@@ -163,7 +177,7 @@ extension SendBuffer {
 }
 
 /// The earlier of two optional deadlines (nil: none).
-private func earlier(_ a: Instant?, _ b: Instant?) -> Instant? {
+func earlier(_ a: Instant?, _ b: Instant?) -> Instant? {
     guard let a else { return b }
     guard let b else { return a }
     return b < a ? b : a

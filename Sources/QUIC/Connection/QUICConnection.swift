@@ -25,9 +25,10 @@
 // carried is in the spaces' SentPacketLog so losses re-queue frames, never
 // packets (§13.3).
 //
-// Path migration (issue 15) is not supported: datagrams from another
-// 4-tuple than the one that opened the connection are dropped, and our
-// transport parameters say disable_active_migration.
+// Paths (RFC 9000 §9, QUICConnection+Migration.swift): the connection sends
+// on one path to the peer (`path`) and keeps a few others it heard from;
+// once the handshake is confirmed the peer may move (a NAT rebinding or an
+// active migration) and the connection follows, validating the new path.
 
 import Core
 
@@ -63,7 +64,24 @@ public final class QUICConnection {
     var versionDecided = false
     /// Our transport parameters (re-encoded when the version changes).
     var localParameters: TransportParameters
-    public private(set) var path: DatagramPath
+    /// The path in use (§9): where our packets go. It changes when the
+    /// peer migrates (a `.peerAddressChanged` event says so).
+    public var path: DatagramPath { current.path }
+    var current: PeerPath
+    /// Other paths the peer used or probed, most recent last (bounded by
+    /// `maxOtherPaths`): the one we left, candidates being probed.
+    var others: [PeerPath] = []
+    static let maxOtherPaths = 4
+    /// The last validated path we left: where the connection returns if the
+    /// path it moved to fails validation (§9.3.2).
+    var fallback: DatagramPath?
+    /// The congestion state of `fallback`, when moving reset it (§9.4).
+    var fallbackRecovery: LossRecovery<CongestionControl>.PathState?
+    /// The path of the datagram being processed.
+    var receivingPath: DatagramPath
+    /// The datagram being written carries PATH_CHALLENGE or PATH_RESPONSE
+    /// (it is padded to 1200 bytes, §8.2.1).
+    var carriesPathFrame = false
     /// The Destination Connection ID of the client's first Initial (§7.3):
     /// before a Retry, as the Retry token recorded it.
     let originalDestinationID: ConnectionID
@@ -113,10 +131,11 @@ public final class QUICConnection {
     var peerMaxUDPPayloadSize = 65527
 
     /// §8.1: until the client's address is validated, we send at most three
-    /// times what we received.
-    var addressValidated: Bool
-    var bytesReceived = 0
-    var bytesSent = 0
+    /// times what we received (on the path in use; PeerPath).
+    var addressValidated: Bool {
+        get { current.validated }
+        set { current.validated = newValue }
+    }
 
     var streams: StreamMap
     var sendQueue: [QUICStream] = []
@@ -135,7 +154,6 @@ public final class QUICConnection {
 
     var localIDs = LocalConnectionIDs()
     var peerIDs: PeerConnectionIDs
-    var pathResponses: [UInt64] = []
     /// ECN counts and validation on the path (QUICConnection+ECN.swift).
     var ecn = ECNValidation()
     /// The ECN field of the datagram being processed / built.
@@ -198,11 +216,11 @@ public final class QUICConnection {
         self.version = version
         originalVersion = version
         localParameters = parameters
-        self.path = path
+        current = PeerPath(path: path, validated: addressValidated)
+        receivingPath = path
         self.originalDestinationID = originalDestinationID
         let initialDestinationID = initialDestinationID ?? originalDestinationID
         self.initialDestinationID = initialDestinationID
-        self.addressValidated = addressValidated
         createdAt = now
         self.peerInitialSourceID = peerSourceID
         self.handshake = handshake

@@ -18,6 +18,10 @@ public enum QUICEvent: Equatable, Sendable {
     /// A datagram (RFC 9221) arrived while none was waiting: read them
     /// with `receiveDatagram()` until it returns nil.
     case datagramReadable
+    /// The peer moved (RFC 9000 §9: a NAT rebinding or a migration), or
+    /// came back after its new path failed validation: `path` is where our
+    /// packets go now.
+    case peerAddressChanged
     /// Terminal: the connection is closed for the application. It may
     /// linger inside the endpoint in the closing or draining state (§10.2)
     /// but accepts no more calls.
@@ -30,4 +34,7 @@ public enum QUICCloseReason: Equatable, Sendable {
     case local(errorCode: UInt64, application: Bool)
     case peer(errorCode: UInt64, application: Bool, reason: [UInt8])
     case statelessReset
+    /// The path in use failed validation with no validated path to return
+    /// to (RFC 9000 §8.2.4): state discarded silently.
+    case pathValidationFailed
 }

@@ -7,6 +7,7 @@
 // knowing the endpoint's type. Queues hold strong references; a connection
 // leaves all of them when it terminates.
 
+import CTLS
 import Core
 
 final class EndpointContext {
@@ -38,10 +39,30 @@ final class EndpointContext {
     /// qlog (QUICEndpoint+QLog.swift): a trace for each new connection, or nil.
     var makeQLogTrace: ((ConnectionID, Instant) -> QLogTrace?)?
 
+    /// Random bytes for PATH_CHALLENGE data (RFC 9000 §8.2.1: "unpredictable"),
+    /// drawn from OpenSSL's DRBG a block at a time.
+    private var randomPool = [UInt64](repeating: 0, count: 32)
+    private var randomNext = 32
+
     init(configuration: QUICConfiguration, connectionIDs: ConnectionIDSource, addressTokens: AddressTokens) {
         self.configuration = configuration
         self.connectionIDs = connectionIDs
         self.addressTokens = addressTokens
+    }
+
+    /// 8 unpredictable bytes (§8.2.1).
+    func pathChallengeData() -> UInt64 {
+        if randomNext == randomPool.count {
+            let ok = randomPool.withUnsafeMutableBytes {
+                ctls_quic_random($0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) == 0
+            }
+            // OpenSSL's DRBG does not fail once seeded; should it, the
+            // system generator still gives unpredictable data.
+            if !ok { for i in randomPool.indices { randomPool[i] = UInt64.random(in: 0...UInt64.max) } }
+            randomNext = 0
+        }
+        defer { randomNext += 1 }
+        return randomPool[randomNext]
     }
 
     func connectionTerminated(_ connection: QUICConnection) {

@@ -278,7 +278,7 @@ public final class QUICEndpoint {
                 context.wantsToSend(connection)  // round-robin: back of the queue
                 lastDatagramECN = connection.sendingECN
                 lastDatagramIsPMTUProbe = connection.sendingPMTUProbe
-                return (written, connection.path)
+                return written  // to the path it was written for (RFC 9000 §9)
             }
         }
         return nil

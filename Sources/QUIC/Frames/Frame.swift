@@ -194,4 +194,15 @@ public enum Frame: Equatable, Sendable {
         default: true
         }
     }
+
+    /// RFC 9000 §9.1: "PATH_CHALLENGE, PATH_RESPONSE, NEW_CONNECTION_ID, and
+    /// PADDING frames are 'probing frames', and all other frames are
+    /// 'non-probing frames'." A packet of probing frames only does not move
+    /// the connection to its path.
+    public var isProbing: Bool {
+        switch self {
+        case .padding, .pathChallenge, .pathResponse, .newConnectionID: true
+        default: false
+        }
+    }
 }

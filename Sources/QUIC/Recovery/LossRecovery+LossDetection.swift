@@ -44,7 +44,7 @@ extension LossRecovery {
                     || largestAcked >= packet.packetNumber + Self.packetThreshold {
                     _ = ledgers[s].settle(at: position, as: .lost)
                     lost(packet.packetNumber)
-                    if packet.inFlight {
+                    if packet.inFlight && isOnCurrentPath(packet) {
                         result.latestLostInFlightSentTime = max(result.latestLostInFlightSentTime ?? packet.timeSent,
                                                                 packet.timeSent)
                     }

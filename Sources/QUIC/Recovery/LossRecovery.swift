@@ -61,6 +61,10 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
     var largestPacketSize = 1_200
     /// When the timer was last (re)set: the client's anti-deadlock PTO runs from it (§A.8).
     var timerSetTime: Instant
+    /// When the peer's address last changed (RFC 9000 §9.4): packets sent
+    /// before it went on the old path and feed neither the RTT estimate nor
+    /// the congestion controller (LossRecovery+PathChange.swift).
+    var pathStartTime: Instant?
 
     /// A server's loss recovery (peregrine is a server).
     public init(controller: Controller, maxAckDelay: Int64 /* ns, peer's max_ack_delay */, now: Instant) {
@@ -161,7 +165,7 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
                         largestNewlyAcked = packet
                     }
                     includesAckEliciting = includesAckEliciting || packet.ackEliciting
-                    if packet.inFlight {
+                    if packet.inFlight && isOnCurrentPath(packet) {
                         ackedInFlightBytes += packet.bytes
                         largestInFlightAckedSentTime = max(largestInFlightAckedSentTime ?? packet.timeSent, packet.timeSent)
                     }
@@ -181,7 +185,7 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
 
         // §5.1: a sample only when the largest acknowledged is newly acknowledged
         // and at least one newly acknowledged packet is ack-eliciting.
-        if newest.packetNumber == largest, includesAckEliciting {
+        if newest.packetNumber == largest, includesAckEliciting, isOnCurrentPath(newest) {
             if firstRTTSampleTime == nil { firstRTTSampleTime = now }
             // §5.3: "MAY ignore the acknowledgment delay for Initial packets".
             rtt.update(latest: now.nanoseconds - newest.timeSent.nanoseconds,

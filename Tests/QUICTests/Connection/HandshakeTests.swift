@@ -55,7 +55,7 @@ final class HandshakeTests: XCTestCase {
         XCTAssertEqual(tp.initialMaxStreamsBidi, 100)
         XCTAssertEqual(tp.initialMaxStreamDataBidiRemote, 1 << 20)
         XCTAssertEqual(tp.maxIdleTimeout, 30_000)
-        XCTAssertTrue(tp.disableActiveMigration)
+        XCTAssertFalse(tp.disableActiveMigration)  // §9: we follow a client that moves
         XCTAssertEqual(bytes.count, 3 + tpLength + 3 + 900 + 3 + 32)
     }
 

@@ -131,14 +131,18 @@ final class QUICEndpointTests: XCTestCase {
         XCTAssertEqual(h.endpoint.connectionCount, 1)
     }
 
-    /// Datagrams from another 4-tuple are dropped (no migration, issue 15).
-    func testOtherPathIsDropped() {
+    /// Datagrams from another 4-tuple reach the connection by its ID and,
+    /// after the handshake, move it there (RFC 9000 §9.3; MigrationTests).
+    func testOtherPathIsFollowedAfterHandshake() {
         let h = ConnectionHarness()
         h.completeHandshake()
         _ = h.takeEvents()
         let other = DatagramPath(peer: .ipv4(0x0a00_0009, port: 1), local: h.path.local)
         h.deliver(h.client.packet(.application, Frames.stream(0, [1, 2, 3])), path: other)
-        XCTAssertTrue(h.takeEvents().isEmpty)
+        XCTAssertEqual(h.takeEvents(), [.streamOpened(0), .streamReadable(0), .peerAddressChanged])
+        XCTAssertEqual(h.connection!.path, other)
+        // Everything goes there but the PATH_CHALLENGE of the old path (§9.3.3).
+        XCTAssertTrue(h.drain().contains { $0.path == other })
     }
 
     /// Two connections are served round-robin and have separate routes.

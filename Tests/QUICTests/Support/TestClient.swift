@@ -294,4 +294,6 @@ enum Frames {
     }
 
     static func pathChallenge(_ data: UInt64) -> [UInt8] { build(FrameEncoder.pathFrameSize) { FrameEncoder.encodePathChallenge(data, into: $0) } }
+    static func pathResponse(_ data: UInt64) -> [UInt8] { build(FrameEncoder.pathFrameSize) { FrameEncoder.encodePathResponse(data, into: $0) } }
+    static func padding(_ n: Int) -> [UInt8] { [UInt8](repeating: 0, count: n) }
 }
