@@ -10,6 +10,7 @@ extension ExchangeTransport {
         if let failure = exchange.bodyFailure { return .failed(status: failure) }
         switch takeBody(into: buffer) {
         case .data(let n):
+            if exchange.bodyWaitEnds(now: now, graceMilliseconds: requestTimeoutMilliseconds) { return .failed(status: 408) }
             return .data(n)
         case .end:
             return .end
@@ -24,6 +25,7 @@ extension ExchangeTransport {
     @inlinable
     public func wantBody() {
         guard canSend, continueIfNeeded(blocking: false) else { return }
+        exchange.bodyWaitBegins(now: now)
         watchBody()
     }
 

@@ -20,6 +20,9 @@ extension ExchangeTransport {
             if let failure = exchange.bodyFailure { return Self.bodyRead(failure: failure) }
             switch takeBody(into: buffer) {
             case .data(let n):
+                if exchange.bodyWaitEnds(now: now, graceMilliseconds: timeout) {
+                    return .failed("the request body arrives slower than --min-body-rate", status: 408)
+                }
                 return .data(n)
             case .end:
                 return .end
@@ -27,7 +30,7 @@ extension ExchangeTransport {
                 exchange.failBody(status: status)
                 return status == 413 ? .tooLarge : .failed(reason, status: status)
             case .wait:
-                break
+                exchange.bodyWaitBegins(now: now)
             }
             let waited = now.milliseconds(since: lastProgress)
             if waited >= timeout {

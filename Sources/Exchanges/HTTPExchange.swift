@@ -65,12 +65,47 @@ public struct HTTPExchange: Sendable {
     /// trailers, has been framed): once it is out, the exchange ends.
     public private(set) var responseComplete = false
 
-    public init(isHead: Bool, declaredBodyLength: Int64?, maxBody: Int64, start: Instant, expectsContinue: Bool = false) {
+    public init(isHead: Bool, declaredBodyLength: Int64?, maxBody: Int64, start: Instant, expectsContinue: Bool = false,
+                minBodyRate: Int = 0) {
         self.isHead = isHead
         self.declaredBodyLength = declaredBodyLength
         self.expectsContinue = expectsContinue
         self.maxBody = maxBody
         self.start = start
+        self.minBodyRate = minBodyRate
+    }
+
+    // MARK: - The minimum body rate (--min-body-rate)
+
+    /// Bytes per second a body must average over the time the application
+    /// spent waiting for it, once that time passes the grace period (0: no
+    /// rule). The stall timeout alone lets a client send a byte just before
+    /// each expiry and hold a request for ever; the average is what stops
+    /// that. Only the application's waits count: while it is busy, the
+    /// server's own backpressure (a full buffer, a closed window) may hold
+    /// the client back, and that is no fault of the client's.
+    public let minBodyRate: Int
+    /// The application's waits for body bytes so far, summed.
+    public private(set) var bodyWaitNanoseconds: Int64 = 0
+    private var bodyWaitBegan: Instant?
+
+    /// The application asked for body bytes and none were buffered.
+    public mutating func bodyWaitBegins(now: Instant) {
+        if bodyWaitBegan == nil { bodyWaitBegan = now }
+    }
+
+    /// Body bytes came after a wait. Past the grace period (the request
+    /// timeout), a body averaging less than `minBodyRate` over the waits
+    /// fails as a stall does (408, RFC 9110 §15.5.9); true then.
+    public mutating func bodyWaitEnds(now: Instant, graceMilliseconds: Int) -> Bool {
+        guard let began = bodyWaitBegan else { return false }
+        bodyWaitBegan = nil
+        bodyWaitNanoseconds += max(0, now.nanoseconds - began.nanoseconds)
+        guard minBodyRate > 0, bodyWaitNanoseconds >= Int64(graceMilliseconds) * 1_000_000 else { return false }
+        let seconds = Double(bodyWaitNanoseconds) / 1e9
+        guard Double(bodyReceived) < Double(minBodyRate) * seconds else { return false }
+        failBody(status: 408)
+        return true
     }
 
     /// The head has gone to the transport.

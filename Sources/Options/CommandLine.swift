@@ -48,6 +48,9 @@ options:
   --keep-alive MS          idle keep-alive timeout (default 5000)
   --request-timeout MS     time to receive a head; longest body/write stall
                            (default 30000)
+  --min-body-rate BYTES    a request body slower than this per second on
+                           average, past --request-timeout of waiting for
+                           it, gets 408 (default 500; 0: no minimum)
   --python-path DIR        put DIR first on sys.path (repeatable)
   --log-level LEVEL        debug, info, warning, error or silent (default info)
   --access-log             log one line per request to standard output
@@ -300,6 +303,7 @@ public enum CommandLineParser {
             case "--max-header-size": config.maxHeaderSize = try size(name, try value(), 1024...(16 << 20))
             case "--keep-alive": config.keepAliveMilliseconds = try integer(name, try value(), 0...86_400_000)
             case "--request-timeout": config.requestTimeoutMilliseconds = try integer(name, try value(), 1...86_400_000)
+            case "--min-body-rate": config.minBodyRate = try size(name, try value(), 0...(1 << 30))
             case "--python-path": config.pythonPaths.append(try value())
             case "--log-level":
                 let v = try value()

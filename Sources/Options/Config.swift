@@ -74,6 +74,10 @@ public struct Config: Sendable {
     /// Time allowed to receive a request head, and the longest stall while
     /// reading a body or writing a response.
     public var requestTimeoutMilliseconds = 30000
+    /// Bytes per second a request body must average over the time the
+    /// application waited for it, once that passes --request-timeout
+    /// (HTTPExchange.minBodyRate); 0: no rule.
+    public var minBodyRate = 500
     public var pythonPaths: [String] = []
     public var logLevel: LogLevel = .info
     public var accessLog = false

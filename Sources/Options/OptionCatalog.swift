@@ -75,6 +75,7 @@ public enum OptionCatalog {
         OptionSpec("max-header-size", .value, "32k"),
         OptionSpec("keep-alive", .value, "5000"),
         OptionSpec("request-timeout", .value, "30000"),
+        OptionSpec("min-body-rate", .value, "500"),
         OptionSpec("python-path", .repeatable),
         OptionSpec("log-level", .value, "info"),
         OptionSpec("access-log", .flag),

@@ -408,7 +408,7 @@ final class H1Connection: WorkerConnection {
         if case .contentLength(let n) = head.framing { declared = n }
         exchange = HTTPExchange(isHead: head.method == .head, declaredBodyLength: declared,
                                 maxBody: worker.config.maxBody, start: request.start,
-                                expectsContinue: head.expectContinue)
+                                expectsContinue: head.expectContinue, minBodyRate: worker.config.minBodyRate)
         switch head.framing {
         case .none:
             break

@@ -61,7 +61,7 @@ final class H2Stream {
         exchange = HTTPExchange(isHead: DecodedRequest.isHead(head),
                                 declaredBodyLength: head.contentLength,
                                 maxBody: session.worker.config.maxBody, start: session.worker.now,
-                                expectsContinue: head.expectsContinue)
+                                expectsContinue: head.expectsContinue, minBodyRate: session.worker.config.minBodyRate)
         decoded = DecodedRequest(head)
     }
 

@@ -71,7 +71,7 @@ final class H3Stream {
         self.id = id
         exchange = HTTPExchange(isHead: DecodedRequest.isHead(head), declaredBodyLength: head.contentLength,
                                 maxBody: connection.worker.config.maxBody, start: connection.worker.now,
-                                expectsContinue: head.expectsContinue)
+                                expectsContinue: head.expectsContinue, minBodyRate: connection.worker.config.minBodyRate)
         decoded = DecodedRequest(head)
     }
 

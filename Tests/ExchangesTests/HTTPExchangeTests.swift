@@ -20,6 +20,48 @@ final class HTTPExchangeTests: XCTestCase {
         }
     }
 
+    // MARK: - --min-body-rate
+
+    func at(_ ms: Int64) -> Instant { Instant(nanoseconds: t0.nanoseconds + ms * 1_000_000) }
+
+    /// A byte every 900 ms against 100 B/s with a 1 s grace: the first wait
+    /// is inside the grace, the second ends past it at 2 bytes in 1.8 s.
+    func testADribbleFailsOnceTheWaitsPassTheGrace() {
+        var e = HTTPExchange(isHead: false, declaredBodyLength: 100, maxBody: 100, start: t0, minBodyRate: 100)
+        e.bodyWaitBegins(now: at(0))
+        _ = e.receiveBody(count: 1)
+        XCTAssertFalse(e.bodyWaitEnds(now: at(900), graceMilliseconds: 1000))
+        XCTAssertNil(e.bodyFailure)
+        e.bodyWaitBegins(now: at(900))
+        _ = e.receiveBody(count: 1)
+        XCTAssertTrue(e.bodyWaitEnds(now: at(1800), graceMilliseconds: 1000))
+        XCTAssertEqual(e.bodyFailure, 408)
+    }
+
+    /// Only the application's waits count: an application that took 10 s
+    /// between reads (holding the client back) does not make the client slow.
+    func testTimeTheApplicationWasBusyDoesNotCount() {
+        var e = HTTPExchange(isHead: false, declaredBodyLength: 10_000, maxBody: 10_000, start: t0, minBodyRate: 1000)
+        for i: Int64 in 0..<20 {
+            // The application reads at 10 s intervals; each of its waits lasts 100 ms and brings 200 bytes.
+            e.bodyWaitBegins(now: at(i * 10_000))
+            _ = e.receiveBody(count: 200)
+            XCTAssertFalse(e.bodyWaitEnds(now: at(i * 10_000 + 100), graceMilliseconds: 1000), "read \(i)")
+        }
+        XCTAssertNil(e.bodyFailure)
+        XCTAssertEqual(e.bodyWaitNanoseconds, 2_000_000_000)
+    }
+
+    func testZeroIsNoRuleAndBytesWithoutAWaitAreNoCheck() {
+        var off = HTTPExchange(isHead: false, declaredBodyLength: 100, maxBody: 100, start: t0, minBodyRate: 0)
+        off.bodyWaitBegins(now: at(0))
+        _ = off.receiveBody(count: 1)
+        XCTAssertFalse(off.bodyWaitEnds(now: at(60_000), graceMilliseconds: 1000))
+        var e = HTTPExchange(isHead: false, declaredBodyLength: 100, maxBody: 100, start: t0, minBodyRate: 100)
+        XCTAssertFalse(e.bodyWaitEnds(now: at(60_000), graceMilliseconds: 1000), "no wait began")
+        XCTAssertNil(e.bodyFailure)
+    }
+
     // MARK: - --max-body
 
     func testDeclaredBodyOverMaxBodyIsRefusedWith413BeforeReading() {

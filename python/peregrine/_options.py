@@ -85,6 +85,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--max-header-size", Kind.SIZE),
     Option("--keep-alive", Kind.INTEGER),
     Option("--request-timeout", Kind.INTEGER),
+    Option("--min-body-rate", Kind.SIZE),
     Option("--python-path", Kind.PATH, repeatable=True),
     Option("--log-level", Kind.TEXT, choices=("debug", "info", "warning", "error", "silent")),
     Option("--access-log", Kind.FLAG),
