@@ -1,0 +1,167 @@
+"""WebTransport ASGI applications for tests/e2e/test_webtransport_draft02.py (the extension in TRANSPORT.md).
+
+- webtransport `/demo`: aioquic's example `wt` handler (examples/demo.py, aioquic 1.7.2, BSD-3-Clause,
+  Copyright (c) Jeremy Lainé), copied unchanged: accept, then echo every stream chunk on the same stream
+  (a client unidirectional stream: on the paired server stream) and every datagram, never ending a stream;
+- webtransport `/echo?id=ID`: accept, echo each stream (ending ours when the peer's side ends) and each
+  datagram; records the scope, the stream events and the disconnect under ID;
+- webtransport `/refuse`: close before accept (403); `/reject?status=N`: webtransport.reject with N and
+  `x-why: test`; `/raise`: raises before accepting (500); `/return`: accepts and returns (the session is
+  closed with code 0);
+- webtransport `/close?id=ID&code=C&reason=R`: accept, close with C and R, record the disconnect;
+- webtransport `/misuse?id=ID`: accept, send on a stream that does not exist, record the exception;
+- http `/hello`: 200 "hello"; http `/records?id=ID`: what ID recorded (JSON).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qs
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+RECORDS: dict[str, dict[str, Any]] = {}
+
+
+def query(scope: Scope) -> dict[str, str]:
+    raw = scope["query_string"].decode("latin-1")
+    return {key: values[-1] for key, values in parse_qs(raw, keep_blank_values=True).items()}
+
+
+def record(scope: Scope) -> dict[str, Any]:
+    ident = query(scope).get("id")
+    return {} if ident is None else RECORDS.setdefault(ident, {})
+
+
+# -- aioquic's demo handler (examples/demo.py), unchanged -----------------------------------------------------
+
+
+async def wt(scope: Scope, receive: Receive, send: Send) -> None:
+    """
+    WebTransport echo endpoint.
+    """
+    # accept connection
+    message = await receive()
+    assert message["type"] == "webtransport.connect"
+    await send({"type": "webtransport.accept"})
+
+    # echo back received data
+    while True:
+        message = await receive()
+        if message["type"] == "webtransport.datagram.receive":
+            await send(
+                {
+                    "data": message["data"],
+                    "type": "webtransport.datagram.send",
+                }
+            )
+        elif message["type"] == "webtransport.stream.receive":
+            await send(
+                {
+                    "data": message["data"],
+                    "stream": message["stream"],
+                    "type": "webtransport.stream.send",
+                }
+            )
+
+
+# -- ours -------------------------------------------------------------------------------------------------------
+
+
+async def echo(scope: Scope, receive: Receive, send: Send) -> None:
+    rec = record(scope)
+    extension = scope["extensions"]["webtransport"]
+    rec["scope"] = {
+        "type": scope["type"], "http_version": scope["http_version"], "scheme": scope["scheme"],
+        "method": scope["method"], "path": scope["path"], "subprotocols": scope["subprotocols"],
+        "draft": extension["draft"], "max_datagram_size": extension["max_datagram_size"],
+        "headers": [name.decode() for name, _ in scope["headers"]],
+    }  # fmt: skip
+    assert (await receive())["type"] == "webtransport.connect"
+    await send({"type": "webtransport.accept", "headers": [(b"x-accepted", b"yes")]})
+    rec["events"] = []
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "webtransport.stream.receive":
+            rec["events"].append(
+                [kind, message["stream"], len(message["data"]), message["end"], message["unidirectional"],
+                 message["opened_by_peer"]]
+            )  # fmt: skip
+            await send({"type": "webtransport.stream.send", "stream": message["stream"], "data": message["data"],
+                        "end": message["end"]})  # fmt: skip
+        elif kind == "webtransport.datagram.receive":
+            rec["events"].append([kind, len(message["data"])])
+            await send({"type": "webtransport.datagram.send", "data": message["data"]})
+        elif kind in ("webtransport.stream.reset", "webtransport.stream.stop"):
+            rec["events"].append([kind, message["stream"], message["code"]])
+        elif kind == "webtransport.disconnect":
+            rec["disconnect"] = [message["code"], message["reason"]]
+            return
+
+
+async def refuse(scope: Scope, receive: Receive, send: Send) -> None:
+    await receive()
+    await send({"type": "webtransport.close"})
+
+
+async def reject(scope: Scope, receive: Receive, send: Send) -> None:
+    await receive()
+    status = int(query(scope).get("status", "404"))
+    await send({"type": "webtransport.reject", "status": status, "headers": [(b"x-why", b"test")]})
+
+
+async def close(scope: Scope, receive: Receive, send: Send) -> None:
+    rec = record(scope)
+    q = query(scope)
+    await receive()
+    await send({"type": "webtransport.accept"})
+    await send({"type": "webtransport.close", "code": int(q.get("code", "0")), "reason": q.get("reason", "")})
+    message = await receive()
+    rec["disconnect"] = [message["type"], message.get("code"), message.get("reason")]
+
+
+async def raises(scope: Scope, receive: Receive, send: Send) -> None:
+    await receive()
+    raise RuntimeError("refused by raising")
+
+
+async def returns(scope: Scope, receive: Receive, send: Send) -> None:
+    await receive()
+    await send({"type": "webtransport.accept"})
+
+
+async def misuse(scope: Scope, receive: Receive, send: Send) -> None:
+    rec = record(scope)
+    await receive()
+    await send({"type": "webtransport.accept"})
+    try:
+        await send({"type": "webtransport.stream.send", "stream": 4000, "data": b"x"})
+    except Exception as error:  # noqa: BLE001 (recorded for the test)
+        rec["error"] = type(error).__name__
+    message = await receive()
+    rec["disconnect"] = [message["type"], message.get("code"), message.get("reason")]
+
+
+ROUTES = {"/demo": wt, "/echo": echo, "/refuse": refuse, "/reject": reject, "/close": close, "/raise": raises,
+          "/return": returns, "/misuse": misuse}  # fmt: skip
+
+
+async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] == "webtransport":
+        handler = ROUTES.get(scope["path"])
+        if handler is None:
+            await receive()
+            await send({"type": "webtransport.reject", "status": 404})
+            return
+        await handler(scope, receive, send)
+        return
+    if scope["type"] != "http":
+        return
+    body = json.dumps(record(scope)).encode() if scope["path"] == "/records" else b"hello"
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": body})
