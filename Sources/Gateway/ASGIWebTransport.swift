@@ -147,8 +147,14 @@ final class ASGIWebTransport: WebTransportDelegate, ASGIConversation {
     private func misuse() {
         guard accepted, !closeSent, !ended, let exchange else { return }
         closeSent = true
+        // The exception stays the application's: kept aside while closing
+        // calls back into Python (the disconnect for a waiting receive).
+        let raised = pshim_fetch_exception()
         let reason: StaticString = "application error"
-        _ = exchange.closeSession(code: 0, reason: UnsafeRawBufferPointer(start: reason.utf8Start, count: reason.utf8CodeUnitCount))
+        let text = UnsafeRawBufferPointer(start: reason.utf8Start, count: reason.utf8CodeUnitCount)
+        sessionEnded(code: 0, reason: text)
+        _ = exchange.closeSession(code: 0, reason: text)
+        if let raised { pshim_restore_exception(raised) }
     }
 
     private func answered(_ what: String) -> Bool {
@@ -331,7 +337,9 @@ final class ASGIWebTransport: WebTransportDelegate, ASGIConversation {
         openTags[nextToken] = tag
         guard exchange.openStream(unidirectional: unidirectional, token: nextToken) else {
             openTags.removeValue(forKey: nextToken).map { Py.decref($0) }
-            Py.raise(Py.runtimeError, "webtransport.stream.open: the session cannot open streams")
+            Py.raise(Py.runtimeError, unidirectional
+                ? "webtransport.stream.open: the session is over"
+                : "webtransport.stream.open: server-opened bidirectional streams are not supported yet")
             return nil
         }
         return ReadyAwaitable.newNone()
@@ -389,11 +397,13 @@ final class ASGIWebTransport: WebTransportDelegate, ASGIConversation {
         deliver(m)
     }
 
-    func datagramReceived(_ bytes: UnsafeRawBufferPointer) {
-        guard !ended, let data = PyOwned(stealing: Py.bytes(bytes)) else { PyErr_Clear(); return }
+    func datagramReceived(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        // The queue is full (reading paused): dropped rather than held.
+        guard !ended, !paused, let data = PyOwned(stealing: Py.bytes(bytes)) else { PyErr_Clear(); return false }
         let m = message(wt.datagramReceive)
         PyDict_SetItem(m, wt.data, data.ref)
         deliver(m, bytes: bytes.count)
+        return true
     }
 
     func sessionDraining() {

@@ -46,7 +46,9 @@ public protocol WebTransportDelegate: AnyObject {
     func streamStopped(_ id: UInt64, code: UInt32)
     /// A stream asked for with `openStream` is open.
     func streamOpened(_ id: UInt64, unidirectional: Bool, token: Int)
-    func datagramReceived(_ bytes: UnsafeRawBufferPointer)
+    /// A datagram; false if it was dropped (the application's queue is
+    /// full: datagrams are unreliable, so they are not held).
+    func datagramReceived(_ bytes: UnsafeRawBufferPointer) -> Bool
     /// The peer or the server asks the session to finish up.
     func sessionDraining()
     /// Pending output drained below the low-water mark.

@@ -176,6 +176,9 @@ extension H3Connection {
             guard !closed else { return }
             handleWebTransport(e, wt)
         }
+        for session in wt.sessions.values where !session.pendingOpens.isEmpty && !session.ended {
+            openPendingWebTransportStreams(session)
+        }
         for sid in wt.registry.sessionsWithOutput {
             let bytes = wt.registry.takeOutput(sessionID: sid)
             guard let session = wt.sessions[sid], !bytes.isEmpty, !session.stream.responseEnded else { continue }
@@ -210,7 +213,8 @@ extension H3Connection {
                 quic.resetStream(p, errorCode: code.rawValue)
             }
         case .datagram(let sid, let payload):
-            payload.withUnsafeBytes { wt.sessions[sid]?.delegate?.datagramReceived($0) }
+            let taken = payload.withUnsafeBytes { wt.sessions[sid]?.delegate?.datagramReceived($0) ?? false }
+            if !taken { wt.droppedDatagrams += 1 }
         case .sessionDraining(let sid):
             wt.sessions[sid]?.delegate?.sessionDraining()
         case .sessionClosed(let sid, let code, let message):

@@ -12,8 +12,10 @@ final class H3WebTransport {
     var sessions: [UInt64: H3WebTransportSession] = [:]
     /// Data streams of sessions (the peer's, handed over, and ours).
     var streams: [UInt64: H3WebTransportStream] = [:]
-    /// Datagrams the application sent that were dropped (too large, QUIC's
-    /// queue full, not negotiated): unreliable by contract, so only counted.
+    /// Datagrams dropped: the application's (too large, QUIC's queue full,
+    /// not negotiated) and the peer's its application had no room for
+    /// (its queue full) — unreliable by contract, so only counted. The
+    /// registry counts those for sessions not (or no longer) there.
     var droppedDatagrams = 0
 
     init(limits: WebTransportLimits) {

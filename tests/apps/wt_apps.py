@@ -10,6 +10,10 @@
   closed with code 0);
 - webtransport `/close?id=ID&code=C&reason=R`: accept, close with C and R, record the disconnect;
 - webtransport `/misuse?id=ID`: accept, send on a stream that does not exist, record the exception;
+- webtransport `/control?id=ID`: accept; each stream's first chunk is a command — `reset N` / `stop N`
+  (webtransport.stream.reset / .stop with code N on that stream), `open N` (open a unidirectional stream,
+  send N bytes and end it once webtransport.stream.opened names it), `bidi` (try a server bidirectional
+  stream), anything else is echoed; records the peer's resets and stops, the opened streams and errors;
 - http `/hello`: 200 "hello"; http `/records?id=ID`: what ID recorded (JSON).
 """
 
@@ -147,8 +151,46 @@ async def misuse(scope: Scope, receive: Receive, send: Send) -> None:
     rec["disconnect"] = [message["type"], message.get("code"), message.get("reason")]
 
 
-ROUTES = {"/demo": wt, "/echo": echo, "/refuse": refuse, "/reject": reject, "/close": close, "/raise": raises,
-          "/return": returns, "/misuse": misuse}  # fmt: skip
+async def control(scope: Scope, receive: Receive, send: Send) -> None:
+    rec = record(scope)
+    rec["events"] = []
+    await receive()
+    await send({"type": "webtransport.accept"})
+    seen: set[int] = set()
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "webtransport.disconnect":
+            rec["disconnect"] = [message["code"], message["reason"]]
+            return
+        if kind in ("webtransport.stream.reset", "webtransport.stream.stop"):
+            rec["events"].append([kind, message["stream"], message["code"]])
+        elif kind == "webtransport.stream.opened":
+            rec["events"].append([kind, message["stream"], message["unidirectional"], message["tag"]])
+            size = int(message["tag"])
+            await send({"type": "webtransport.stream.send", "stream": message["stream"], "data": b"z" * size,
+                        "end": True})  # fmt: skip
+            rec["events"].append(["sent", message["stream"], size])
+        elif kind == "webtransport.stream.receive" and message["stream"] not in seen:
+            seen.add(message["stream"])
+            command, _, argument = message["data"].decode().partition(" ")
+            rec["events"].append(["command", message["stream"], command])
+            if command in ("reset", "stop"):
+                await send({"type": f"webtransport.stream.{command}", "stream": message["stream"],
+                            "code": int(argument)})  # fmt: skip
+            elif command == "open":
+                await send({"type": "webtransport.stream.open", "unidirectional": True, "tag": argument})
+            elif command == "bidi":
+                try:
+                    await send({"type": "webtransport.stream.open", "unidirectional": False, "tag": "b"})
+                except RuntimeError as error:
+                    rec["events"].append(["error", str(error)])
+            else:  # echoed, so the client knows it arrived
+                await send({"type": "webtransport.stream.send", "stream": message["stream"], "data": message["data"]})
+
+
+ROUTES = {"/control": control, "/demo": wt, "/echo": echo, "/refuse": refuse, "/reject": reject, "/close": close,
+          "/raise": raises, "/return": returns, "/misuse": misuse}  # fmt: skip
 
 
 async def app(scope: Scope, receive: Receive, send: Send) -> None:

@@ -9,6 +9,10 @@ aioquic's client (wtclient_aioquic.py).
 - refusals: close before accept → 403, webtransport.reject → its status and fields, an exception → 500;
 - the close capsule (CLOSE_WEBTRANSPORT_SESSION, draft-02 §5) both ways with code and reason, a FIN alone
   (code 0), the client vanishing → webtransport.disconnect; an application that returns closes with 0;
+- streams: the application's RESET_STREAM and STOP_SENDING with codes (mapped, draft-02 §4.3) and the
+  client's reaching it as webtransport.stream.reset / .stop; server-opened unidirectional streams
+  (webtransport.stream.open → .opened) carrying megabytes past QUIC's windows (send() waits under flow
+  control); server-opened bidirectional streams refused with RuntimeError (not supported yet);
 - two sessions on one connection, an HTTP request beside a session; --no-webtransport and WSGI.
 
 Served application: tests/apps/wt_apps.py.
@@ -208,3 +212,81 @@ def test_wsgi_application(tls_server: Callable[..., Server]) -> None:
     # No extended CONNECT for WSGI (RFC 9220 §3 / RFC 8441 §4): the CONNECT is malformed and its stream reset.
     with pytest.raises((SessionRefusedError, ConnectionError, asyncio.TimeoutError)):
         WebTransportClient(server.port).run("/echo", scenario, timeout=5)
+
+
+def control_events(server: Server, files: TLSFiles, ident: str, count: int) -> list[list[Any]]:
+    deadline = time.monotonic() + 15
+    while True:
+        events: list[list[Any]] = records(server, files, ident).get("events", [])
+        if len(events) >= count:
+            return events
+        assert time.monotonic() < deadline, f"{ident}: {events!r}"
+        time.sleep(0.05)
+
+
+def test_application_resets_and_stops_streams(server: Server) -> None:
+    async def scenario(session: WTSession) -> tuple[int | None, int | None]:
+        reset = await session.open_stream()
+        session.send(reset, b"reset 9")
+        with pytest.raises(ConnectionResetError):
+            await session.read(reset)
+        stopped = await session.open_stream()
+        session.send(stopped, b"stop 5")
+        for _ in range(200):
+            if stopped in session.stops:
+                break
+            await asyncio.sleep(0.05)
+        return session.reset_code(reset), session.stops.get(stopped)
+
+    assert WebTransportClient(server.port).run("/control?id=appreset", scenario) == (9, 5)
+
+
+def test_client_resets_and_stops_reach_the_application(server: Server, tls_files: TLSFiles) -> None:
+    async def scenario(session: WTSession) -> list[int]:
+        # Each stream's first bytes are echoed first: a reset before its header was read would be
+        # nothing the application could see.
+        reset = await session.open_stream()
+        session.send(reset, b"hold")
+        await session.read(reset, size=4)
+        session.reset(reset, 33)
+        stopped = await session.open_stream()
+        session.send(stopped, b"hold")
+        await session.read(stopped, size=4)
+        session.stop(stopped, 44)
+        await asyncio.sleep(0.2)
+        return [reset, stopped]
+
+    reset, stopped = WebTransportClient(server.port).run("/control?id=clientreset", scenario)
+    events = control_events(server, tls_files, "clientreset", 4)
+    assert ["webtransport.stream.reset", reset, 33] in events
+    assert ["webtransport.stream.stop", stopped, 44] in events
+
+
+def test_server_opened_unidirectional_stream_with_backpressure(server: Server, tls_files: TLSFiles) -> None:
+    size = 3_000_000  # > the client's 1 MB stream window and the server's 256 KiB high-water mark
+
+    async def scenario(session: WTSession) -> tuple[int, bool, int]:
+        command = await session.open_stream()
+        session.send(command, f"open {size}".encode(), end=True)
+        stream, unidirectional = await session.accept_stream()
+        data = await session.read(stream)
+        assert set(data) == {ord("z")}
+        return stream, unidirectional, len(data)
+
+    stream, unidirectional, received = WebTransportClient(server.port).run("/control?id=open", scenario, timeout=60)
+    assert (unidirectional, received) == (True, size)
+    assert stream % 4 == 3  # server-initiated unidirectional (RFC 9000 §2.1)
+    events = control_events(server, tls_files, "open", 3)
+    assert ["webtransport.stream.opened", stream, True, str(size)] in events
+    assert ["sent", stream, size] in events
+
+
+def test_server_opened_bidirectional_stream_is_refused(server: Server, tls_files: TLSFiles) -> None:
+    async def scenario(session: WTSession) -> None:
+        command = await session.open_stream()
+        session.send(command, b"bidi", end=True)
+        await asyncio.sleep(0.2)
+
+    WebTransportClient(server.port).run("/control?id=bidi", scenario)
+    events = control_events(server, tls_files, "bidi", 2)
+    assert ["error", "webtransport.stream.open: server-opened bidirectional streams are not supported yet"] in events
