@@ -434,9 +434,13 @@ final class H3Connection {
             webSocketEnded(s)
         }
         streams[s.id] = nil
-        if s.webTransport != nil { webTransportEnded(s) }
+        // A WebTransport session's peer ends its side after our FIN (draft-02
+        // §5, current draft §6): no STOP_SENDING, which a browser takes for a
+        // failed opening when the close follows the 200 at once.
+        let session = s.webTransport != nil
+        if session { webTransportEnded(s) }
         sendQueue.removeAll { $0 === s }
-        if !s.bodyEnded {
+        if !s.bodyEnded && !session {
             // RFC 9114 §4.1: a complete response before the whole request;
             // the client may stop sending (STOP_SENDING with H3_NO_ERROR).
             core.stopReading(streamID: s.id)
