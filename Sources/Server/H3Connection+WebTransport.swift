@@ -176,6 +176,8 @@ extension H3Connection {
             guard !closed else { return }
             handleWebTransport(e, wt)
         }
+        // Credit may have come (WT_MAX_DATA) for bytes held back.
+        for st in wt.streams.values where !st.pending.isEmpty { pushWebTransport(st) }
         for session in wt.sessions.values where !session.pendingOpens.isEmpty && !session.ended {
             openPendingWebTransportStreams(session)
         }

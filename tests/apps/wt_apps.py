@@ -103,6 +103,8 @@ async def echo(scope: Scope, receive: Receive, send: Send) -> None:
             await send({"type": "webtransport.datagram.send", "data": message["data"]})
         elif kind in ("webtransport.stream.reset", "webtransport.stream.stop"):
             rec["events"].append([kind, message["stream"], message["code"]])
+        elif kind == "webtransport.drain":
+            rec["drain"] = True
         elif kind == "webtransport.disconnect":
             rec["disconnect"] = [message["code"], message["reason"]]
             return

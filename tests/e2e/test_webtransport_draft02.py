@@ -13,7 +13,8 @@ aioquic's client (wtclient_aioquic.py).
   client's reaching it as webtransport.stream.reset / .stop; server-opened unidirectional streams
   (webtransport.stream.open → .opened) carrying megabytes past QUIC's windows (send() waits under flow
   control); server-opened bidirectional streams refused with RuntimeError (not supported yet);
-- two sessions on one connection, an HTTP request beside a session; --no-webtransport and WSGI.
+- two sessions on one connection, an HTTP request beside a session; a graceful shutdown (GOAWAY) drains
+  sessions (webtransport.drain); --no-webtransport and WSGI.
 
 Served application: tests/apps/wt_apps.py.
 """
@@ -290,3 +291,19 @@ def test_server_opened_bidirectional_stream_is_refused(server: Server, tls_files
     WebTransportClient(server.port).run("/control?id=bidi", scenario)
     events = control_events(server, tls_files, "bidi", 2)
     assert ["error", "webtransport.stream.open: server-opened bidirectional streams are not supported yet"] in events
+
+
+def test_going_away_drains_sessions(tls_server: Callable[..., Server], tls_files: TLSFiles) -> None:
+    # --max-connection-age: the first request past it begins a graceful shutdown (GOAWAY); the open session
+    # is asked to finish up (webtransport.drain) and still works until it closes.
+    server = tls_server(APP, "--http3", "--max-connection-age", "1")
+
+    async def scenario(session: WTSession) -> dict[str, Any]:
+        await asyncio.sleep(0.05)
+        assert await session.get("/hello") == (200, b"hello")
+        return await echo_scenario(session, {"bidi": ["still here"], "close": {"code": 3, "reason": "drained"}})
+
+    result = WebTransportClient(server.port).run("/echo?id=drain", scenario)
+    assert result["bidi"] == ["still here"]
+    assert wait_record(server, tls_files, "drain", "disconnect") == [3, "drained"]
+    assert records(server, tls_files, "drain")["drain"] is True
