@@ -337,9 +337,7 @@ final class ASGIWebTransport: WebTransportDelegate, ASGIConversation {
         openTags[nextToken] = tag
         guard exchange.openStream(unidirectional: unidirectional, token: nextToken) else {
             openTags.removeValue(forKey: nextToken).map { Py.decref($0) }
-            Py.raise(Py.runtimeError, unidirectional
-                ? "webtransport.stream.open: the session is over"
-                : "webtransport.stream.open: server-opened bidirectional streams are not supported yet")
+            Py.raise(Py.runtimeError, "webtransport.stream.open: the session is over")
             return nil
         }
         return ReadyAwaitable.newNone()

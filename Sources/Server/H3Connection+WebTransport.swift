@@ -271,12 +271,19 @@ extension H3Connection {
     /// the peer's limit, QUIC gives the ID, the header goes first. nil if
     /// it cannot be opened now.
     func openWebTransportStream(_ session: H3WebTransportSession, unidirectional: Bool) -> H3WebTransportStream? {
-        guard let wt = webTransport, unidirectional else { return nil }  // bidirectional: QUIC opens none of ours yet
-        guard wt.registry.openStream(sessionID: session.id, bidirectional: false) else { return nil }
-        guard let id = quic.openUnidirectionalStream() else { return nil }
-        let st = H3WebTransportStream(id: id, session: session.id, peerDone: true, ourDone: false)
+        guard let wt = webTransport else { return nil }
+        // Both limits: the session's (current draft WT_MAX_STREAMS) and QUIC's.
+        guard unidirectional ? quic.canOpenUnidirectionalStream : quic.canOpenBidirectionalStream else {
+            // Tried anyway: QUIC tells the peer we are blocked (STREAMS_BLOCKED, RFC 9000 §4.6).
+            _ = unidirectional ? quic.openUnidirectionalStream() : quic.openBidirectionalStream()
+            return nil
+        }
+        guard wt.registry.openStream(sessionID: session.id, bidirectional: !unidirectional) else { return nil }
+        guard let id = unidirectional ? quic.openUnidirectionalStream() : quic.openBidirectionalStream() else { return nil }
+        // A bidirectional one is read like the peer's (through the registry).
+        let st = H3WebTransportStream(id: id, session: session.id, peerDone: unidirectional, ourDone: false)
         wt.streams[id] = st
-        st.pending = wt.registry.localStreamOpened(sessionID: session.id, streamID: id, bidirectional: false)
+        st.pending = wt.registry.localStreamOpened(sessionID: session.id, streamID: id, bidirectional: !unidirectional)
         pushWebTransport(st)
         return st
     }

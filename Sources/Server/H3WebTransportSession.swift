@@ -123,9 +123,7 @@ final class H3WebTransportSession: WebTransportExchange {
     }
 
     func openStream(unidirectional: Bool, token: Int) -> Bool {
-        // Server-opened bidirectional streams need QUIC's StreamMap to open
-        // bidirectional streams of ours, which it does not yet.
-        guard usable, accepted, unidirectional else { return false }
+        guard usable, accepted else { return false }
         pendingOpens.append((unidirectional, token))
         connection.openPendingWebTransportStreams(self)
         return true

@@ -85,6 +85,8 @@ final class QUICService: DatagramHandler {
             // HTTP/3's three (control, QPACK encoder and decoder).
             c.maxDatagramFrameSize = 65535
             c.initialMaxStreamsUni = 3 + 100
+            // Server-opened bidirectional streams (webtransport.stream.open).
+            c.initialMaxStreamDataBidiLocal = UInt64(config.quicStreamWindow)
         }
         c.maxIdleTimeout = Int64(config.quicIdleTimeoutMilliseconds) * 1_000_000
         c.initialMaxStreamsBidi = UInt64(config.http3MaxStreams)

@@ -11,9 +11,9 @@
 - webtransport `/close?id=ID&code=C&reason=R`: accept, close with C and R, record the disconnect;
 - webtransport `/misuse?id=ID`: accept, send on a stream that does not exist, record the exception;
 - webtransport `/control?id=ID`: accept; each stream's first chunk is a command — `reset N` / `stop N`
-  (webtransport.stream.reset / .stop with code N on that stream), `open N` (open a unidirectional stream,
-  send N bytes and end it once webtransport.stream.opened names it), `bidi` (try a server bidirectional
-  stream), anything else is echoed; records the peer's resets and stops, the opened streams and errors;
+  (webtransport.stream.reset / .stop with code N on that stream), `open N` / `bidi N` (open a unidirectional /
+  bidirectional stream, send N bytes and end it once webtransport.stream.opened names it), anything else is
+  echoed; later data on a stream is recorded; records the peer's resets and stops, the opened streams and errors;
 - http `/hello`: 200 "hello"; http `/records?id=ID`: what ID recorded (JSON).
 """
 
@@ -168,6 +168,7 @@ async def control(scope: Scope, receive: Receive, send: Send) -> None:
         if kind in ("webtransport.stream.reset", "webtransport.stream.stop"):
             rec["events"].append([kind, message["stream"], message["code"]])
         elif kind == "webtransport.stream.opened":
+            seen.add(message["stream"])
             rec["events"].append([kind, message["stream"], message["unidirectional"], message["tag"]])
             size = int(message["tag"])
             await send({"type": "webtransport.stream.send", "stream": message["stream"], "data": b"z" * size,
@@ -183,12 +184,13 @@ async def control(scope: Scope, receive: Receive, send: Send) -> None:
             elif command == "open":
                 await send({"type": "webtransport.stream.open", "unidirectional": True, "tag": argument})
             elif command == "bidi":
-                try:
-                    await send({"type": "webtransport.stream.open", "unidirectional": False, "tag": "b"})
-                except RuntimeError as error:
-                    rec["events"].append(["error", str(error)])
+                await send({"type": "webtransport.stream.open", "unidirectional": False, "tag": argument})
             else:  # echoed, so the client knows it arrived
                 await send({"type": "webtransport.stream.send", "stream": message["stream"], "data": message["data"]})
+        elif kind == "webtransport.stream.receive":
+            rec["events"].append(
+                ["data", message["stream"], message["data"].decode(), message["end"], message["opened_by_peer"]]
+            )
 
 
 ROUTES = {"/control": control, "/demo": wt, "/echo": echo, "/refuse": refuse, "/reject": reject, "/close": close,

@@ -12,7 +12,7 @@ aioquic's client (wtclient_aioquic.py).
 - streams: the application's RESET_STREAM and STOP_SENDING with codes (mapped, draft-02 §4.3) and the
   client's reaching it as webtransport.stream.reset / .stop; server-opened unidirectional streams
   (webtransport.stream.open → .opened) carrying megabytes past QUIC's windows (send() waits under flow
-  control); server-opened bidirectional streams refused with RuntimeError (not supported yet);
+  control) and bidirectional ones (read both ways);
 - two sessions on one connection, an HTTP request beside a session; a graceful shutdown (GOAWAY) drains
   sessions (webtransport.drain); --no-webtransport and WSGI.
 
@@ -282,15 +282,23 @@ def test_server_opened_unidirectional_stream_with_backpressure(server: Server, t
     assert ["sent", stream, size] in events
 
 
-def test_server_opened_bidirectional_stream_is_refused(server: Server, tls_files: TLSFiles) -> None:
-    async def scenario(session: WTSession) -> None:
+def test_server_opened_bidirectional_stream(server: Server, tls_files: TLSFiles) -> None:
+    async def scenario(session: WTSession) -> tuple[int, bool, bytes]:
         command = await session.open_stream()
-        session.send(command, b"bidi", end=True)
+        session.send(command, b"bidi 70000", end=True)
+        stream, unidirectional = await session.accept_stream()
+        data = await session.read(stream)
+        session.send(stream, b"answer", end=True)  # the client's side of the server's stream
         await asyncio.sleep(0.2)
+        return stream, unidirectional, data
 
-    WebTransportClient(server.port).run("/control?id=bidi", scenario)
-    events = control_events(server, tls_files, "bidi", 2)
-    assert ["error", "webtransport.stream.open: server-opened bidirectional streams are not supported yet"] in events
+    stream, unidirectional, data = WebTransportClient(server.port).run("/control?id=bidi", scenario)
+    assert stream % 4 == 1  # server-initiated bidirectional (RFC 9000 §2.1)
+    assert not unidirectional
+    assert data == b"z" * 70000
+    events = control_events(server, tls_files, "bidi", 4)
+    assert ["webtransport.stream.opened", stream, False, "70000"] in events
+    assert ["data", stream, "answer", True, False] in events  # opened_by_peer False
 
 
 def test_going_away_drains_sessions(tls_server: Callable[..., Server], tls_files: TLSFiles) -> None:

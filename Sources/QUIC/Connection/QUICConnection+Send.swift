@@ -146,6 +146,7 @@ extension QUICConnection {
         guard space == .application else { return false }
         return handshakeDonePending || !pathResponses.isEmpty || maxDataPending || dataBlockedPending != nil
             || streams.maxStreamsPending[0] || streams.maxStreamsPending[1] || streams.streamsBlockedPending != nil
+            || streams.streamsBlockedBidiPending != nil
             || !localIDs.pendingAnnouncements.isEmpty || !peerIDs.pendingRetirements.isEmpty || hasDatagramToSend
             || sendQueueHasSomethingToSend
     }
