@@ -135,7 +135,7 @@ extension H3Connection {
         guard let wt = webTransport, let st = wt.streams[id] else { return }
         // RFC 9000 §3.5: STOP_SENDING is answered with RESET_STREAM.
         st.stopped = true
-        st.pending = []
+        st.pending.clear()
         if !st.ourDone {
             st.ourDone = true
             quic.resetStream(id, errorCode: code)
@@ -283,7 +283,7 @@ extension H3Connection {
         // A bidirectional one is read like the peer's (through the registry).
         let st = H3WebTransportStream(id: id, session: session.id, peerDone: unidirectional, ourDone: false)
         wt.streams[id] = st
-        st.pending = wt.registry.localStreamOpened(sessionID: session.id, streamID: id, bidirectional: !unidirectional)
+        st.pending.append(wt.registry.localStreamOpened(sessionID: session.id, streamID: id, bidirectional: !unidirectional))
         pushWebTransport(st)
         return st
     }
@@ -299,7 +299,7 @@ extension H3Connection {
 
     /// The application's bytes for our side of `st`.
     func writeWebTransport(_ st: H3WebTransportStream, _ bytes: UnsafeRawBufferPointer, end: Bool) {
-        st.pending.append(contentsOf: bytes)
+        st.pending.append(bytes)
         if end { st.finPending = true }
         pushWebTransport(st)
         service.scheduleFlush()
@@ -316,7 +316,7 @@ extension H3Connection {
             }
             let n = st.pending.withUnsafeBytes { quic.write(stream: st.id, UnsafeRawBufferPointer(rebasing: $0[0..<limit]), fin: false) }
             if n > 0, let sid = st.session { wt.registry.didSend(sessionID: sid, count: n) }
-            st.pending.removeFirst(n)
+            st.pending.consume(n)
         }
         if st.pending.isEmpty && st.finPending {
             quic.finish(stream: st.id)
@@ -351,7 +351,7 @@ extension H3Connection {
     func resetWebTransportStream(_ st: H3WebTransportStream, code: UInt32) {
         guard !st.ourDone else { return }
         st.ourDone = true
-        st.pending = []
+        st.pending.clear()
         quic.resetStream(st.id, errorCode: WebTransportErrorCode.http3Code(application: code).rawValue)
         finishIfDone(st)
         service.scheduleFlush()

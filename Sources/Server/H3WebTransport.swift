@@ -36,7 +36,7 @@ final class H3WebTransportStream {
     var finPending = false
     /// The peer sent STOP_SENDING: what the application sends is dropped.
     var stopped = false
-    var pending: [UInt8] = []
+    var pending = PendingBytes()
     /// For a peer unidirectional stream: the stream of ours paired with it
     /// (the aioquic-compatible echo rule).
     var paired: UInt64?
@@ -55,4 +55,37 @@ final class H3WebTransportStream {
     /// RFC 9000 §2.1: bit 0 is the initiator (1: server), bit 1 the direction.
     var openedByPeer: Bool { id & 0x1 == 0 }
     var unidirectional: Bool { id & 0x2 != 0 }
+}
+
+/// Bytes waiting for a QUIC stream's send buffer, taken from the front
+/// without moving the rest each time (compacted once half is taken).
+struct PendingBytes {
+    private var bytes: [UInt8] = []
+    private var start = 0
+
+    var count: Int { bytes.count - start }
+    var isEmpty: Bool { start == bytes.count }
+
+    mutating func append(_ b: UnsafeRawBufferPointer) { bytes.append(contentsOf: b) }
+    mutating func append(_ b: [UInt8]) { bytes.append(contentsOf: b) }
+
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+    }
+
+    mutating func consume(_ n: Int) {
+        start += n
+        if start == bytes.count {
+            bytes.removeAll(keepingCapacity: bytes.capacity <= 64 * 1024)
+            start = 0
+        } else if start >= bytes.count / 2 {
+            bytes.removeFirst(start)
+            start = 0
+        }
+    }
+
+    mutating func clear() {
+        bytes = []
+        start = 0
+    }
 }
