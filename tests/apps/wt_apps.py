@@ -14,11 +14,14 @@
   (webtransport.stream.reset / .stop with code N on that stream), `open N` / `bidi N` (open a unidirectional /
   bidirectional stream, send N bytes and end it once webtransport.stream.opened names it), anything else is
   echoed; later data on a stream is recorded; records the peer's resets and stops, the opened streams and errors;
+- webtransport `/slow?id=ID&sleep=S`: accept, sleep S seconds before receiving, then answer each stream with
+  the count of its bytes; `/control`'s `datagrams` sends one datagram over max_datagram_size and a small one;
 - http `/hello`: 200 "hello"; http `/records?id=ID`: what ID recorded (JSON).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -185,6 +188,11 @@ async def control(scope: Scope, receive: Receive, send: Send) -> None:
                 await send({"type": "webtransport.stream.open", "unidirectional": True, "tag": argument})
             elif command == "bidi":
                 await send({"type": "webtransport.stream.open", "unidirectional": False, "tag": argument})
+            elif command == "datagrams":  # one over max_datagram_size (dropped, no error), then a small one
+                limit = scope["extensions"]["webtransport"]["max_datagram_size"]
+                await send({"type": "webtransport.datagram.send", "data": b"x" * (limit + 1)})
+                await send({"type": "webtransport.datagram.send", "data": b"small"})
+                rec["events"].append(["datagrams sent", limit])
             else:  # echoed, so the client knows it arrived
                 await send({"type": "webtransport.stream.send", "stream": message["stream"], "data": message["data"]})
         elif kind == "webtransport.stream.receive":
@@ -193,7 +201,30 @@ async def control(scope: Scope, receive: Receive, send: Send) -> None:
             )
 
 
-ROUTES = {"/control": control, "/demo": wt, "/echo": echo, "/refuse": refuse, "/reject": reject, "/close": close,
+async def slow(scope: Scope, receive: Receive, send: Send) -> None:
+    """Accept, then sleep before receiving: what the client sends meanwhile fills the queue (reading pauses,
+    the client is held by QUIC flow control); then count each stream's bytes and answer with the count."""
+    rec = record(scope)
+    await receive()
+    await send({"type": "webtransport.accept"})
+    await asyncio.sleep(float(query(scope).get("sleep", "1")))
+    counts: dict[int, int] = {}
+    while True:
+        message = await receive()
+        if message["type"] == "webtransport.disconnect":
+            rec["disconnect"] = [message["code"], message["reason"]]
+            return
+        if message["type"] == "webtransport.stream.receive":
+            stream = message["stream"]
+            counts[stream] = counts.get(stream, 0) + len(message["data"])
+            if message["end"]:
+                rec[str(stream)] = counts[stream]
+                await send({"type": "webtransport.stream.send", "stream": stream, "data": str(counts[stream]).encode(),
+                            "end": True})  # fmt: skip
+
+
+ROUTES = {"/slow": slow, "/control": control, "/demo": wt, "/echo": echo, "/refuse": refuse, "/reject": reject,
+          "/close": close,
           "/raise": raises, "/return": returns, "/misuse": misuse}  # fmt: skip
 
 

@@ -315,3 +315,28 @@ def test_going_away_drains_sessions(tls_server: Callable[..., Server], tls_files
     assert result["bidi"] == ["still here"]
     assert wait_record(server, tls_files, "drain", "disconnect") == [3, "drained"]
     assert records(server, tls_files, "drain")["drain"] is True
+
+
+def test_slow_application_holds_the_client(server: Server, tls_files: TLSFiles) -> None:
+    # 6 MB on each of two streams while the application sleeps: past its queue bound (--ws-max-queue-bytes, 4 MiB)
+    # the session's streams are not read, QUIC flow control holds the client, and reading resumes as the
+    # application receives; nothing is lost.
+    size = 6_000_000
+
+    async def scenario(session: WTSession) -> list[bytes]:
+        streams = [await session.open_stream() for _ in range(2)]
+        for stream in streams:
+            session.send(stream, b"s" * size, end=True)
+        return [await session.read(stream) for stream in streams]
+
+    answers = WebTransportClient(server.port).run("/slow?id=slow&sleep=1", scenario, timeout=60)
+    assert answers == [str(size).encode()] * 2
+
+
+def test_datagram_over_max_size_is_dropped(server: Server) -> None:
+    async def scenario(session: WTSession) -> bytes:
+        command = await session.open_stream()
+        session.send(command, b"datagrams", end=True)
+        return await asyncio.wait_for(session.receive_datagram(), 10)
+
+    assert WebTransportClient(server.port).run("/control?id=dgram", scenario) == b"small"
