@@ -35,7 +35,7 @@ extension ASGIGateway {
         let wt = webTransportKeys
         PyDict_SetItem(d, keys.type, wt.webtransport)
         PyDict_SetItem(d, keys.scheme, keys.https)
-        PyDict_SetItem(d, keys.method, wt.method)
+        PyDict_SetItem(d, keys.method, wt.connectMethod)
         let offered = PyOwned(stealing: PyList_New(0)!)
         for p in ASGIGateway.subprotocolOffers(request) {
             if let s = PyOwned(stealing: Py.latin1(p)) { PyList_Append(offered.ref, s.ref) }

@@ -475,5 +475,5 @@ struct WebTransportKeys {
     let unidirectional = Py.intern("unidirectional")
     let openedByPeer = Py.intern("opened_by_peer")
     let tag = Py.intern("tag")
-    let method = Py.intern("CONNECT")
+    let connectMethod = Py.intern("CONNECT")
 }
