@@ -13,11 +13,13 @@ import PyBridge
 public final class ASGIGateway {
     let app: PyRef
     let keys = ASGIKeys()
-    private let methods = WSGIKeys()
-    private var scope: ASGIScopeBuilder
+    let methods = WSGIKeys()
+    var scope: ASGIScopeBuilder
+    /// The WebTransport extension's keys (ASGIWebTransport), made on first use.
+    lazy var webTransportKeys = WebTransportKeys()
     private var createFuture: PyRef?
     private var createTask: PyRef?
-    private var lifespanState: PyRef?
+    private(set) var lifespanState: PyRef?
     private let doneName = Py.intern("add_done_callback")
     private let setResultName = Py.intern("set_result")
     private let setExceptionName = Py.intern("set_exception")
@@ -75,7 +77,7 @@ public final class ASGIGateway {
 
     /// Calls the application and runs the coroutine as a task whose end
     /// goes to `conversation.taskDone`.
-    private func run(_ conversation: ASGIConversation, scope scopeDict: consuming PyOwned,
+    func run(_ conversation: ASGIConversation, scope scopeDict: consuming PyOwned,
                      receive: consuming PyOwned, send: consuming PyOwned) {
         let called = PyOwned(stealing: pshim_call3(app, scopeDict.ref, receive.ref, send.ref))
         // The application keeps what it needs of them.
@@ -135,7 +137,7 @@ public final class ASGIGateway {
         return ext
     }()
 
-    private func logFailure(_ what: String) {
+    func logFailure(_ what: String) {
         let tb = takeTraceback()
         Log.error("\(what): \(tb.exceptionName): \(tb.message)\n\(tb.text)")
     }

@@ -86,6 +86,7 @@ options:
   --http2-max-streams N    concurrent streams per HTTP/2 connection (default 100)
   --no-websockets          answer WebSocket upgrades with 501 (and do not offer
                            WebSocket over HTTP/2 or HTTP/3)
+  --no-webtransport        do not offer WebTransport over HTTP/3
   --ws-max-message BYTES   largest WebSocket message (default 16m; 1009 beyond)
   --ws-max-queue N         messages queued for a slow application (default 32)
   --ws-max-queue-bytes N   bytes queued for a slow application (default 4m)
@@ -349,6 +350,7 @@ public enum CommandLineParser {
             case "--http2-only": try flag(); config.http2Only = true
             case "--http2-max-streams": config.http2MaxStreams = try integer(name, try value(), 1...100_000)
             case "--no-websockets": try flag(); config.websockets = false
+            case "--no-webtransport": try flag(); config.webTransport = false
             case "--ws-max-message": config.wsMaxMessage = try size(name, try value(), 1...(1 << 40))
             case "--ws-max-queue": config.wsMaxQueue = try integer(name, try value(), 1...1_000_000)
             case "--ws-max-queue-bytes": config.wsMaxQueueBytes = try size(name, try value(), 1...(1 << 40))

@@ -113,6 +113,8 @@ public struct Config: Sendable {
     /// Refuse WebSocket upgrades (501) instead of passing them to an ASGI
     /// application.
     public var websockets = true
+    /// Offer WebTransport over HTTP/3 (--http3) to an ASGI application.
+    public var webTransport = true
     /// HTTP/2: by prior knowledge on the cleartext port (the client preface
     /// is recognised) and by ALPN over TLS. `http2Only` refuses HTTP/1.1.
     public var http2 = true

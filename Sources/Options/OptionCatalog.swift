@@ -97,6 +97,7 @@ public enum OptionCatalog {
         OptionSpec("http2-only", .flag),
         OptionSpec("http2-max-streams", .value, "100"),
         OptionSpec("no-websockets", .flag),
+        OptionSpec("no-webtransport", .flag),
         OptionSpec("ws-max-message", .value, "16m"),
         OptionSpec("ws-max-queue", .value, "32"),
         OptionSpec("ws-max-queue-bytes", .value, "4m"),

@@ -80,6 +80,12 @@ extension H3Connection {
 
     private func announce(now: Instant, finalAt: Instant?) {
         core.goAway(announceOnly: true)
+        // WebTransport sessions are asked to finish up (webtransport.drain;
+        // WT_DRAIN_SESSION in the current draft, §4.7).
+        if let wt = webTransport {
+            wt.registry.goAway()
+            webTransportProgress()
+        }
         writeLocalOutput()
         shutdown = .announced(since: now, finalAt: finalAt)
         service.watchShutdown(self)

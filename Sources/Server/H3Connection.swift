@@ -31,6 +31,9 @@ final class H3Connection {
     /// the QUIC connection when the client moves (RFC 9000 §9).
     private(set) var peer: PeerInfo
     var streams: [UInt64: H3Stream] = [:]
+    /// WebTransport sessions and streams (H3Connection+WebTransport); nil
+    /// when the worker does not offer WebTransport.
+    let webTransport: H3WebTransport?
     private(set) var closed = false
     /// Where a graceful shutdown stands (H3Connection+Shutdown.swift).
     var shutdown = H3ShutdownPhase.serving
@@ -62,6 +65,7 @@ final class H3Connection {
         self.service = service
         self.quic = quic
         core = H3Session(limits: service.limits, greaseSeed: UInt64.random(in: 0...UInt64.max))
+        webTransport = service.limits.webTransport.map { H3WebTransport(limits: $0) }
         peer = H3Connection.peerInfo(quic)
         ageDeadline = service.worker.admission.connectionDeadline(now: service.worker.now)
     }
@@ -95,6 +99,7 @@ final class H3Connection {
 
     /// Offers `id`'s readable bytes to the session until it takes no more.
     private func feed(_ id: UInt64) {
+        if isWebTransportStream(id) { feedWebTransport(id); return }
         if let s = streams[id], s.readPaused { return }
         let outer = feeding
         feeding = id
@@ -102,6 +107,8 @@ final class H3Connection {
         var progressed = true
         while progressed && !closed {
             progressed = false
+            // Handed over to WebTransport meanwhile: the rest is its.
+            if isWebTransportStream(id) { feedWebTransport(id); return }
             _ = quic.withReadableBytes(stream: id) { bytes, fin -> (consumed: Int, result: Void) in
                 var offset = 0
                 while !closed {
@@ -110,6 +117,7 @@ final class H3Connection {
                     guard let event else { break }
                     handle(event)
                     if let s = streams[id], s.readPaused { break }
+                    if isWebTransportStream(id) { break }
                 }
                 // A stream paused by its body buffer stops here: the rest
                 // waits in QUIC (parked) until the application reads.
@@ -121,12 +129,22 @@ final class H3Connection {
 
     func peerReset(_ id: UInt64, code: UInt64) {
         guard !closed else { return }
+        if isWebTransportStream(id) {
+            webTransportPeerReset(id, code: code)
+            afterInput()
+            return
+        }
         if let e = core.peerReset(streamID: id, code: H3ErrorCode(rawValue: code)) { handle(e) }
         afterInput()
     }
 
     func peerStopSending(_ id: UInt64, code: UInt64) {
         guard !closed else { return }
+        if isWebTransportStream(id) {
+            webTransportPeerStopSending(id, code: code)
+            afterInput()
+            return
+        }
         if let e = core.peerStopSending(streamID: id, code: H3ErrorCode(rawValue: code)) { handle(e) }
         afterInput()
     }
@@ -136,6 +154,10 @@ final class H3Connection {
         guard !closed else { return }
         if let local = H3LocalStream(streamID: id) {
             flushLocal(local)
+            return
+        }
+        if isWebTransportStream(id) {
+            webTransportWritable(id)
             return
         }
         guard let s = streams[id] else { return }
@@ -156,6 +178,10 @@ final class H3Connection {
             guard let s = streams[id] else { return }
             if s.webSocket != nil {
                 s.webSocketData(bytes, end: end)
+                return
+            }
+            if s.webTransport != nil {
+                webTransportConnectData(s, bytes, end: end)
                 return
             }
             // A body without Content-Length is held to --max-body as it
@@ -184,6 +210,10 @@ final class H3Connection {
                 s.webSocketData(UnsafeRawBufferPointer(start: nil, count: 0), end: true)
                 return
             }
+            if s.webTransport != nil {
+                webTransportConnectData(s, UnsafeRawBufferPointer(start: nil, count: 0), end: true)
+                return
+            }
             s.bodyEnded = true
             service.wakeReader(s)
         case .streamReset(let id, _):
@@ -199,12 +229,11 @@ final class H3Connection {
             quic.stopSending(id, errorCode: H3ErrorCode.noError.rawValue)
         case .unknownStreamIgnored(let id, let code):
             quic.stopSending(id, errorCode: code.rawValue)
-        case .webTransportStream(let id, _):
-            // Not reachable yet: H3Limits.webTransport is not set by the worker.
-            quic.resetStream(id, errorCode: WebTransportErrorCode.bufferedStreamRejected.rawValue)
-            quic.stopSending(id, errorCode: WebTransportErrorCode.bufferedStreamRejected.rawValue)
-        case .settings:
-            break
+        case .webTransportStream(let id, let bidirectional):
+            webTransportStreamOpened(id, bidirectional: bidirectional)
+        case .settings(let settings):
+            webTransport?.registry.peerSettingsReceived(settings)
+            webTransportProgress()
         case .goAway:
             // The client's GOAWAY limits server push (RFC 9114 §5.2), which
             // we never use: nothing changes for its requests.
@@ -233,10 +262,18 @@ final class H3Connection {
         }
         if let resolver = worker.forwardedResolver { s.request.resolveForwarded(resolver) }
         if head.protocolName.count > 0 {
+            let name = UnsafeRawBufferPointer(start: s.decoded.storage.baseAddress! + head.protocolName.start,
+                                              count: head.protocolName.count)
+            if webTransport != nil, let draft = WebTransportDraft.requested(byProtocol: name) {
+                openWebTransport(s, draft: draft)
+                return
+            }
+            webTransport?.registry.ordinaryRequest(streamID: id)
             // An extended CONNECT (RFC 9220): a WebSocket, or a refusal.
             openWebSocket(s, protocolName: head.protocolName)
             return
         }
+        webTransport?.registry.ordinaryRequest(streamID: id)
         if let status = s.exchange.refusal {
             worker.metrics.rejected(status: status)
             respondDirectly(s, status: status)
@@ -283,7 +320,7 @@ final class H3Connection {
 
     /// After a batch of input: held streams are offered their bytes again,
     /// our streams' output is written, and a finished session closes.
-    private func afterInput() {
+    func afterInput() {
         while !refeed.isEmpty && !closed {
             let ids = refeed
             refeed.removeAll()
@@ -293,6 +330,9 @@ final class H3Connection {
         writeLocalOutput()
         if worker.stopping { beginShutdown() }
     }
+
+    /// Stream `id`'s bytes are offered again after this batch of input.
+    func refeedLater(_ id: UInt64) { refeed.append(id) }
 
     /// An application read body and the stream's buffer is low again.
     func resumeReading(_ s: H3Stream) {
@@ -396,8 +436,13 @@ final class H3Connection {
             webSocketEnded(s)
         }
         streams[s.id] = nil
+        // A WebTransport session's peer ends its side after our FIN (draft-02
+        // §5, current draft §6): no STOP_SENDING, which a browser takes for a
+        // failed opening when the close follows the 200 at once.
+        let session = s.webTransport != nil
+        if session { webTransportEnded(s) }
         sendQueue.removeAll { $0 === s }
-        if !s.bodyEnded {
+        if !s.bodyEnded && !session {
             // RFC 9114 §4.1: a complete response before the whole request;
             // the client may stop sending (STOP_SENDING with H3_NO_ERROR).
             core.stopReading(streamID: s.id)
@@ -440,11 +485,12 @@ final class H3Connection {
     }
 
     /// The stream is gone (reset either way, or the connection failed).
-    private func dropStream(_ s: H3Stream, disconnected: Bool) {
+    func dropStream(_ s: H3Stream, disconnected: Bool) {
         s.reset = true
         if streams[s.id] === s { streams[s.id] = nil }
         sendQueue.removeAll { $0 === s }
         if s.webSocket != nil { webSocketEnded(s) }
+        if s.webTransport != nil { webTransportEnded(s) }
         s.body.detach()?.deallocate()
         if let file = s.pendingFile {
             _ = csys_close(file.fd)
@@ -473,7 +519,7 @@ final class H3Connection {
         teardown()
     }
 
-    private func fail(_ code: H3ErrorCode, _ reason: String) {
+    func fail(_ code: H3ErrorCode, _ reason: String) {
         guard !closed else { return }
         Log.debug("HTTP/3 connection error 0x\(String(code.rawValue, radix: 16)): \(reason)")
         quic.close(errorCode: code.rawValue, reason: Array(reason.utf8.prefix(64)), application: true)

@@ -62,6 +62,9 @@ final class H3Stream {
     /// Set when an extended CONNECT opened a WebSocket over this stream
     /// (RFC 9220); see +WebSocket.
     var webSocket: H3WebSocket?
+    /// Set when an extended CONNECT opened a WebTransport session on this
+    /// stream; see H3Connection+WebTransport.
+    var webTransport: H3WebTransportSession?
 
     /// Body bytes held here before the stream's reading pauses.
     static let bodyHighWater = 256 * 1024

@@ -77,8 +77,17 @@ final class QUICService: DatagramHandler {
     }
 
     /// The QUIC settings the options ask for.
-    static func configuration(_ config: Config) -> QUICConfiguration {
+    static func configuration(_ config: Config, webTransport: Bool = false) -> QUICConfiguration {
         var c = QUICConfiguration()
+        if webTransport {
+            // RFC 9297 §2.1 / RFC 9221 §3: HTTP Datagrams need DATAGRAM
+            // frames; WebTransport's unidirectional streams come beside
+            // HTTP/3's three (control, QPACK encoder and decoder).
+            c.maxDatagramFrameSize = 65535
+            c.initialMaxStreamsUni = 3 + 100
+            // Server-opened bidirectional streams (webtransport.stream.open).
+            c.initialMaxStreamDataBidiLocal = UInt64(config.quicStreamWindow)
+        }
         c.maxIdleTimeout = Int64(config.quicIdleTimeoutMilliseconds) * 1_000_000
         c.initialMaxStreamsBidi = UInt64(config.http3MaxStreams)
         c.initialMaxStreamDataBidiRemote = UInt64(config.quicStreamWindow)
@@ -206,9 +215,8 @@ final class QUICService: DatagramHandler {
             case .stopSending(let id, let code): h3.peerStopSending(id, code: code)
             case .peerAddressChanged: h3.peerAddressChanged()
             case .datagramReadable:
-                // HTTP/3 does not negotiate DATAGRAM yet (WebTransport will):
-                // the event cannot come; drop anything queued regardless.
-                while quic.receiveDatagram() != nil {}
+                // WebTransport's (H3Connection+WebTransport); dropped without it.
+                h3.datagramsReadable()
             case .closed: break
             }
         }

@@ -183,8 +183,12 @@ final class Worker {
         // RFC 9220 §3: WebSockets over HTTP/3, for ASGI applications only
         // (as over HTTP/2); without it `:protocol` makes a request malformed.
         limits.enableConnectProtocol = asgi != nil && config.websockets
+        // WebTransport (H3Connection+WebTransport): ASGI only; setting it
+        // also turns on extended CONNECT (H3Limits).
+        let webTransport = asgi != nil && config.webTransport
+        if webTransport { limits.webTransport = WebTransportLimits() }
         let service = QUICService(worker: self, socket: datagrams.socket, tls: tls, statelessSecret: statelessSecret,
-                                  configuration: QUICService.configuration(config), limits: limits)
+                                  configuration: QUICService.configuration(config, webTransport: webTransport), limits: limits)
         datagrams.handler = service
         quic = service
     }

@@ -107,6 +107,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--http2-only", Kind.FLAG),
     Option("--http2-max-streams", Kind.INTEGER),
     Option("--no-websockets", Kind.NEGATED),
+    Option("--no-webtransport", Kind.NEGATED),
     Option("--ws-max-message", Kind.SIZE),
     Option("--ws-max-queue", Kind.INTEGER),
     Option("--ws-max-queue-bytes", Kind.SIZE),

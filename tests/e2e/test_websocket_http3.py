@@ -89,7 +89,9 @@ def test_settings_advertise_extended_connect(server: Server, tls_files: TLSFiles
     run(server, tls_files, work)
 
 
-@pytest.mark.parametrize(("target", "options"), [(APP, ("--no-websockets",)), ("wsgi_apps:app", ())])
+@pytest.mark.parametrize(
+    ("target", "options"), [(APP, ("--no-websockets", "--no-webtransport")), ("wsgi_apps:app", ())]
+)
 def test_not_advertised_without_websockets(
     h3_server: Callable[..., Server], tls_files: TLSFiles, target: str, options: tuple[str, ...]
 ) -> None:
@@ -107,6 +109,16 @@ def test_not_advertised_without_websockets(
         assert r.status < 500
 
     run(h3_server(*options, target=target), tls_files, work)
+
+
+def test_no_websockets_with_webtransport(h3_server: Callable[..., Server], tls_files: TLSFiles) -> None:
+    # WebTransport (on for ASGI) needs extended CONNECT too: it stays advertised, and a WebSocket gets 501.
+    async def work(conn: H3ClientConnection) -> None:
+        assert (await server_settings(conn)).get(ENABLE_CONNECT_PROTOCOL) == 1
+        ws = H3WebSocket.open(conn)
+        assert (await ws.wait_response()).status == 501
+
+    run(h3_server("--no-websockets"), tls_files, work)
 
 
 # --- the opening ------------------------------------------------------------------------------------------

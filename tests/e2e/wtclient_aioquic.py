@@ -134,6 +134,10 @@ class WTSession(QuicConnectionProtocol):
         self.close_info: tuple[int, str] | None = None
         self._closed = asyncio.Event()
         self.terminated: ConnectionTerminated | None = None
+        #: Other sessions on this connection (`open_another_session`) and plain requests (`get`), by stream.
+        self._others: dict[int, asyncio.Future[tuple[int, Headers]]] = {}
+        self._bodies: dict[int, bytearray] = {}
+        self._ended: dict[int, asyncio.Future[None]] = {}
 
     # -- what a scenario calls ------------------------------------------------------------------------
 
@@ -157,15 +161,52 @@ class WTSession(QuicConnectionProtocol):
         if not 200 <= self.status <= 299:
             raise SessionRefusedError(self.status, self.response_headers)
 
-    async def open_stream(self, *, unidirectional: bool = False) -> int:
+    async def open_another_session(self, path: str, headers: Headers | None = None) -> int:
+        """A second session on this connection (draft-02 §3.4 allows several); its CONNECT stream ID. Its
+        streams are opened with `open_stream(session_id=...)`; its close is not tracked."""
+        stream_id = self._quic.get_next_available_stream_id()
+        self._others[stream_id] = asyncio.get_event_loop().create_future()
+        authority = self._quic.configuration.server_name or "localhost"
+        self.http.send_headers(
+            stream_id,
+            [(b":method", b"CONNECT"), (b":protocol", b"webtransport"), (b":scheme", b"https"),
+             (b":authority", authority.encode()), (b":path", path.encode()),
+             (b"sec-webtransport-http3-draft02", b"1"), *(headers or [])],
+        )  # fmt: skip
+        self.transmit()
+        status, _ = await self._others[stream_id]
+        if not 200 <= status <= 299:
+            raise SessionRefusedError(status, [])
+        return stream_id
+
+    async def get(self, path: str) -> tuple[int, bytes]:
+        """A plain HTTP/3 GET on this connection, beside the session: (status, body)."""
+        stream_id = self._quic.get_next_available_stream_id()
+        self._others[stream_id] = asyncio.get_event_loop().create_future()
+        self._ended[stream_id] = asyncio.get_event_loop().create_future()
+        self._bodies[stream_id] = bytearray()
+        authority = self._quic.configuration.server_name or "localhost"
+        self.http.send_headers(
+            stream_id,
+            [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", authority.encode()),
+             (b":path", path.encode())],
+            end_stream=True,
+        )  # fmt: skip
+        self.transmit()
+        status, _ = await self._others[stream_id]
+        await self._ended[stream_id]
+        return status, bytes(self._bodies[stream_id])
+
+    async def open_stream(self, *, unidirectional: bool = False, session_id: int | None = None) -> int:
         """A new client stream of the session (its header goes out with the first `send`)."""
-        stream_id = self.http.create_webtransport_stream(self.session_id, is_unidirectional=unidirectional)
+        session = self.session_id if session_id is None else session_id
+        stream_id = self.http.create_webtransport_stream(session, is_unidirectional=unidirectional)
         if not unidirectional:
             # The server's side of our bidirectional stream carries no WEBTRANSPORT_STREAM header (draft-02 §4.2,
             # only the opener sends it), but aioquic would parse it as HTTP/3 frames: mark it as already past one.
             with self.http._get_or_create_stream(stream_id) as h3_stream:
                 h3_stream.frame_type = FrameType.WEBTRANSPORT_STREAM
-                h3_stream.session_id = self.session_id
+                h3_stream.session_id = session
         self._streams.setdefault(stream_id, _Stream())
         return stream_id
 
@@ -249,6 +290,9 @@ class WTSession(QuicConnectionProtocol):
             self._h3_event(h3_event)
 
     def _h3_event(self, event: H3Event) -> None:
+        if isinstance(event, HeadersReceived | DataReceived) and event.stream_id in self._others:
+            self._other_event(event)
+            return
         if isinstance(event, HeadersReceived) and event.stream_id == self.session_id:
             if self.status == 0:
                 self.status = int(dict(event.headers).get(b":status", b"0"))
@@ -272,6 +316,17 @@ class WTSession(QuicConnectionProtocol):
             stream.wake()
         elif isinstance(event, DatagramReceived) and event.stream_id == self.session_id:
             self._datagrams.put_nowait(event.data)
+
+    def _other_event(self, event: HeadersReceived | DataReceived) -> None:
+        waiter = self._others[event.stream_id]
+        if isinstance(event, HeadersReceived) and not waiter.done():
+            status = int(dict(event.headers).get(b":status", b"0"))
+            waiter.set_result((status, [(k, v) for k, v in event.headers if not k.startswith(b":")]))
+        if isinstance(event, DataReceived) and event.stream_id in self._bodies:
+            self._bodies[event.stream_id] += event.data
+        ended = self._ended.get(event.stream_id)
+        if event.stream_ended and ended is not None and not ended.done():
+            ended.set_result(None)
 
     def _parse_capsules(self) -> None:
         # RFC 9297 §3.2: the CONNECT stream's DATA is a sequence of capsules; unknown types are skipped.

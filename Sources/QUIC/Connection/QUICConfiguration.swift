@@ -15,6 +15,10 @@ public struct QUICConfiguration: Sendable {
     public var initialMaxStreamDataBidiRemote: UInt64 = 1 << 20
     /// Receive window of each unidirectional stream the client opens.
     public var initialMaxStreamDataUni: UInt64 = 64 << 10
+    /// initial_max_stream_data_bidi_local: the receive window of the
+    /// bidirectional streams we open (`openBidirectionalStream`); 0 while
+    /// nothing opens them (HTTP/3 alone never does).
+    public var initialMaxStreamDataBidiLocal: UInt64 = 0
     /// Concurrent client-initiated bidirectional streams.
     public var initialMaxStreamsBidi: UInt64 = 100
     /// Concurrent client-initiated unidirectional streams.
@@ -97,7 +101,8 @@ public struct QUICConfiguration: Sendable {
         p.maxIdleTimeout = UInt64(maxIdleTimeout / 1_000_000)
         p.maxUDPPayloadSize = UInt64(max(1200, maxReceiveUDPPayloadSize))
         p.initialMaxData = initialMaxData
-        // The server opens only unidirectional streams, so bidi_local stays 0.
+        // 0 unless bidirectional streams of ours are used (WebTransport).
+        p.initialMaxStreamDataBidiLocal = initialMaxStreamDataBidiLocal
         p.initialMaxStreamDataBidiRemote = initialMaxStreamDataBidiRemote
         p.initialMaxStreamDataUni = initialMaxStreamDataUni
         p.initialMaxStreamsBidi = initialMaxStreamsBidi

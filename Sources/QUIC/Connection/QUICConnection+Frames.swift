@@ -29,8 +29,7 @@ extension QUICConnection {
             guard let s = try stream(f.streamID, needsSend: true, frameType: FrameType.maxStreamData) else { return }
             if s.send!.raiseLimit(f.maximum) { queueForSend(s) }
         case .maxStreams(let f):
-            // We open unidirectional streams only; a bidi limit changes nothing.
-            if !f.bidirectional { streams.raiseLocalUniLimit(f.limit) }
+            if f.bidirectional { streams.raiseLocalBidiLimit(f.limit) } else { streams.raiseLocalUniLimit(f.limit) }
         case .dataBlocked, .streamsBlocked:
             // The peer wants more credit; ours moves as the application
             // reads (DESIGN principle 6), so nothing to do now.
@@ -178,8 +177,12 @@ extension QUICConnection {
             guard let s = streams[id], s.send != nil, s.send!.peerMaxData == v else { return }
             s.send!.blockedPending = v
             queueForSend(s)
-        case .streamsBlocked(_, let v):
-            if v == streams.localUniLimit && streams.localUniOpened >= v { streams.streamsBlockedPending = v }
+        case .streamsBlocked(let bidi, let v):
+            if bidi {
+                if v == streams.localBidiLimit && streams.localBidiOpened >= v { streams.streamsBlockedBidiPending = v }
+            } else if v == streams.localUniLimit && streams.localUniOpened >= v {
+                streams.streamsBlockedPending = v
+            }
         case .newConnectionID(let sequence):
             if localIDs.issued(sequence: sequence) != nil { localIDs.pendingAnnouncements.append(sequence) }
         case .retireConnectionID(let sequence):

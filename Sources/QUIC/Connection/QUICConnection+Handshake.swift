@@ -77,6 +77,7 @@ extension QUICConnection {
         peerMaxUDPPayloadSize = Int(min(p.maxUDPPayloadSize, 65527))
         sendLimit = p.initialMaxData
         streams.raiseLocalUniLimit(p.initialMaxStreamsUni)
+        streams.raiseLocalBidiLimit(p.initialMaxStreamsBidi)
         // §10.1: the effective idle timeout is the smaller advertised one
         // (0 = none on that side).
         let peerIdle = Int64(min(p.maxIdleTimeout, UInt64(Int64.max / 1_000_000))) * 1_000_000

@@ -176,6 +176,7 @@ extension QUICConnection {
         guard space == .application else { return false }
         return handshakeDonePending || newTokenPending || current.hasPathFrames || maxDataPending || dataBlockedPending != nil
             || streams.maxStreamsPending[0] || streams.maxStreamsPending[1] || streams.streamsBlockedPending != nil
+            || streams.streamsBlockedBidiPending != nil
             || !localIDs.pendingAnnouncements.isEmpty || !peerIDs.pendingRetirements.isEmpty || hasDatagramToSend
             || sendQueueHasSomethingToSend
     }

@@ -157,6 +157,12 @@ extension QUICConnection {
             streams.streamsBlockedPending = nil
             log(space, .streamsBlocked(bidirectional: false, value), &c)
         }
+        if let value = streams.streamsBlockedBidiPending {
+            guard c.room >= FrameEncoder.streamCountSize(value) else { return }
+            c.at += FrameEncoder.encodeStreamsBlocked(bidirectional: true, limit: value, into: c.rest)
+            streams.streamsBlockedBidiPending = nil
+            log(space, .streamsBlocked(bidirectional: true, value), &c)
+        }
         if newTokenPending, let token = newToken {
             guard c.room >= FrameEncoder.newTokenSize(tokenLength: token.count) else { return }
             c.at += token.withUnsafeBytes { FrameEncoder.encodeNewToken($0, into: c.rest) }

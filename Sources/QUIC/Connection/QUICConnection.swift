@@ -341,6 +341,26 @@ extension QUICConnection {
         return s?.id
     }
 
+    /// Whether `openUnidirectionalStream` / `openBidirectionalStream` would
+    /// open a stream now (the peer's stream limits allow one more).
+    public var canOpenUnidirectionalStream: Bool { isOpen && streams.localUniOpened < streams.localUniLimit }
+    public var canOpenBidirectionalStream: Bool { isOpen && streams.localBidiOpened < streams.localBidiLimit }
+
+    /// Opens a server-initiated bidirectional stream, or nil at the peer's
+    /// limit (a STREAMS_BLOCKED is then sent, §4.6). Its receive window is
+    /// `initialMaxStreamDataBidiLocal`; its send limit the peer's
+    /// initial_max_stream_data_bidi_remote (§18.2).
+    public func openBidirectionalStream() -> UInt64? {
+        guard isOpen else { return nil }
+        let peerLimit = peerParameters?.initialMaxStreamDataBidiRemote ?? 0
+        let window = configuration.initialMaxStreamDataBidiLocal
+        let s = streams.openLocalBidi {
+            QUICStream(id: $0, receive: StreamReceiveSide(window: window), send: StreamSendSide(peerMaxData: peerLimit))
+        }
+        if s == nil { scheduleUpdate() }
+        return s?.id
+    }
+
     /// Abandons the send side with RESET_STREAM (§3.1, §19.4).
     public func resetStream(_ id: UInt64, errorCode: UInt64) {
         guard isOpen, let s = streams[id], s.send != nil else { return }

@@ -32,6 +32,12 @@ struct StreamMap {
     /// STREAMS_BLOCKED (uni) owed at this limit.
     var streamsBlockedPending: UInt64?
     private var streamsBlockedSentAt: UInt64?
+    /// Our bidirectional streams (an extension's: HTTP/3 opens none, §6.1 of
+    /// RFC 9114; WebTransport's server streams do), likewise.
+    private(set) var localBidiOpened: UInt64 = 0
+    private(set) var localBidiLimit: UInt64 = 0
+    var streamsBlockedBidiPending: UInt64?
+    private var streamsBlockedBidiSentAt: UInt64?
 
     init(maxBidi: UInt64, maxUni: UInt64) {
         peerLimit = [maxBidi, maxUni]
@@ -49,8 +55,8 @@ struct StreamMap {
                                  opened: (QUICStream) -> Void) throws(QUICError) -> QUICStream? {
         let index = StreamID.index(id)
         guard StreamID.isClientInitiated(id) else {
-            // Ours: the server opens unidirectional streams only.
-            if StreamID.isBidirectional(id) || index >= localUniOpened { throw .streamNotCreated }
+            // Ours: only those already opened exist (§19.8: STREAM_STATE_ERROR).
+            if index >= (StreamID.isBidirectional(id) ? localBidiOpened : localUniOpened) { throw .streamNotCreated }
             return streams[id]
         }
         let type = StreamID.isBidirectional(id) ? 0 : 1
@@ -87,6 +93,27 @@ struct StreamMap {
     /// limits only grow (§19.11).
     mutating func raiseLocalUniLimit(_ limit: UInt64) {
         localUniLimit = max(localUniLimit, limit)
+    }
+
+    /// Opens one of our bidirectional streams, or nil at the peer's limit
+    /// (a STREAMS_BLOCKED is then owed, §4.6).
+    mutating func openLocalBidi(make: (UInt64) -> QUICStream) -> QUICStream? {
+        guard localBidiOpened < localBidiLimit else {
+            if streamsBlockedBidiSentAt != localBidiLimit {
+                streamsBlockedBidiSentAt = localBidiLimit
+                streamsBlockedBidiPending = localBidiLimit
+            }
+            return nil
+        }
+        let s = make(StreamID.make(index: localBidiOpened, clientInitiated: false, bidirectional: true))
+        localBidiOpened += 1
+        streams[s.id] = s
+        return s
+    }
+
+    /// The peer's initial_max_streams_bidi or a MAX_STREAMS (bidi) frame.
+    mutating func raiseLocalBidiLimit(_ limit: UInt64) {
+        localBidiLimit = max(localBidiLimit, limit)
     }
 
     /// Forgets a closed stream; a peer's stream frees a slot (MAX_STREAMS).

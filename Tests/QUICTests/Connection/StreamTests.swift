@@ -226,6 +226,39 @@ final class StreamTests: XCTestCase {
         XCTAssertEqual(h.exchange().streamFrames(3).flatMap(\.data), [UInt8](repeating: 7, count: 20))
     }
 
+    /// Our bidirectional streams (WebTransport's server streams): IDs 1, 5, …
+    /// up to the peer's initial_max_streams_bidi (10 in the test client),
+    /// STREAMS_BLOCKED (bidi) at the limit, more after MAX_STREAMS (bidi);
+    /// the peer's data on them is read within initial_max_stream_data_bidi_local.
+    func testOpenBidirectionalStreams() {
+        var config = QUICConfiguration()
+        config.initialMaxStreamDataBidiLocal = 1000
+        let (h, c) = established(config)
+        XCTAssertTrue(c.canOpenBidirectionalStream)
+        XCTAssertEqual(c.openBidirectionalStream(), 1)
+        XCTAssertEqual(c.openBidirectionalStream(), 5)
+        // A stream of ours not opened yet is still a STREAM_STATE_ERROR (covered
+        // by testStreamStateErrors for 1 before any open); 5 exists now.
+        _ = [UInt8](repeating: 7, count: 20).withUnsafeBytes { c.write(stream: 5, $0, fin: true) }
+        XCTAssertEqual(h.exchange().streamFrames(5).flatMap(\.data), [UInt8](repeating: 7, count: 20))
+        h.send1RTT(Frames.stream(5, [1, 2, 3], fin: true))
+        XCTAssertEqual(h.takeEvents(), [.streamReadable(5)])
+        XCTAssertEqual(read(c, 5)?.bytes, [1, 2, 3])
+        h.send1RTT(Frames.stream(1, [UInt8](repeating: 0, count: 1001)))  // past our window
+        XCTAssertEqual(h.takeEvents().last, .closed(.local(errorCode: 0x03, application: false)))
+    }
+
+    func testBidirectionalStreamLimit() {
+        let (h, c) = established()
+        for i in 0..<10 { XCTAssertEqual(c.openBidirectionalStream(), UInt64(4 * i + 1)) }
+        XCTAssertFalse(c.canOpenBidirectionalStream)
+        XCTAssertNil(c.openBidirectionalStream())
+        XCTAssertTrue(h.exchange().contains { $0 == .streamsBlocked(StreamLimitFrame(bidirectional: true, limit: 10)) })
+        h.send1RTT(Frames.maxStreams(bidirectional: true, 11))
+        XCTAssertEqual(c.openBidirectionalStream(), 41)
+        XCTAssertNotNil(c.openUnidirectionalStream())  // the two kinds are counted apart
+    }
+
     /// Our sending is bounded by the peer's limits; *_BLOCKED frames say so
     /// and MAX_STREAM_DATA / MAX_DATA release the rest.
     func testSendFlowControlAndBlockedFrames() {

@@ -1,0 +1,91 @@
+import Core
+import HTTP3
+
+/// The WebTransport side of one HTTP/3 connection (ASGI applications
+/// without --no-webtransport): the sans-I/O `WebTransportRegistry` and what
+/// the glue keeps beside it — the sessions the application sees, the peer
+/// streams handed over by `H3Session`, and our side of every data stream.
+/// H3Connection+WebTransport.swift moves bytes and events between them.
+final class H3WebTransport {
+    let registry: WebTransportRegistry
+    /// Sessions by CONNECT stream ID, from the CONNECT until they end.
+    var sessions: [UInt64: H3WebTransportSession] = [:]
+    /// Data streams of sessions (the peer's, handed over, and ours).
+    var streams: [UInt64: H3WebTransportStream] = [:]
+    /// Datagrams dropped: the application's (too large, QUIC's queue full,
+    /// not negotiated) and the peer's its application had no room for
+    /// (its queue full) — unreliable by contract, so only counted. The
+    /// registry counts those for sessions not (or no longer) there.
+    var droppedDatagrams = 0
+
+    init(limits: WebTransportLimits) {
+        registry = WebTransportRegistry(limits: limits)
+    }
+}
+
+/// One data stream of a session: whose it is, which sides are done, and
+/// our bytes QUIC's send buffer has not taken yet.
+final class H3WebTransportStream {
+    let id: UInt64
+    var session: UInt64?
+    /// The peer's side ended (FIN read, or reset) — or there is none.
+    var peerDone: Bool
+    /// Our side ended (FIN in QUIC, or reset) — or there is none.
+    var ourDone: Bool
+    /// The application asked to end our side once `pending` is in QUIC.
+    var finPending = false
+    /// The peer sent STOP_SENDING: what the application sends is dropped.
+    var stopped = false
+    var pending = PendingBytes()
+    /// For a peer unidirectional stream: the stream of ours paired with it
+    /// (the aioquic-compatible echo rule).
+    var paired: UInt64?
+    /// The registry was told the stream finished (`streamFinished`).
+    var released = false
+    /// Not read while the session's application queue is full.
+    var parked = false
+
+    init(id: UInt64, session: UInt64?, peerDone: Bool, ourDone: Bool) {
+        self.id = id
+        self.session = session
+        self.peerDone = peerDone
+        self.ourDone = ourDone
+    }
+
+    /// RFC 9000 §2.1: bit 0 is the initiator (1: server), bit 1 the direction.
+    var openedByPeer: Bool { id & 0x1 == 0 }
+    var unidirectional: Bool { id & 0x2 != 0 }
+}
+
+/// Bytes waiting for a QUIC stream's send buffer, taken from the front
+/// without moving the rest each time (compacted once half is taken).
+struct PendingBytes {
+    private var bytes: [UInt8] = []
+    private var start = 0
+
+    var count: Int { bytes.count - start }
+    var isEmpty: Bool { start == bytes.count }
+
+    mutating func append(_ b: UnsafeRawBufferPointer) { bytes.append(contentsOf: b) }
+    mutating func append(_ b: [UInt8]) { bytes.append(contentsOf: b) }
+
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+    }
+
+    mutating func consume(_ n: Int) {
+        start += n
+        if start == bytes.count {
+            bytes.removeAll(keepingCapacity: bytes.capacity <= 64 * 1024)
+            start = 0
+        } else if start >= bytes.count / 2 {
+            bytes.removeFirst(start)
+            start = 0
+        }
+    }
+
+    mutating func clear() {
+        bytes = []
+        start = 0
+    }
+}
