@@ -70,4 +70,10 @@ struct ClosedStreamIDs {
     }
 
     func contains(_ id: UInt64) -> Bool { ids.contains(id) }
+
+    /// Forgets `id`: its slot holds a value no stream ID can take (they are
+    /// below 2^62).
+    mutating func forget(_ id: UInt64) {
+        if let i = ids.firstIndex(of: id) { ids[i] = UInt64.max }
+    }
 }

@@ -25,6 +25,9 @@ extension WebTransportRegistry {
         guard !failed else { return }
         guard let s = sessions[id] else {
             if !bytes.isEmpty && closeReceived.contains(id) {
+                // Once: the stream is reset for it, and bytes already on
+                // their way after that must not fail it again.
+                closeReceived.forget(id)
                 emit(.sessionFailed(sessionID: id, code: .messageError))
             }
             return
@@ -80,7 +83,10 @@ extension WebTransportRegistry {
             apply(c, to: s)
         }
         if closed {
-            if afterClose || bad != nil { emit(.sessionFailed(sessionID: s.id, code: .messageError)) }
+            if afterClose || bad != nil {
+                closeReceived.forget(s.id)  // failed once (see connectStreamData)
+                emit(.sessionFailed(sessionID: s.id, code: .messageError))
+            }
             return
         }
         guard sessions[s.id] === s else { return }

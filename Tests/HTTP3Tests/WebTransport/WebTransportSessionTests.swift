@@ -135,6 +135,29 @@ final class WebTransportSessionTests: XCTestCase {
         XCTAssertEqual(later.take(), [], "the FIN alone is fine")
     }
 
+    /// The reset for data after the close is asked for once, however the
+    /// bytes are cut (fuzz-h3-session found the failure reported again for
+    /// each later chunk: fuzz/corpus/h3-session/regression-wt-failed-twice).
+    func testDataAfterCloseFailsTheSessionOnceWhateverTheCuts() {
+        let g = WTGlue()
+        g.wt.peerSettingsReceived(WTGlue.settings(draft02: true))
+        g.acceptedSession(0, .draft02)
+        g.connectData(0, capsule(.closeSession(code: 1, message: [])) + hex("00"))
+        XCTAssertEqual(g.take(), [.closed(0, 1, ""), .failed(0, .messageError)])
+        g.connectData(0, hex("0102"))
+        g.connectData(0, hex("03"), fin: true)
+        XCTAssertEqual(g.take(), [], "already failed")
+
+        let h = WTGlue()
+        h.wt.peerSettingsReceived(WTGlue.settings(draft02: true))
+        h.acceptedSession(0, .draft02)
+        h.connectData(0, capsule(.closeSession(code: 1, message: [])))
+        XCTAssertEqual(h.take(), [.closed(0, 1, "")])
+        h.connectData(0, hex("00"))
+        h.connectData(0, hex("00"))
+        XCTAssertEqual(h.take(), [.failed(0, .messageError)])
+    }
+
     // §6: a clean FIN without the capsule is code 0 and no message; a FIN
     // inside a capsule is malformed (RFC 9297 §3.3).
     func testFinWithoutCapsuleIsCloseZeroAndFinInsideCapsuleIsMessageError() {
