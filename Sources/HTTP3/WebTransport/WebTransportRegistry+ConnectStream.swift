@@ -74,7 +74,11 @@ extension WebTransportRegistry {
                 }
             }
         } catch {
-            bad = error
+            // The first error is the one reported: a capsule that failed to
+            // decode ends the session there, whatever the bytes after it
+            // (a later header too large for the reader must not change the
+            // code depending on whether it came in the same read).
+            if bad == nil { bad = error }
         }
         // Bytes after the close capsule, even a partial capsule: §6.
         if closed && !s.capsules.isAtCapsuleBoundary { afterClose = true }

@@ -135,6 +135,29 @@ final class WebTransportSessionTests: XCTestCase {
         XCTAssertEqual(later.take(), [], "the FIN alone is fine")
     }
 
+    /// A capsule that fails to decode (a close message that is not UTF-8)
+    /// ends the session with its error, also when a later capsule header in
+    /// the same read is too large for the reader (fuzz-h3-session:
+    /// regression-wt-first-capsule-error).
+    func testTheFirstCapsuleErrorIsTheOneReported() throws {
+        let badClose = hex("6843") + [6] + hex("0000000a") + [0xCF, 0xD7]  // WT_CLOSE_SESSION, message not UTF-8
+        let huge = hex("00") + hex("bfffffffffffffff")  // a DATAGRAM capsule claiming 2^62 - 1 bytes
+        var codes: [String] = []
+        for whole in [true, false] {
+            let g = WTGlue()
+            g.wt.peerSettingsReceived(WTGlue.settings(draft02: true))
+            g.acceptedSession(0, .draft02)
+            if whole {
+                g.connectData(0, badClose + huge)
+            } else {
+                g.connectData(0, badClose)
+                g.connectData(0, huge)
+            }
+            codes.append("\(g.take())")
+        }
+        XCTAssertEqual(codes[0], codes[1])
+    }
+
     /// The reset for data after the close is asked for once, however the
     /// bytes are cut (fuzz-h3-session found the failure reported again for
     /// each later chunk: fuzz/corpus/h3-session/regression-wt-failed-twice).
