@@ -69,7 +69,11 @@ def limited_server(
     target, options = MODELS[request.param]
     if request.param.endswith("two-contexts"):
         monkeypatch.setenv("PEREGRINE_WORKER_CONTEXTS", "2")
-    server = start_server(target, "--workers", "1", *options, preexec_fn=low_descriptor_limit())
+    # A long keep-alive: the connections opened to exhaust the descriptors stay idle for several seconds
+    # (each new one is watched a while before it is taken for the one left waiting) and must outlive that.
+    server = start_server(
+        target, "--workers", "1", "--keep-alive", "120000", *options, preexec_fn=low_descriptor_limit()
+    )
     if request.param.endswith("two-contexts"):
         assert server.stderr.wait_for(lambda line: "in 2 worker contexts" in line, 10) is not None, server.excerpt()
     return server

