@@ -155,9 +155,7 @@ def test_emfile_from_connections_pauses_accepting_until_one_closes(limited_serve
         for _ in range(DESCRIPTOR_LIMIT):
             connection = RawConnection.to(server)
             connection.send(request("GET", "/pid"))
-            # Generous: on a loaded machine an accepted connection can take seconds to be answered, and
-            # taking it for the one left waiting would confuse the rest of the test.
-            if not connection.still_open_after(4.0 if open_connections else 10.0):
+            if not connection.still_open_after(1.5 if open_connections else 10.0):
                 open_connections.append(connection)
                 connection.read_response()
                 continue
