@@ -145,7 +145,7 @@ async def aioquic_gets(
     return list(await asyncio.gather(*(one() for _ in range(connections)), return_exceptions=True))
 
 
-def gtlsclient_command(port: int, downloads: Path, paths: list[str], idle: str = "30s") -> list[str]:
+def gtlsclient_command(port: int, downloads: Path, paths: list[str], idle: str = f"{IDLE_MS // 1000}s") -> list[str]:
     assert GTLSCLIENT is not None
     downloads.mkdir(parents=True, exist_ok=True)
     uris = [f"https://127.0.0.1:{port}{path}" for path in paths]
