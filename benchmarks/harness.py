@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -18,23 +19,28 @@ import socket
 import ssl
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from apps.payloads import BIG, ECHO, HELLO, JSON
+from apps.payloads import BIG, ECHO, HELLO, JSON, bulk_chunks
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
 BENCH_DIR = Path(__file__).resolve().parent
+#: The body of the `bulk-*` apps (32 MiB), for validation.
+BULK = b"".join(bulk_chunks())
 REPO_DIR = BENCH_DIR.parent
 VENV_DIR = BENCH_DIR / ".venv"
 RESULTS_DIR = BENCH_DIR / "results"
 POST_SCRIPT = BENCH_DIR / "post.lua"
 NO_RESUME_SOURCE = BENCH_DIR / "no_resume.c"
 WS_LOAD_SOURCE = BENCH_DIR / "ws_load.c"
+#: The HTTP/3 load generator (benchmarks/h3load/, C on Debian's ngtcp2, nghttp3 and GnuTLS) and its build script.
+H3LOAD_BUILD = BENCH_DIR / "h3load" / "build.sh"
 TLS_PROBE = BENCH_DIR / "tls_probe.py"
 HOST = "127.0.0.1"
 SERVER_CPU = 0
@@ -61,6 +67,13 @@ class App:
     nginx: bool
     #: A WebSocket application: "echo" or "broadcast" (the load generator's mode); None for HTTP ones.
     ws_mode: str | None = None
+    #: A bulk download (run in the `h3-bulk` mode only), loaded by this many connections of one stream each.
+    bulk_connections: int | None = None
+
+    @property
+    def bulk(self) -> bool:
+        """Whether this is a bulk-download application (run in the `h3-bulk` mode only)."""
+        return self.bulk_connections is not None
 
     @property
     def websocket(self) -> bool:
@@ -82,6 +95,20 @@ APPS: dict[str, App] = {
         App("fastapi", "GET", b"", JSON, None, "apps.fastapi_app:app", nginx=False),
         App("ws-echo", "GET", b"", b"", None, "apps.ws_apps:echo", nginx=False, ws_mode="echo"),
         App("ws-broadcast", "GET", b"", b"", None, "apps.ws_apps:broadcast", nginx=False, ws_mode="broadcast"),
+        # HTTP/3 bulk download: the same 32 MiB response over one connection and over four.
+        *(
+            App(
+                f"bulk-{count}",
+                "GET",
+                b"",
+                BULK,
+                "apps.bulk_apps:wsgi",
+                "apps.bulk_apps:asgi",
+                nginx=True,
+                bulk_connections=count,
+            )
+            for count in (1, 4)
+        ),
     )
 }
 #: Bytes of every WebSocket message (text) the load generator and the validation send.
@@ -93,7 +120,8 @@ class Protocol:
     """How a server is loaded: the client, whether over TLS and HTTP/2, and whether each request is a new connection."""
 
     name: str
-    #: The load generator: "wrk" (HTTP/1.1), "h2load" (HTTP/2) or "ws_load" (WebSocket, benchmarks/ws_load.c).
+    #: The load generator: "wrk" (HTTP/1.1), "h2load" (HTTP/2), "ws_load" (WebSocket, benchmarks/ws_load.c) or
+    #: "h3load" (HTTP/3, benchmarks/h3load/).
     client: str
     tls: bool
     http2: bool
@@ -101,6 +129,10 @@ class Protocol:
     new_connection_per_request: bool = False
     #: WebSocket over HTTP/1.1: the apps are WebSocket apps, a "request" is a message.
     websocket: bool = False
+    #: HTTP/3 over QUIC (UDP, on the same port number as the server's TCP listener, if it has one).
+    http3: bool = False
+    #: Bulk download: the apps are the `bulk-*` apps, each request a 32 MiB response.
+    bulk: bool = False
 
     @property
     def scheme(self) -> str:
@@ -117,12 +149,17 @@ PROTOCOLS: dict[str, Protocol] = {
         Protocol("h2-tls", "h2load", tls=True, http2=True),
         Protocol("tls-handshake", "wrk", tls=True, http2=False, new_connection_per_request=True),
         Protocol("ws", "ws_load", tls=False, http2=False, websocket=True),
+        # HTTP/3 (issue 15 item 7): many small requests over many connections, and bulk downloads.
+        Protocol("h3", "h3load", tls=True, http2=False, http3=True),
+        Protocol("h3-bulk", "h3load", tls=True, http2=False, http3=True, bulk=True),
     )
 }
 H1 = PROTOCOLS["h1"]
 WS = PROTOCOLS["ws"]
+H3 = PROTOCOLS["h3"]
 _ALL_PROTOCOLS = frozenset(PROTOCOLS)
 _HTTP1_PROTOCOLS = frozenset({"h1", "h1-tls", "tls-handshake"})
+_HTTP3_PROTOCOLS = frozenset({"h3", "h3-bulk"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,20 +192,26 @@ SERVERS: dict[str, Server] = {
     server.name: server
     for server in (
         Server("nginx", "static"),
-        Server("peregrine-wsgi", "wsgi"),
+        Server("peregrine-wsgi", "wsgi", frozenset({"h1"}) | _HTTP3_PROTOCOLS),
         Server("bjoern", "wsgi"),
         Server("granian-wsgi", "wsgi"),
         Server("gunicorn-sync", "wsgi"),
         Server("peregrine-asgi", "asgi", _ALL_PROTOCOLS),
         # uvicorn has no HTTP/2; its WebSockets are websockets' (the sans-I/O protocol, its default).
         Server("uvicorn", "asgi", _HTTP1_PROTOCOLS | {"ws"}),
-        Server("granian-asgi", "asgi", _ALL_PROTOCOLS),
+        # granian has no HTTP/3.
+        Server("granian-asgi", "asgi", _ALL_PROTOCOLS - _HTTP3_PROTOCOLS),
         # The WebSocket benchmark compares with uvicorn and granian (issue 7), not hypercorn.
         Server("hypercorn", "asgi", _ALL_PROTOCOLS - {"ws"}),
         # Another build of peregrine (run.py --baseline), measured in the same interleaved rounds: a change's
         # before and after side by side. Chosen only when a baseline is given.
-        Server("peregrine-wsgi-baseline", "wsgi"),
+        Server("peregrine-wsgi-baseline", "wsgi", frozenset({"h1"}) | _HTTP3_PROTOCOLS),
         Server("peregrine-asgi-baseline", "asgi", _ALL_PROTOCOLS),
+        # The HTTP/3 peers: aioquic's own example server (examples/http3_server.py of the installed aioquic's
+        # sdist, any ASGI app) and Caddy (Go, quic-go; fixed responses, the non-Python ceiling as nginx is for
+        # HTTP/1.1).
+        Server("aioquic", "asgi", _HTTP3_PROTOCOLS),
+        Server("caddy", "static", _HTTP3_PROTOCOLS),
     )
 }
 #: The servers that run a baseline build (only with run.py --baseline).
@@ -267,6 +310,10 @@ class Environment:
     no_resume: Path | None = None
     #: The compiled WebSocket load generator for the `ws` mode.
     ws_load: Path | None = None
+    #: The compiled HTTP/3 load generator for the `h3` and `h3-bulk` modes (and memory.py --h3).
+    h3load: Path | None = None
+    #: aioquic's examples/http3_server.py (fetch_aioquic_server), for the `aioquic` server.
+    aioquic_server: Path | None = None
 
     def tool(self, name: str) -> str:
         """Path of a console script or interpreter in the peer venv."""
@@ -315,6 +362,48 @@ http {{
     return path
 
 
+def caddy_config(directory: Path, app: App, port: int, tls: TlsFiles) -> Path:
+    """Write a Caddyfile serving `app`'s fixed response over HTTPS on `port` (HTTP/3 on UDP); return its path.
+
+    Offline and self-contained: no admin endpoint, no automatic HTTPS (the run's certificate is given), storage
+    in `directory` (and its autosaved configuration, through XDG_CONFIG_HOME: `server_environment`). Small bodies
+    are a `respond` literal, larger ones a file.
+    """
+    if len(app.expected) < 4000:
+        handler = f"respond `{app.expected.decode()}` 200"
+    else:
+        (directory / "body").write_bytes(app.expected)
+        handler = f"root * {directory}\n    rewrite * /body\n    file_server"
+    config = f"""{{
+    admin off
+    auto_https off
+    storage file_system {directory / "data"}
+    log {{
+        level ERROR
+    }}
+    servers {{
+        protocols h1 h2 h3
+    }}
+}}
+https://{HOST}:{port} {{
+    tls {tls.cert} {tls.key}
+    header Content-Type text/plain
+    {handler}
+}}
+"""
+    path = directory / "Caddyfile"
+    path.write_text(config)
+    return path
+
+
+#: Runs aioquic's examples/http3_server.py unchanged, with Python's logging at WARNING (the example configures
+#: INFO, a line per connection event; the other servers run at warning level too).
+_AIOQUIC_WRAPPER = (
+    "import logging, runpy, sys; logging.basicConfig(level=logging.WARNING); "
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
 def _tls_options(env: Environment, protocol: Protocol, cert_option: str, key_option: str) -> list[str]:
     """A server's certificate and key options for a TLS mode (none for a cleartext one)."""
     if not protocol.tls:
@@ -347,6 +436,7 @@ def server_command(job: Job, port: int, env: Environment, scratch: Path) -> list
     def peregrine(executable: str | None, interface: str) -> list[str]:
         if executable is None:
             raise ValueError(f"{server.name} needs run.py --baseline")
+        # --http3 serves QUIC on the TCP listener's port number; the worker count is left at its default, one.
         return [
             executable,
             "--host",
@@ -361,8 +451,34 @@ def server_command(job: Job, port: int, env: Environment, scratch: Path) -> list
             str(BENCH_DIR),
             *(["--keep-alive", str(ka * 1000)] if ka else []),
             *peregrine_tls,
+            *(["--http3"] if protocol.http3 else []),
             server.target(app),
         ]
+
+    def aioquic() -> list[str]:
+        if env.aioquic_server is None or env.tls is None:
+            raise ValueError("the aioquic server needs its example script and a certificate (Environment)")
+        return [
+            env.tool("python"),
+            "-c",
+            _AIOQUIC_WRAPPER,
+            str(env.aioquic_server),
+            "--certificate",
+            str(env.tls.cert),
+            "--private-key",
+            str(env.tls.key),
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            server.target(app),
+        ]
+
+    def caddy() -> list[str]:
+        if env.tls is None:
+            raise ValueError("caddy needs a certificate (Environment.tls)")
+        config = caddy_config(scratch, app, port, env.tls)
+        return ["caddy", "run", "--config", str(config), "--adapter", "caddyfile"]
 
     builders: dict[str, Callable[[], list[str]]] = {
         "nginx": lambda: ["nginx", "-p", str(scratch), "-e", "stderr", "-c", str(nginx_config(scratch, app, port))],
@@ -422,8 +538,12 @@ def server_command(job: Job, port: int, env: Environment, scratch: Path) -> list
             "warning",
             *(["--keep-alive", str(ka)] if ka else []),
             *_tls_options(env, protocol, "--certfile", "--keyfile"),
+            # HTTP/3 (aioquic inside hypercorn) on UDP, beside the TLS listener on TCP.
+            *(["--quic-bind", f"{HOST}:{port}"] if protocol.http3 else []),
             server.target(app),
         ],
+        "aioquic": aioquic,
+        "caddy": caddy,
     }
     return builders[server.name]()
 
@@ -446,10 +566,25 @@ def _granian(port: int, http: str, *, websocket: bool = False) -> list[str]:
 
 
 def free_port() -> int:
-    """A TCP port on HOST that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
+    """A port number on HOST that nothing uses right now, in TCP and in UDP (HTTP/3 servers take both)."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind((HOST, 0))
+            port = int(probe.getsockname()[1])
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as datagram:
+                try:
+                    datagram.bind((HOST, port))
+                except OSError:
+                    continue
+                return port
+
+
+def server_environment(job: Job, scratch: Path) -> dict[str, str]:
+    """The environment a server starts in: the apps importable, no bytecode written, Caddy's state in `scratch`."""
+    environ = dict(os.environ, PYTHONPATH=str(BENCH_DIR), PYTHONDONTWRITEBYTECODE="1")
+    if job.server.name == "caddy":
+        environ.update(XDG_DATA_HOME=str(scratch / "data"), XDG_CONFIG_HOME=str(scratch / "config"), HOME=str(scratch))
+    return environ
 
 
 def pinned(cpu: int | None, argv: list[str]) -> list[str]:
@@ -641,6 +776,57 @@ def validate_h2(app: App, port: int, tls: TlsFiles | None = None) -> str:
     return "h2" if tls else "h2c"
 
 
+#: Bodies larger than this are validated with a quiet gtlsclient (validate_h3).
+QUIET_H3_VALIDATION = 1 << 20
+
+
+def validate_h3(app: App, port: int, tls: TlsFiles) -> str:
+    """One HTTP/3 request with Debian's `gtlsclient` (ngtcp2 and GnuTLS, in C); raise unless it is exact.
+
+    The status comes from its HTTP dump (`[:status: 200]`), the body from `--download`, and what was negotiated
+    from its log ("Negotiated ALPN is h3"). A connection that never completes its handshake (nothing listening
+    yet on the UDP port: the handshake times out) raises ConnectionRefusedError, so that `start` keeps waiting.
+
+    That log has a line per packet: for the 32 MiB of the bulk apps it is 13 MB and 4 s of the client's time,
+    so large bodies are fetched with `-q`, which prints nothing: the check is then that the exact body arrived
+    (and h3load counts every status during the load; a round with one that is not 2xx fails).
+    """
+    del tls  # gtlsclient does not verify certificates unless asked to; the TLS modes' curl check does
+    with tempfile.TemporaryDirectory(prefix="bench-h3-") as scratch:
+        downloads = Path(scratch) / "download"
+        downloads.mkdir()
+        quiet = len(app.expected) > QUIET_H3_VALIDATION
+        argv = ["gtlsclient", *(["-q"] if quiet else []), "--exit-on-all-streams-close", "--no-quic-dump",
+                "--no-http-dump", "--timeout=3s", f"--download={downloads}"]  # fmt: skip
+        if app.method == "POST":
+            (Path(scratch) / "request").write_bytes(app.body)
+            argv += ["--http-method=POST", f"--data={Path(scratch) / 'request'}"]
+        argv += [HOST, str(port), f"https://{HOST}:{port}/"]
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=120, check=False)
+        output = done.stdout + done.stderr
+        saved = list(downloads.iterdir())
+        body = saved[0].read_bytes() if saved else b""
+        if quiet:
+            if not saved:  # nothing is printed quietly: no body at all counts as not answering yet
+                raise ConnectionRefusedError(f"no HTTP/3 response from {HOST}:{port}: {output.strip()[-300:]}")
+            if body != app.expected:
+                raise ValidationError(_body_differs(app, body))
+            return "h3 (quiet check: body only)"
+        if "QUIC handshake has completed" not in output:
+            raise ConnectionRefusedError(f"no QUIC handshake with {HOST}:{port}: {output.strip()[-300:]}")
+        status = re.search(r"^http: stream 0x0 \[:status: (\d+)\]$", output, re.MULTILINE)
+        if status is None:
+            raise ValidationError(f"{app.name}: no HTTP/3 response: {output.strip()[-500:]}")
+        if status.group(1) != "200":
+            raise ValidationError(f"{app.name}: status {status.group(1)}, expected 200")
+        if body != app.expected:
+            raise ValidationError(_body_differs(app, body))
+        found = [re.search(rf"^Negotiated {what} is (\S+)$", output, re.MULTILINE) for what in ("cipher suite", "ALPN")]
+        if found[1] is None or found[1].group(1) != "h3":
+            raise ValidationError(f"{app.name}: gtlsclient did not negotiate h3")
+    return " ".join(match.group(1) for match in found if match)
+
+
 def _body_differs(app: App, body: bytes) -> str:
     return f"{app.name}: body of {len(body)} bytes differs from the expected {len(app.expected)}"
 
@@ -799,6 +985,10 @@ def check(protocol: Protocol, app: App, port: int, env: Environment, requests: i
         raise ValueError(f"{protocol.name} needs a certificate (Environment.tls)")
     if protocol.websocket:
         return validate_ws(app, port, requests)
+    if protocol.http3:
+        if tls is None:
+            raise ValueError(f"{protocol.name} needs a certificate (Environment.tls)")
+        return validate_h3(app, port, tls)
     if protocol.http2:
         return validate_h2(app, port, tls)
     return validate(app, port, requests, tls)
@@ -810,7 +1000,7 @@ def start(job: Job, env: Environment, cpu: int | None, scratch: Path) -> Running
     port = free_port()
     argv = pinned(cpu, server_command(job, port, env, scratch))
     log_path = scratch / f"{server.name}-{app.name}.log"
-    environ = dict(os.environ, PYTHONPATH=str(BENCH_DIR), PYTHONDONTWRITEBYTECODE="1")
+    environ = server_environment(job, scratch)
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
             argv,
@@ -906,6 +1096,10 @@ class LoadResult:
     negotiated: str = ""
     #: ws_load's broadcast mode: broadcasts that reached every client in the measured interval.
     broadcasts: int | None = None
+    #: h3load: response body bytes received in the measured interval.
+    body_bytes: int | None = None
+    #: h3load: QUIC handshakes it made (one per connection, plus replacements of failed ones).
+    handshakes: int | None = None
 
 
 _UNITS = {"us": 1.0, "ms": 1000.0, "s": 1_000_000.0}
@@ -982,17 +1176,19 @@ def parse_h2load(text: str, seconds: float, client_cpu_fraction: float) -> LoadR
     )
 
 
-def _run_client(
+def _run_client(  # noqa: PLR0913 - the command, its CPU and time limit, plus three keyword-only options
     argv: list[str],
     cpu: int | None,
     limit: float,
+    *,
     environ: dict[str, str] | None = None,
     mark: tuple[float, Callable[[], None]] | None = None,
+    accepted: frozenset[int] = frozenset({0}),
 ) -> tuple[str, float]:
     """Run a load generator pinned to `cpu`; (its output, the share of a core it used while it ran).
 
     `mark` = (seconds, callback): the callback runs that long after the start (h2load's end of warm-up). The
-    client is killed after `limit` seconds.
+    client is killed after `limit` seconds. An exit status outside `accepted` raises RuntimeError.
     """
     with tempfile.TemporaryFile() as output:
         began = time.monotonic()
@@ -1017,7 +1213,7 @@ def _run_client(
         process.returncode = os.waitstatus_to_exitcode(status)
         output.seek(0)
         text = output.read().decode(errors="replace")
-    if process.returncode != 0:
+    if process.returncode not in accepted:
         raise RuntimeError(f"{argv[0]} failed ({process.returncode}): {text[-2000:]}")
     # The client's startup/teardown is a few ms: the fraction of its load phase it spent on a CPU.
     return text, (usage.ru_utime + usage.ru_stime) / max(wall, 1e-9)
@@ -1055,7 +1251,7 @@ def run_wrk(load: Load, seconds: float, env: Environment | None = None) -> LoadR
                 raise ValueError(f"{protocol.name} needs the no-resumption shim (Environment.no_resume)")
             environ = dict(os.environ, LD_PRELOAD=str(env.no_resume))
     argv.append(f"{protocol.scheme}://{HOST}:{load.port}/")
-    text, fraction = _run_client(argv, load.cpu, duration + 60, environ)
+    text, fraction = _run_client(argv, load.cpu, duration + 60, environ=environ)
     return parse_wrk(text, fraction)
 
 
@@ -1083,6 +1279,112 @@ def run_h2load(load: Load, seconds: float, warmup: float, on_measure: Callable[[
     if application and application not in {"h2", "h2c"}:
         raise RuntimeError(f"h2load spoke {application}, not HTTP/2")
     return result
+
+
+def build_h3load(directory: Path) -> Path:
+    """Build the HTTP/3 load generator (benchmarks/h3load/build.sh DIRECTORY) into `directory`; its path."""
+    subprocess.run([str(H3LOAD_BUILD), str(directory)], check=True, capture_output=True)
+    program = directory / "h3load"
+    if not program.exists():
+        raise RuntimeError(f"{H3LOAD_BUILD} made no {program}")
+    return program
+
+
+def parse_h3load(text: str, wait4_fraction: float) -> LoadResult:
+    """Read h3load's one JSON object (the last line of its output that is one).
+
+    The client's share of its core is h3load's own CPU time over its measured window (`cpu_seconds` over
+    `seconds`), which leaves out its handshakes and warm-up; `wait4_fraction` (over the whole run) if it has none.
+    """
+    found = None
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            with contextlib.suppress(ValueError):
+                found = json.loads(line)
+                break
+    if not isinstance(found, dict) or "requests" not in found:
+        raise RuntimeError(f"unexpected h3load output: {text[-2000:]!r}")
+    latency = found.get("latency_us") or {}
+    status = found.get("status") or {}
+    seconds = float(found.get("seconds") or 0.0)
+    cpu = found.get("cpu_seconds")
+    return LoadResult(
+        client="h3load",
+        requests=int(found["requests"]),
+        seconds=seconds,
+        rps=float(found.get("rps") or 0.0),
+        p50_us=latency.get("p50"),
+        p99_us=latency.get("p99"),
+        mean_us=None,
+        max_us=latency.get("max"),
+        errors=int(found.get("errors") or 0),
+        non_2xx=sum(int(status.get(key) or 0) for key in ("3xx", "4xx", "5xx")),
+        client_cpu_fraction=float(cpu) / seconds if isinstance(cpu, int | float) and seconds > 0 else wait4_fraction,
+        body_bytes=int(found.get("body_bytes") or 0),
+        handshakes=int(found.get("handshakes") or 0),
+    )
+
+
+def run_h3load(
+    load: Load, seconds: float, warmup: float, on_measure: Callable[[], None], env: Environment
+) -> LoadResult:
+    """Run h3load (`-c CONNECTIONS -m STREAMS -d SECONDS -w WARMUP`, `-b` for POST) pinned, like h2load.
+
+    h3load warms up and measures in one run; `on_measure` is called when the warm-up is over (on the harness's
+    clock), so that the caller can read the server's CPU time there. Its exit status is 1 when a connection
+    failed: the round is then recorded with the errors rather than raised.
+    """
+    if env.h3load is None:
+        raise ValueError("the HTTP/3 modes need the compiled load generator (Environment.h3load)")
+    argv = [str(env.h3load), "-c", str(load.connections), "-m", str(load.streams), "-d", f"{seconds:g}"]
+    argv += ["-w", f"{warmup:g}"]
+    if load.app.method == "POST":
+        argv += ["-b", str(len(load.app.body))]
+    argv.append(f"https://{HOST}:{load.port}/")
+    text, fraction = _run_client(
+        argv, load.cpu, seconds + warmup + 60, mark=(warmup, on_measure), accepted=frozenset({0, 1})
+    )
+    result = parse_h3load(text, fraction)
+    if result.requests == 0:
+        raise RuntimeError(f"h3load completed no request: {text[-2000:]}")
+    return result
+
+
+def aioquic_version(env: Environment) -> str:
+    """The aioquic version installed in the peer venv ("" if none)."""
+    return command_output([env.tool("python"), "-c", "import aioquic; print(aioquic.__version__)"])
+
+
+def fetch_aioquic_server(env: Environment) -> Path:
+    """examples/http3_server.py of the venv's aioquic, from its sdist (downloaded once, kept in the venv).
+
+    The example server is not in the wheel: `pip download --no-binary :all: --no-deps aioquic==VERSION` fetches
+    the source archive, and the script is extracted from it unchanged.
+    """
+    version = aioquic_version(env)
+    if not version:
+        raise RuntimeError(f"aioquic is not installed in {env.venv} (benchmarks/requirements.txt: hypercorn[h3])")
+    target = env.venv / "share" / f"aioquic-{version}" / "http3_server.py"
+    if target.exists():
+        return target
+    with tempfile.TemporaryDirectory(prefix="bench-aioquic-") as scratch:
+        subprocess.run(
+            [
+                *(env.tool("python"), "-m", "pip", "download", "--disable-pip-version-check", "-q"),
+                *("--no-binary", ":all:", "--no-deps", f"aioquic=={version}", "-d", scratch),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        archive = next(Path(scratch).glob("aioquic-*.tar.gz"))
+        with tarfile.open(archive) as sdist:
+            member = sdist.extractfile(f"aioquic-{version}/examples/http3_server.py")
+            if member is None:
+                raise RuntimeError(f"no examples/http3_server.py in {archive.name}")
+            script = member.read()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(script)
+    return target
 
 
 def parse_ws_load(text: str, client_cpu_fraction: float) -> LoadResult:

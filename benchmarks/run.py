@@ -4,6 +4,7 @@ Usage: python3 benchmarks/run.py            # full run (sets up benchmarks/.venv
     python3 benchmarks/run.py --quick    # smoke: peregrine only, one short round, exit 1 on a bad response
     python3 benchmarks/run.py --protocols h1-tls,h2c,h2-tls,tls-handshake   # the TLS and HTTP/2 modes
     python3 benchmarks/run.py --protocols ws     # WebSocket echo and broadcast (benchmarks/ws_load.c)
+    python3 benchmarks/run.py --protocols h3,h3-bulk,h2-tls   # HTTP/3 (benchmarks/h3load/) beside HTTP/2 over TLS
 
 See BENCHMARKS.md for the method.
 """
@@ -37,9 +38,22 @@ QUICK_APPS = ["hello", "12k", "echo"]
 QUICK_SERVERS = ["peregrine-wsgi", "peregrine-asgi"]
 #: The modes a run measures unless --protocols says otherwise: HTTP/1.1 in clear text, as before modes existed.
 DEFAULT_PROTOCOLS = ["h1"]
-#: The smoke test also runs HTTP/2 (h2c and over TLS) and WebSocket echo briefly, on peregrine's ASGI server.
-QUICK_PROTOCOLS = ["h1", "h2c", "h2-tls", "ws"]
+#: The smoke test also runs HTTP/2 (h2c and over TLS) and WebSocket echo briefly, on peregrine's ASGI server,
+#: and HTTP/3 `hello` on both peregrine servers and Caddy.
+QUICK_PROTOCOLS = ["h1", "h2c", "h2-tls", "ws", "h3"]
 QUICK_H2_SERVERS = ["peregrine-asgi"]
+QUICK_H3_SERVERS = ["peregrine-wsgi", "peregrine-asgi", "caddy"]
+#: Debian packages of the HTTP/3 modes' client side whose versions a result records (gtlsclient validates).
+H3_DEBIAN_PACKAGES = [
+    "ngtcp2-client",
+    "libngtcp2-dev",
+    "libngtcp2-crypto-gnutls-dev",
+    "libnghttp3-dev",
+    "libgnutls28-dev",
+]
+#: Apps of the HTTP/3 modes: many small requests (`h3`), and the 32 MiB download over 1 and 4 connections.
+H3_APPS = ["hello", "12k", "echo"]
+H3_BULK_APPS = ["bulk-1", "bulk-4"]
 #: Apps of the modes other than h1 (the issue's HTTP/2 and TLS modes are about `hello`).
 PROTOCOL_APPS = ["hello"]
 #: Apps of the WebSocket mode, in a full run and in the smoke test.
@@ -66,6 +80,7 @@ PACKAGES = [
     "starlette",
     "h2",
     "websockets",
+    "aioquic",
 ]
 
 
@@ -79,6 +94,8 @@ class Settings:
     connections: int
     #: Concurrent streams per HTTP/2 connection (h2load -m).
     streams: int
+    #: Concurrent requests per HTTP/3 connection in the `h3` mode (h3load -m; `h3-bulk` has one per connection).
+    h3_streams: int
     #: WebSocket broadcast: clients connected, and broadcasts in flight.
     broadcast_clients: int
     broadcast_window: int
@@ -107,6 +124,9 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--connections", type=int, default=64, help="wrk/h2load connections (default 64)")
     parser.add_argument("--streams", type=int, default=10, help="h2load streams per connection (default 10)")
     parser.add_argument(
+        "--h3-streams", type=int, default=4, help="h3load requests in flight per connection in h3 (default 4)"
+    )
+    parser.add_argument(
         "--broadcast-clients", type=int, default=100, help="ws-broadcast: clients connected (default 100)"
     )
     parser.add_argument(
@@ -114,7 +134,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--protocols",
-        help=f"comma-separated modes, of {','.join(PROTOCOLS)} (default h1; quick: h1,h2c,h2-tls,ws)",
+        help=f"comma-separated modes, of {','.join(PROTOCOLS)} (default h1; quick: {','.join(QUICK_PROTOCOLS)})",
     )
     parser.add_argument("--apps", help=f"comma-separated subset of {','.join(APPS)} (other modes than h1: hello)")
     parser.add_argument("--servers", help=f"comma-separated subset of {','.join(SERVERS)}")
@@ -151,6 +171,7 @@ def settings_for(arguments: argparse.Namespace) -> Settings:
         warmup=arguments.warmup if arguments.warmup is not None else (1.0 if quick else 2.0),
         connections=arguments.connections,
         streams=arguments.streams,
+        h3_streams=arguments.h3_streams,
         broadcast_clients=arguments.broadcast_clients,
         broadcast_window=arguments.broadcast_window,
         server_cpu=harness.SERVER_CPU if pin else None,
@@ -172,7 +193,8 @@ def setup_venv(reinstall_peregrine: bool) -> None:
     if not (venv / "bin" / "python").exists():
         log(f"creating {venv}")
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    if not (venv / "bin" / "granian").exists() or not (venv / "bin" / "uvicorn").exists():
+    peers_installed = all((venv / "bin" / peer).exists() for peer in ("granian", "uvicorn", "hypercorn"))
+    if not peers_installed or not any(venv.glob("lib/python*/site-packages/aioquic")):  # hypercorn[h3]'s aioquic
         log("installing the peer servers (bjoern needs apt's libev-dev)")
         pip("install", "-r", str(harness.BENCH_DIR / "requirements.txt"))
     if reinstall_peregrine or not (venv / "bin" / "peregrine").exists():
@@ -194,10 +216,23 @@ def install_peregrine() -> None:
 
 def check_tools(blocks: list[Block]) -> None:
     """Stop early, with the apt command, if a tool a mode needs is missing."""
-    packages = {"wrk": "wrk", "h2load": "nghttp2-client", "curl": "curl", "openssl": "openssl", "cc": "gcc"}
+    packages = {
+        "wrk": "wrk",
+        "h2load": "nghttp2-client",
+        "curl": "curl",
+        "openssl": "openssl",
+        "cc": "gcc",
+        "gtlsclient": "ngtcp2-client",
+        "caddy": "caddy",
+    }
     needed = set()
     for block in blocks:
-        needed.add("cc" if block.protocol.websocket else block.protocol.client)
+        if block.protocol.http3:
+            needed |= {"cc", "gtlsclient"}  # h3load is compiled; gtlsclient validates the responses
+        else:
+            needed.add("cc" if block.protocol.websocket else block.protocol.client)
+        if any(server.name == "caddy" for server in block.servers):
+            needed.add("caddy")
         if block.protocol.http2:
             needed.add("curl")
         if block.protocol.tls and not harness.have_trustme():
@@ -209,7 +244,10 @@ def check_tools(blocks: list[Block]) -> None:
     packages["nginx"] = "nginx-light"
     missing = [packages[tool] for tool in sorted(needed) if not harness.have(tool)]
     if missing:
-        sys.exit(f"missing {', '.join(missing)}: apt-get install {' '.join(missing)} (bjoern also needs libev-dev)")
+        sys.exit(
+            f"missing {', '.join(missing)}: apt-get install {' '.join(missing)} (bjoern also needs libev-dev; "
+            "h3load libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev)"
+        )
 
 
 def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -> dict[str, object]:
@@ -226,15 +264,7 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
     try:
         with harness.serving(server, app, env, settings.server_cpu, protocol) as running:
             record["tls"] = harness.check(protocol, app, running.port, env)
-            broadcast = app.ws_mode == "broadcast"
-            load = harness.Load(
-                app,
-                running.port,
-                protocol,
-                settings.broadcast_clients if broadcast else settings.connections,
-                settings.broadcast_window if broadcast else settings.streams,
-                settings.client_cpu,
-            )
+            load = load_for(app, protocol, running.port, settings)
             marks: dict[str, object] = {}
 
             def mark() -> None:
@@ -243,6 +273,8 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
 
             if protocol.client == "h2load":
                 result = harness.run_h2load(load, block.duration, block.warmup, mark)
+            elif protocol.client == "h3load":
+                result = harness.run_h3load(load, block.duration, block.warmup, mark, env)
             elif protocol.websocket:
                 result = harness.run_ws_load(load, block.duration, block.warmup, mark, env)
             else:
@@ -271,8 +303,11 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
         server_cpu_fraction=cpu / wall,
         cpu_us_per_request=cpu / result.requests * 1e6 if result.requests else None,
     )
+    if result.body_bytes is not None:
+        record.update(bulk_figures(result.body_bytes, result.seconds, cpu, wall))
     if result.non_2xx or failed:
-        record["error"] = f"{result.non_2xx} responses were not 2xx/3xx, {failed} requests failed"
+        what = "2xx" if result.client == "h3load" else "2xx/3xx"
+        record["error"] = f"{result.non_2xx} responses were not {what}, {failed} requests failed"
     latency = (
         f"p99 {result.p99_us / 1000:6.2f} ms"
         if result.p99_us is not None
@@ -286,6 +321,36 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
         + (f"  errors {result.errors}" if result.errors else "")
     )
     return record
+
+
+def load_for(app: App, protocol: Protocol, port: int, settings: Settings) -> harness.Load:
+    """How a round loads `app` in `protocol`'s mode: connections and requests (or messages) in flight on each."""
+    if app.ws_mode == "broadcast":
+        connections, streams = settings.broadcast_clients, settings.broadcast_window
+    elif app.bulk_connections is not None:
+        connections, streams = app.bulk_connections, 1
+    elif protocol.http3:
+        connections, streams = settings.connections, settings.h3_streams
+    else:
+        connections, streams = settings.connections, settings.streams
+    return harness.Load(app, port, protocol, connections, streams, settings.client_cpu)
+
+
+def bulk_figures(body_bytes: int, seconds: float, cpu: float, wall: float) -> dict[str, float | None]:
+    """Throughput of a round in MiB/s and Gbit/s, server CPU ms per MiB, and Gbit/s per second of server CPU.
+
+    `seconds` is the client's measured window (its body bytes are counted in it); `cpu` the server's CPU seconds
+    over `wall` seconds of the harness's clock (the same window, give or take the few ms between the two clocks).
+    """
+    mib = body_bytes / (1 << 20)
+    per_second = body_bytes / seconds if seconds > 0 else 0.0
+    cpu_rate = cpu / wall if wall > 0 else 0.0
+    return {
+        "mib_per_s": per_second / (1 << 20),
+        "gbit_per_s": per_second * 8 / 1e9,
+        "cpu_ms_per_mib": cpu / mib * 1000 if mib else None,
+        "gbit_per_s_per_core": per_second * 8 / 1e9 / cpu_rate if cpu_rate > 0 else None,
+    }
 
 
 def run_rounds(blocks: list[Block], env: Environment, settings: Settings) -> list[dict[str, object]]:
@@ -315,13 +380,22 @@ def plan(arguments: argparse.Namespace, settings: Settings) -> list[Block]:
         h1 = name == "h1"
         if protocol.websocket:
             default_apps = QUICK_WS_APPS if quick else WS_APPS
+        elif protocol.bulk:
+            default_apps = H3_BULK_APPS
+        elif protocol.http3:
+            default_apps = PROTOCOL_APPS if quick else H3_APPS
         else:
             default_apps = (QUICK_APPS if quick else FULL_APPS) if h1 else PROTOCOL_APPS
-        default_servers = (QUICK_SERVERS if h1 else QUICK_H2_SERVERS) if quick else list(SERVERS)
+        if quick:
+            default_servers = QUICK_SERVERS if h1 else QUICK_H3_SERVERS if protocol.http3 else QUICK_H2_SERVERS
+        else:
+            default_servers = list(SERVERS)
         default_servers = [server for server in default_servers if server not in harness.BASELINE_SERVERS]
-        # WebSocket apps run in the ws mode only, and HTTP apps in the others only.
+        # WebSocket apps run in the ws mode only, bulk downloads in h3-bulk only, and the other apps elsewhere.
         apps = [
-            APPS[app] for app in choose(arguments.apps, default_apps, APPS) if APPS[app].websocket == protocol.websocket
+            APPS[app]
+            for app in choose(arguments.apps, default_apps, APPS)
+            if APPS[app].websocket == protocol.websocket and APPS[app].bulk == protocol.bulk
         ]
         names = choose(arguments.servers, default_servers, SERVERS)
         # The baseline runs beside each peregrine server that runs, and only when one is given.
@@ -416,6 +490,13 @@ def versions(env: Environment, quick: bool, blocks: list[Block]) -> dict[str, st
         found["curl"] = harness.command_output(["curl", "--version"])
     if "ws_load" in clients:
         found["ws_load"] = "benchmarks/ws_load.c, " + harness.command_output(["cc", "--version"])
+    if "h3load" in clients:
+        found["h3load"] = "benchmarks/h3load/, " + harness.command_output(["cc", "--version"])
+        found["h3_libraries"] = ", ".join(
+            harness.command_lines(["dpkg-query", "-W", "-f=${Package} ${Version}\n", *H3_DEBIAN_PACKAGES])
+        )
+    if harness.have("caddy") and any(server.name == "caddy" for block in blocks for server in block.servers):
+        found["caddy"] = harness.command_output(["caddy", "version"])
     if any(block.protocol.tls for block in blocks):
         found["openssl"] = harness.command_output(["openssl", "version"])
     if harness.have("nginx") and any(server.name == "nginx" for block in blocks for server in block.servers):
@@ -456,6 +537,38 @@ def peregrine_path(arguments: argparse.Namespace) -> str:
     return str(harness.VENV_DIR / "bin" / "peregrine")
 
 
+def prepare(
+    blocks: list[Block], env: Environment, settings: Settings, scratch: Path, result: dict[str, object]
+) -> None:
+    """What the modes need before the first round: certificate, shims and load generators, the aioquic script."""
+    if any(block.protocol.tls for block in blocks):
+        env.tls = harness.make_certificate(scratch)
+        result["certificate"] = (
+            "self-signed ECDSA P-256 (prime256v1), made by the openssl CLI for this run"
+            if harness.have("openssl")
+            else "ECDSA P-256 issued by a throwaway trustme CA for this run"
+        )
+    handshake = [block for block in blocks if block.protocol.new_connection_per_request and block.protocol.tls]
+    if handshake:
+        env.no_resume = harness.build_no_resume(scratch)
+        try:
+            result["handshake_check"] = harness.verify_full_handshakes(env, settings.client_cpu)
+        except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+            sys.exit(f"the handshake mode cannot run: {error}")
+        log(f"handshake client check: {result['handshake_check']}")
+    if any(block.protocol.websocket for block in blocks):
+        env.ws_load = harness.build_ws_load(scratch)
+    if any(block.protocol.http3 for block in blocks):
+        try:
+            env.h3load = harness.build_h3load(scratch)
+        except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
+            detail = getattr(error, "stderr", b"") or b""
+            sys.exit(f"the HTTP/3 modes cannot run: h3load did not build: {error} {detail.decode()[-1500:]}")
+    if any(server.name == "aioquic" for block in blocks for server in block.servers):
+        env.aioquic_server = harness.fetch_aioquic_server(env)
+        result["aioquic_example"] = str(env.aioquic_server)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; return 1 if any response failed validation."""
     arguments = parse_arguments(argv)
@@ -493,23 +606,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-tls-") as scratch:
-        if any(block.protocol.tls for block in blocks):
-            env.tls = harness.make_certificate(Path(scratch))
-            result["certificate"] = (
-                "self-signed ECDSA P-256 (prime256v1), made by the openssl CLI for this run"
-                if harness.have("openssl")
-                else "ECDSA P-256 issued by a throwaway trustme CA for this run"
-            )
-        handshake = [block for block in blocks if block.protocol.new_connection_per_request and block.protocol.tls]
-        if handshake:
-            env.no_resume = harness.build_no_resume(Path(scratch))
-            try:
-                result["handshake_check"] = harness.verify_full_handshakes(env, settings.client_cpu)
-            except (OSError, RuntimeError, subprocess.SubprocessError) as error:
-                sys.exit(f"the handshake mode cannot run: {error}")
-            log(f"handshake client check: {result['handshake_check']}")
-        if any(block.protocol.websocket for block in blocks):
-            env.ws_load = harness.build_ws_load(Path(scratch))
+        prepare(blocks, env, settings, Path(scratch), result)
         records = run_rounds(blocks, env, settings)
     result["records"] = records
     result["elapsed_seconds"] = round(time.monotonic() - began, 1)
