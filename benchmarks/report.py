@@ -29,9 +29,15 @@ SERVER_ORDER = [
     "uvicorn",
     "granian-asgi",
     "hypercorn",
+    "aioquic",
+    "caddy",
 ]
-APP_ORDER = ["hello", "12k", "echo", "fastapi"]
-PROTOCOL_ORDER = ["h1", "h1-tls", "h2c", "h2-tls", "tls-handshake", "ws"]
+APP_ORDER = ["hello", "12k", "echo", "fastapi", "bulk-1", "bulk-4"]
+PROTOCOL_ORDER = ["h1", "h1-tls", "h2c", "h2-tls", "tls-handshake", "ws", "h3", "h3-bulk"]
+#: The HTTP/3 bulk-download apps, and how many connections share the download in each.
+BULK_APPS = {"bulk-1": 1, "bulk-4": 4}
+#: Issue 15's bulk target: at least this many Gbit/s per second of server CPU.
+BULK_GBIT_PER_CORE = 2.0
 #: What the request rate is in each mode.
 RATE_MEANING = {"tls-handshake": "new TLS connections/s"}
 #: The WebSocket apps, and what their rate counts.
@@ -96,6 +102,10 @@ def summarize(records: list[Record]) -> dict[str, dict[str, Record]]:
                     server_cpu_fraction=_median(good, "server_cpu_fraction"),
                     client_cpu_fraction=_median(good, "client_cpu_fraction"),
                     socket_errors=sum(int(_number(record, "errors")) for record in good),
+                    mib_per_s=_median(good, "mib_per_s"),
+                    gbit_per_s=_median(good, "gbit_per_s"),
+                    cpu_ms_per_mib=_median(good, "cpu_ms_per_mib"),
+                    gbit_per_s_per_core=_median(good, "gbit_per_s_per_core"),
                     negotiated=sorted({str(record["negotiated"]) for record in good if record.get("negotiated")}),
                 )
                 entry["client_saturated"] = float(entry["client_cpu_fraction"]) >= CLIENT_SATURATED  # type: ignore[arg-type]
@@ -176,8 +186,8 @@ def render_protocol_table(summary: dict[str, dict[str, Record]]) -> str:
         "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |",
     ]
     for key, protocol, app in _groups(summary, h1=False):
-        if protocol == "ws":
-            continue  # render_ws_table
+        if protocol in {"ws", "h3-bulk"}:
+            continue  # render_ws_table, render_bulk_table
         mode = f"{protocol} ({RATE_MEANING[protocol]})" if protocol in RATE_MEANING else protocol
         for server in _ordered(list(summary[key]), SERVER_ORDER):
             entry = summary[key][server]
@@ -229,6 +239,35 @@ def render_ws_table(summary: dict[str, dict[str, Record]]) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+def render_bulk_table(summary: dict[str, dict[str, Record]]) -> str:
+    """The HTTP/3 bulk downloads: throughput, server CPU per MiB and Gbit/s per server core ("" if none ran).
+
+    Gbit/s per core is the throughput divided by the share of a core the server's process tree used: what one
+    fully busy core would move at that cost.
+    """
+    lines = [
+        (
+            "| app | server | MiB/s (median) | Gbit/s | server CPU ms/MiB | Gbit/s per server core | server CPU "
+            "| h3load CPU | notes |"
+        ),
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    groups = [item for item in _groups(summary, h1=False) if item[1] == "h3-bulk"]
+    for key, _, app in groups:
+        for server in _ordered(list(summary[key]), SERVER_ORDER):
+            entry = summary[key][server]
+            if "rps" not in entry:
+                lines.append(f"| {app} | {server} | failed | | | | | | {entry['failed']} failed round(s) |")
+                continue
+            lines.append(
+                f"| {app} ({BULK_APPS.get(app, '?')} conn.) | {server} | {_number(entry, 'mib_per_s'):,.0f} "
+                f"| {_number(entry, 'gbit_per_s'):.2f} | {_number(entry, 'cpu_ms_per_mib'):.2f} "
+                f"| {_number(entry, 'gbit_per_s_per_core'):.2f} | {_number(entry, 'server_cpu_fraction'):.0%} "
+                f"| {_number(entry, 'client_cpu_fraction'):.0%} | {_notes(entry)} |"
+            )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def render_side_by_side(summary: dict[str, dict[str, Record]]) -> str:
     """Per app, a server's req/s and CPU µs/request in every mode of the run, side by side ("" for one mode)."""
     protocols = [
@@ -274,6 +313,8 @@ class Target:
     peer: str
     factor: float | None
     cpu_only: bool = False
+    #: The peer's figures come from this summary key instead of `app` (a comparison across modes).
+    peer_app: str | None = None
 
 
 def throughput_targets() -> list[Target]:
@@ -310,6 +351,7 @@ def throughput_targets() -> list[Target]:
             Target(f"{app}: ASGI ≥ 1.5x uvicorn", f"ws:{app}", "peregrine-asgi", "uvicorn", 1.5),
             Target(f"{app}: ASGI ≥ 1.1x granian", f"ws:{app}", "peregrine-asgi", "granian-asgi", 1.1),
         ]
+    targets += http3_targets()
     # TLS HTTP/1.1 and the handshake rate are recorded against the same peers, with no target.
     for protocol in ("h1-tls", "tls-handshake"):
         targets += [
@@ -325,8 +367,83 @@ def throughput_targets() -> list[Target]:
     return targets
 
 
+def http3_targets() -> list[Target]:
+    """Issue 15 item 7: HTTP/3 `hello` against hypercorn and Caddy, CPU against our own HTTP/2 over TLS, bulk."""
+    targets = []
+    for interface in ("asgi", "wsgi"):
+        ours = f"peregrine-{interface}"
+        name = interface.upper()
+        targets += [
+            Target(f"h3 hello: {name} ≥ 8x hypercorn", "h3:hello", ours, "hypercorn", 8.0),
+            Target(f"h3 hello: {name} ≥ 1.0x Caddy", "h3:hello", ours, "caddy", 1.0),
+            Target(f"h3 hello: {name} against aioquic's server", "h3:hello", ours, "aioquic", None),
+        ]
+        targets += [
+            Target(f"h3 {app}: {name} against {peer}", f"h3:{app}", ours, peer, None)
+            for app in ("12k", "echo")
+            for peer in ("hypercorn", "aioquic", "caddy")
+        ]
+    # Server CPU per HTTP/3 hello ≤ 2.5x the same server's per HTTP/2-over-TLS hello, in the same run: the
+    # peer's CPU over ours ≥ 1/2.5. The harness runs h2-tls on the ASGI server only.
+    targets.append(
+        Target(
+            "h3 hello: ASGI CPU/request ≤ 2.5x its h2-tls (ratio ≥ 0.40x)",
+            "h3:hello",
+            "peregrine-asgi",
+            "peregrine-asgi",
+            1 / 2.5,
+            cpu_only=True,
+            peer_app="h2-tls:hello",
+        )
+    )
+    # Bulk: at least Caddy's throughput per core, which is Caddy's CPU per MiB over ours (every request 32 MiB).
+    for app in BULK_APPS:
+        targets += [
+            Target(
+                f"{app}: {interface.upper()} ≥ 1.0x Caddy per core",
+                f"h3-bulk:{app}",
+                f"peregrine-{interface}",
+                "caddy",
+                1.0,
+                cpu_only=True,
+            )
+            for interface in ("asgi", "wsgi")
+        ]
+        targets += [
+            Target(
+                f"{app}: {interface.upper()} against {peer}",
+                f"h3-bulk:{app}",
+                f"peregrine-{interface}",
+                peer,
+                None,
+                cpu_only=True,
+            )
+            for interface in ("asgi", "wsgi")
+            for peer in ("hypercorn", "aioquic")
+        ]
+    return targets
+
+
+def render_bulk_targets(summary: dict[str, dict[str, Record]]) -> str:
+    """Issue 15's absolute bulk target: ≥ 2 Gbit/s per server core, per bulk app and peregrine server."""
+    lines = ["| target | Gbit/s per server core | verdict |", "| --- | ---: | --- |"]
+    for app in BULK_APPS:
+        for server in ("peregrine-asgi", "peregrine-wsgi"):
+            entry = summary.get(f"h3-bulk:{app}", {}).get(server, {})
+            per_core = _number(entry, "gbit_per_s_per_core")
+            if math.isnan(per_core):
+                continue
+            verdict = "pass" if per_core >= BULK_GBIT_PER_CORE else "FAIL"
+            lines.append(
+                f"| {app}: {server} ≥ {BULK_GBIT_PER_CORE:g} Gbit/s per server core | {per_core:.2f} | {verdict} |"
+            )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def judge(target: Target, summary: dict[str, dict[str, Record]]) -> tuple[str, str, str]:
     """(req/s ratio, CPU ratio, verdict) for one target. The CPU ratio is the peer's CPU/request over ours.
+
+    In the bulk downloads it is our Gbit/s per server core over the peer's: the same ratio, counted in bytes.
 
     req/s compares servers only when each kept its own core busy (server CPU ≥ 85%) and the client's (wrk's or
     h2load's) core did not saturate. Otherwise the rate measured the load generator or the other work on the
@@ -334,11 +451,15 @@ def judge(target: Target, summary: dict[str, dict[str, Record]]) -> tuple[str, s
     is the inverse of.
     """
     ours = summary.get(target.app, {}).get(target.server, {})
-    theirs = summary.get(target.app, {}).get(target.peer, {})
+    theirs = summary.get(target.peer_app or target.app, {}).get(target.peer, {})
     if "rps" not in ours or "rps" not in theirs:
         return "", "", "not measured"
     rps_ratio = float(ours["rps"]) / float(theirs["rps"])  # type: ignore[arg-type]
     cpu_ratio = float(theirs["cpu_us_per_request"]) / float(ours["cpu_us_per_request"])  # type: ignore[arg-type]
+    per_core = _number(ours, "gbit_per_s_per_core"), _number(theirs, "gbit_per_s_per_core")
+    if not any(math.isnan(value) for value in per_core) and per_core[1] > 0:
+        # Bulk downloads: bytes per server CPU second (a request in flight at the end of the window counts too).
+        cpu_ratio = per_core[0] / per_core[1]
     figures = f"{rps_ratio:.2f}x", f"{cpu_ratio:.2f}x"
     if target.factor is None:
         return *figures, "(no target)"
@@ -418,8 +539,10 @@ def render_run(result: dict[str, object]) -> str:
         render_table(summary),
         render_protocol_table(summary),
         render_ws_table(summary),
+        render_bulk_table(summary),
         render_side_by_side(summary),
         render_targets(summary),
+        render_bulk_targets(summary),
     )
     return "\n\n".join(part for part in parts if part)
 

@@ -11,7 +11,7 @@
 #      QPACK/HTTP/3 frames, Forwarded headers, PROXY protocol, QUIC packets,
 #      the HTTP/3 session, capsules, WebSocket frames, permessage-deflate and
 #      the WebSocket handshake), Swift under ASan, our C under ASan + UBSan;
-#   5b. the benchmark harness in smoke mode (one short round, peregrine only);
+#   5b. the benchmark harness in smoke mode (one short round, peregrine only; Caddy too over HTTP/3);
 #   6. pytest (after scripts/pywebtransport-venv.sh: the venv of the
 #      WebTransport client pywebtransport, CPython >= 3.12, cached in
 #      ~/.cache/peregrine): end-to-end tests against the installed server, and the install
@@ -55,6 +55,8 @@ missing=()
 needed+=(gcc)  # cc builds the accept4 shim of tests/e2e/test_accept_errors.py (tests/e2e/accept_inject.c)
 # h3load (benchmarks/h3load, tests/e2e/test_h3load.py): the HTTP/3 load generator in C on ngtcp2, nghttp3 and GnuTLS.
 needed+=(pkg-config libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev)
+# caddy (Go, quic-go): the HTTP/3 peer of the benchmark smoke's h3 round (benchmarks/run.py --quick).
+needed+=(caddy)
 for p in "${needed[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
