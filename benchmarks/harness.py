@@ -1227,9 +1227,11 @@ class Load:
     port: int
     protocol: Protocol = H1
     connections: int = 64
-    #: Concurrent streams per HTTP/2 connection (h2load -m).
+    #: Concurrent streams per HTTP/2 connection (h2load -m), or requests per HTTP/3 connection (h3load -m).
     streams: int = 10
     cpu: int | None = None
+    #: A fixed number of requests instead of a duration (h3load -n; the bulk downloads).
+    requests: int | None = None
 
 
 def run_wrk(load: Load, seconds: float, env: Environment | None = None) -> LoadResult:
@@ -1325,6 +1327,10 @@ def parse_h3load(text: str, wait4_fraction: float) -> LoadResult:
     )
 
 
+#: Seconds a bulk-download run of h3load may take (the slowest peers move a few MiB/s on a loaded machine).
+BULK_RUN_LIMIT = 900.0
+
+
 def run_h3load(
     load: Load, seconds: float, warmup: float, on_measure: Callable[[], None], env: Environment
 ) -> LoadResult:
@@ -1333,17 +1339,31 @@ def run_h3load(
     h3load warms up and measures in one run; `on_measure` is called when the warm-up is over (on the harness's
     clock), so that the caller can read the server's CPU time there. Its exit status is 1 when a connection
     failed: the round is then recorded with the errors rather than raised.
+
+    With `load.requests` (the bulk downloads) the run is `-n REQUESTS` instead: h3load counts a response's bytes
+    when it completes, so a window of fixed length would count a 32 MiB download that straddles its edges
+    wholly or not at all. The warm-up is then a run of its own (one download per connection), and the measured
+    run counts from its start (its handshakes are a few ms against the 32 MiB downloads) to its last response.
     """
     if env.h3load is None:
         raise ValueError("the HTTP/3 modes need the compiled load generator (Environment.h3load)")
-    argv = [str(env.h3load), "-c", str(load.connections), "-m", str(load.streams), "-d", f"{seconds:g}"]
-    argv += ["-w", f"{warmup:g}"]
+    argv = [str(env.h3load), "-c", str(load.connections), "-m", str(load.streams)]
     if load.app.method == "POST":
         argv += ["-b", str(len(load.app.body))]
-    argv.append(f"https://{HOST}:{load.port}/")
-    text, fraction = _run_client(
-        argv, load.cpu, seconds + warmup + 60, mark=(warmup, on_measure), accepted=frozenset({0, 1})
-    )
+    url = f"https://{HOST}:{load.port}/"
+    accepted = frozenset({0, 1})
+    if load.requests is not None:
+        if warmup > 0:
+            _run_client([*argv, "-n", str(load.connections), url], load.cpu, BULK_RUN_LIMIT)
+        on_measure()
+        text, fraction = _run_client(
+            [*argv, "-n", str(load.requests), url], load.cpu, BULK_RUN_LIMIT, accepted=accepted
+        )
+    else:
+        argv += ["-d", f"{seconds:g}", "-w", f"{warmup:g}", url]
+        text, fraction = _run_client(
+            argv, load.cpu, seconds + warmup + 60, mark=(warmup, on_measure), accepted=accepted
+        )
     result = parse_h3load(text, fraction)
     if result.requests == 0:
         raise RuntimeError(f"h3load completed no request: {text[-2000:]}")

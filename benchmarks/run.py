@@ -96,6 +96,8 @@ class Settings:
     streams: int
     #: Concurrent requests per HTTP/3 connection in the `h3` mode (h3load -m; `h3-bulk` has one per connection).
     h3_streams: int
+    #: Downloads per connection in a round of `h3-bulk` (each 32 MiB).
+    bulk_requests: int
     #: WebSocket broadcast: clients connected, and broadcasts in flight.
     broadcast_clients: int
     broadcast_window: int
@@ -125,6 +127,9 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--streams", type=int, default=10, help="h2load streams per connection (default 10)")
     parser.add_argument(
         "--h3-streams", type=int, default=4, help="h3load requests in flight per connection in h3 (default 4)"
+    )
+    parser.add_argument(
+        "--bulk-requests", type=int, default=8, help="h3-bulk: 32 MiB downloads per connection in a round (default 8)"
     )
     parser.add_argument(
         "--broadcast-clients", type=int, default=100, help="ws-broadcast: clients connected (default 100)"
@@ -172,6 +177,7 @@ def settings_for(arguments: argparse.Namespace) -> Settings:
         connections=arguments.connections,
         streams=arguments.streams,
         h3_streams=arguments.h3_streams,
+        bulk_requests=arguments.bulk_requests,
         broadcast_clients=arguments.broadcast_clients,
         broadcast_window=arguments.broadcast_window,
         server_cpu=harness.SERVER_CPU if pin else None,
@@ -303,8 +309,8 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
         server_cpu_fraction=cpu / wall,
         cpu_us_per_request=cpu / result.requests * 1e6 if result.requests else None,
     )
-    if result.body_bytes is not None:
-        record.update(bulk_figures(result.body_bytes, result.seconds, cpu, wall))
+    if result.body_bytes is not None and protocol.bulk:
+        record.update(bulk_figures(result.body_bytes, result.seconds, cpu))
     if result.non_2xx or failed:
         what = "2xx" if result.client == "h3load" else "2xx/3xx"
         record["error"] = f"{result.non_2xx} responses were not {what}, {failed} requests failed"
@@ -328,7 +334,10 @@ def load_for(app: App, protocol: Protocol, port: int, settings: Settings) -> har
     if app.ws_mode == "broadcast":
         connections, streams = settings.broadcast_clients, settings.broadcast_window
     elif app.bulk_connections is not None:
-        connections, streams = app.bulk_connections, 1
+        connections = app.bulk_connections
+        return harness.Load(
+            app, port, protocol, connections, 1, settings.client_cpu, connections * settings.bulk_requests
+        )
     elif protocol.http3:
         connections, streams = settings.connections, settings.h3_streams
     else:
@@ -336,20 +345,19 @@ def load_for(app: App, protocol: Protocol, port: int, settings: Settings) -> har
     return harness.Load(app, port, protocol, connections, streams, settings.client_cpu)
 
 
-def bulk_figures(body_bytes: int, seconds: float, cpu: float, wall: float) -> dict[str, float | None]:
+def bulk_figures(body_bytes: int, seconds: float, cpu: float) -> dict[str, float | None]:
     """Throughput of a round in MiB/s and Gbit/s, server CPU ms per MiB, and Gbit/s per second of server CPU.
 
-    `seconds` is the client's measured window (its body bytes are counted in it); `cpu` the server's CPU seconds
-    over `wall` seconds of the harness's clock (the same window, give or take the few ms between the two clocks).
+    `seconds` is the client's measured time (its body bytes are counted in it); `cpu` the server's CPU seconds
+    over the same run. Gbit/s per core is the bytes over the server's CPU time: what a fully busy core moves.
     """
     mib = body_bytes / (1 << 20)
     per_second = body_bytes / seconds if seconds > 0 else 0.0
-    cpu_rate = cpu / wall if wall > 0 else 0.0
     return {
         "mib_per_s": per_second / (1 << 20),
         "gbit_per_s": per_second * 8 / 1e9,
         "cpu_ms_per_mib": cpu / mib * 1000 if mib else None,
-        "gbit_per_s_per_core": per_second * 8 / 1e9 / cpu_rate if cpu_rate > 0 else None,
+        "gbit_per_s_per_core": body_bytes * 8 / 1e9 / cpu if cpu > 0 else None,
     }
 
 
