@@ -2,6 +2,7 @@
 
 Usage: python3 benchmarks/memory.py [--connections 1000] [--servers a,b] [--output FILE]
        python3 benchmarks/memory.py --websocket     # 1,000 idle WebSocket connections instead
+       python3 benchmarks/memory.py --h3            # 1,000 idle HTTP/3 connections (h3load --idle), and TLS's share
 
 The servers come from benchmarks/.venv, which `python3 benchmarks/run.py --setup` creates (nginx from apt).
 If an executable is missing, nothing is started: the script says what to install and exits with 2. It exits
@@ -14,6 +15,13 @@ memory is read again. The difference over the connections still open is the per-
 
 With --websocket, the ASGI servers of the WebSocket benchmark serve the `ws-echo` application instead, and each
 of the 1,000 connections completes the WebSocket handshake, has one 32-byte text message echoed, and idles.
+
+With --h3, the HTTP/3 servers (peregrine with --http3, hypercorn, aioquic's example server, Caddy) serve `hello`
+and `h3load --idle N --hold S` opens the N QUIC connections, completes one request on each and holds them idle.
+For peregrine the share of that which is TLS state is estimated as well: the same server started for HTTP/1.1
+over TLS and for HTTP/1.1 in clear text, N idle keep-alive connections each (one request made); the difference
+of the two per-connection costs is what a TLS connection's state (OpenSSL's SSL object and its buffers) adds,
+and the HTTP/3 cost beyond it is the per-connection HTTP/3 cost minus that.
 """
 
 from __future__ import annotations
@@ -21,10 +29,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import resource
+import select
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,9 +43,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import harness
-from harness import APPS, H1, HOST, SERVERS, WS, App, Environment, log
+from harness import APPS, H1, H3, HOST, PROTOCOLS, SERVERS, WS, App, Environment, log
 
 if TYPE_CHECKING:
+    import ssl
     from collections.abc import Callable
 
 #: Idle keep-alive timeout asked of servers that have one, so that the connections outlive the measurement.
@@ -44,12 +56,15 @@ OPEN_TIMEOUT_SECONDS = 30.0
 
 
 async def _one(
-    app: App, port: int, gate: asyncio.Semaphore
+    app: App, port: int, gate: asyncio.Semaphore, tls: ssl.SSLContext | None = None
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
-    """Open a connection, make one request, read the whole response; keep the connection."""
+    """Open a connection (over TLS with `tls`), make one request, read the whole response; keep the connection."""
     async with gate:
         try:
-            reader, writer = await asyncio.open_connection(HOST, port)
+            if tls is None:
+                reader, writer = await asyncio.open_connection(HOST, port)
+            else:
+                reader, writer = await asyncio.open_connection(HOST, port, ssl=tls, server_hostname=HOST)
             writer.write(harness.request_bytes(app, port))
             await writer.drain()
             head = await reader.readuntil(b"\r\n\r\n")
@@ -101,12 +116,14 @@ def _still_open(connection: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -
 
 
 async def hold(
-    app: App, port: int, count: int, measure: Callable[[], tuple[int, int]]
+    app: App, port: int, count: int, measure: Callable[[], tuple[int, int]], tls: ssl.SSLContext | None = None
 ) -> tuple[int, int, tuple[int, int]]:
     """Open `count` connections (one request each), measure while they idle; (made, still open, memory)."""
     gate = asyncio.Semaphore(100)
-    opener = _one_ws if app.websocket else _one
-    tasks = [asyncio.ensure_future(opener(app, port, gate)) for _ in range(count)]
+    tasks = [
+        asyncio.ensure_future(_one_ws(app, port, gate) if app.websocket else _one(app, port, gate, tls))
+        for _ in range(count)
+    ]
     await asyncio.wait(tasks, timeout=OPEN_TIMEOUT_SECONDS)
     for task in tasks:
         task.cancel()  # gunicorn's sync worker, for one, serves one connection at a time and can stall here
@@ -153,12 +170,145 @@ def measure_server(name: str, env: Environment, connections: int, websocket: boo
     return entry
 
 
-def missing_executables(names: list[str], env: Environment, websocket: bool) -> dict[str, str]:
+#: How long h3load may take to open the idle HTTP/3 connections (Python servers handshake slowly).
+H3_READY_SECONDS = 180.0
+
+
+def hold_h3(port: int, count: int, env: Environment, measure: Callable[[], tuple[int, int]]) -> tuple[int, int, int]:
+    """`h3load --idle COUNT --hold S` against `port`: measure once every connection has its response and idles.
+
+    h3load prints `ready` on stderr when all `count` connections have completed their request; they then idle
+    (QUIC PINGs only as the server's idle timeout needs) until the hold ends and h3load prints its JSON. Returns
+    (connections that completed a request, RSS KiB, PSS KiB). Raises RuntimeError if they never got ready.
+    """
+    if env.h3load is None:
+        raise ValueError("--h3 needs the compiled h3load (Environment.h3load)")
+    hold_seconds = SETTLE_SECONDS + 3
+    argv = [str(env.h3load), "--idle", str(count), "--hold", f"{hold_seconds:g}", f"https://{HOST}:{port}/"]
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(argv, stdout=output, stderr=subprocess.PIPE)
+        try:
+            ready = _wait_for_ready(process, H3_READY_SECONDS)
+            if not ready:
+                raise RuntimeError(f"h3load --idle {count}: not ready in {H3_READY_SECONDS:.0f} s")
+            time.sleep(SETTLE_SECONDS)
+            rss, pss = measure()
+            process.wait(timeout=hold_seconds + 60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        output.seek(0)
+        report_text = output.read().decode(errors="replace")
+    result = harness.parse_h3load(report_text, 0.0)
+    if result.errors:
+        raise RuntimeError(f"h3load --idle {count}: {result.errors} connections failed")
+    return result.requests, rss, pss
+
+
+def _wait_for_ready(process: subprocess.Popen[bytes], limit: float) -> bool:
+    """Whether `process` printed `ready` on stderr within `limit` seconds (False if it exited or time ran out)."""
+    assert process.stderr is not None  # noqa: S101 - started with stderr=PIPE
+    deadline = time.monotonic() + limit
+    descriptor = process.stderr.fileno()
+    pending = b""
+    while time.monotonic() < deadline:
+        readable, _, _ = select.select([descriptor], [], [], 0.1)
+        if not readable:
+            continue
+        chunk = os.read(descriptor, 4096)
+        if not chunk:
+            return False  # h3load exited
+        pending += chunk
+        if b"ready\n" in pending:
+            return True
+    return False
+
+
+def measure_h3_server(name: str, env: Environment, connections: int) -> dict[str, object]:
+    """Idle memory of one HTTP/3 server on `hello`, and with `connections` idle HTTP/3 connections.
+
+    For peregrine, also the per-connection cost of idle HTTP/1.1 connections over TLS and in clear text, whose
+    difference estimates a TLS connection's state (see the module docstring).
+    """
+    app = APPS["hello"]
+    with harness.serving(SERVERS[name], app, env, cpu=None, protocol=H3) as running:
+        time.sleep(SETTLE_SECONDS)
+        idle_rss, idle_pss = harness.tree_memory_kib(running.pid)
+        processes = len(harness.descendants(running.pid))
+        opened, loaded_rss, loaded_pss = hold_h3(
+            running.port, connections, env, lambda: harness.tree_memory_kib(running.pid)
+        )
+    per = (loaded_rss - idle_rss) * 1024 / opened if opened else None
+    entry: dict[str, object] = {
+        "idle_rss_kib": idle_rss,
+        "idle_pss_kib": idle_pss,
+        "loaded_rss_kib": loaded_rss,
+        "loaded_pss_kib": loaded_pss,
+        "open_connections": opened,
+        "processes": processes,
+        "per_connection_bytes": per,
+    }
+    if name.startswith("peregrine-") and env.tls is not None:
+        context = harness.client_context(env.tls, ["http/1.1"])
+        tls_cost = _tcp_per_connection(name, env, connections, PROTOCOLS["h1-tls"], context)
+        clear_cost = _tcp_per_connection(name, env, connections, H1, None)
+        entry.update(h1_tls_per_connection_bytes=tls_cost, h1_per_connection_bytes=clear_cost)
+        if tls_cost is not None and clear_cost is not None:
+            entry["tls_state_bytes"] = tls_cost - clear_cost
+            if isinstance(per, float):
+                entry["beyond_tls_bytes"] = per - (tls_cost - clear_cost)
+    log(
+        f"  {name:15} idle {idle_rss / 1024:6.1f} MiB RSS ({idle_pss / 1024:6.1f} PSS), with {opened} idle HTTP/3 "
+        f"{loaded_rss / 1024:6.1f} MiB"
+        + (f", {per:.0f} B per connection" if isinstance(per, float) else "")
+        + (f", TLS state ~{entry['tls_state_bytes']:.0f} B" if "tls_state_bytes" in entry else "")
+    )
+    return entry
+
+
+def _tcp_per_connection(
+    name: str, env: Environment, connections: int, protocol: harness.Protocol, tls: ssl.SSLContext | None
+) -> float | None:
+    """RSS bytes per idle HTTP/1.1 keep-alive connection (over TLS with `tls`) of `name` on `hello`."""
+    app = APPS["hello"]
+    with harness.serving(SERVERS[name], app, env, cpu=None, protocol=protocol) as running:
+        time.sleep(SETTLE_SECONDS)
+        idle_rss, _ = harness.tree_memory_kib(running.pid)
+        _, still_open, (loaded_rss, _) = asyncio.run(
+            hold(app, running.port, connections, lambda: harness.tree_memory_kib(running.pid), tls)
+        )
+    return (loaded_rss - idle_rss) * 1024 / still_open if still_open else None
+
+
+def prepare_h3(env: Environment, names: list[str], scratch: Path, result: dict[str, object]) -> None:
+    """The certificate, h3load and (if it is measured) aioquic's example server, for --h3."""
+    env.tls = harness.make_certificate(scratch)
+    try:
+        env.h3load = harness.build_h3load(scratch)
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
+        sys.exit(f"--h3 cannot run: h3load did not build: {error}")
+    if "aioquic" in names:
+        env.aioquic_server = harness.fetch_aioquic_server(env)
+    result["h3load"] = "benchmarks/h3load/ --idle N --hold S"
+    result["tls_estimate"] = (
+        "peregrine only: RSS per idle HTTP/1.1 keep-alive connection over TLS minus the same in clear text"
+    )
+
+
+def missing_executables(
+    names: list[str], env: Environment, websocket: bool, protocol: harness.Protocol | None = None
+) -> dict[str, str]:
     """The executable each chosen server would be started with, for those that do not exist (name: path)."""
     app = APPS["ws-echo" if websocket else "hello"]
-    protocol = WS if websocket else H1
+    protocol = protocol or (WS if websocket else H1)
     missing: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as scratch:
+        if protocol.tls and env.tls is None:  # only named in the command line: a placeholder path will do
+            placeholder = Path(scratch) / "cert.pem"
+            env = dataclasses.replace(env, tls=harness.TlsFiles(cert=placeholder, key=placeholder, ca=placeholder))
+        if protocol.http3 and env.aioquic_server is None:
+            env = dataclasses.replace(env, aioquic_server=Path(scratch) / "http3_server.py")
         for name in names:
             executable = harness.server_command(harness.Job(SERVERS[name], app, protocol), 0, env, Path(scratch))[0]
             if shutil.which(executable) is None:
@@ -193,8 +343,8 @@ def raise_file_limit(needed: int) -> None:
         sys.exit(f"need {needed} open files; raise the hard limit (ulimit -Hn)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Measure every (or the chosen) server; write the results JSON and print the table."""
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--connections", type=int, default=1000)
     parser.add_argument("--servers", help=f"comma-separated subset of {','.join(SERVERS)}")
@@ -203,22 +353,38 @@ def main(argv: list[str] | None = None) -> int:
         "--websocket", action="store_true", help="idle WebSocket connections (ws-echo) on the ws mode's servers"
     )
     parser.add_argument(
-        "--output", type=Path, help="default: benchmarks/results/memory-<time>.json (--websocket: ws-memory-<time>)"
+        "--h3",
+        action="store_true",
+        help="idle HTTP/3 connections (h3load --idle) on the HTTP/3 servers, and TLS's share",
     )
-    arguments = parser.parse_args(argv)
-    websocket = bool(arguments.websocket)
-    default = [name for name, server in SERVERS.items() if server.speaks(WS)] if websocket else list(SERVERS)
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help="default: benchmarks/results/memory-<time>.json (--websocket: ws-memory-<time>, --h3: h3-memory-<time>)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure every (or the chosen) server; write the results JSON and print the table."""
+    arguments = parse_arguments(argv)
+    websocket, h3 = bool(arguments.websocket), bool(arguments.h3)
+    if websocket and h3:
+        sys.exit("--websocket or --h3, not both")
+    protocol = WS if websocket else H3 if h3 else H1
+    flag = " with --websocket" if websocket else " with --h3" if h3 else ""
+    default = [name for name, server in SERVERS.items() if server.speaks(protocol) and "baseline" not in name]
     names = arguments.servers.split(",") if arguments.servers else default
-    unknown = [name for name in names if name not in SERVERS or (websocket and not SERVERS[name].speaks(WS))]
+    unknown = [name for name in names if name not in SERVERS or not SERVERS[name].speaks(protocol)]
     if unknown:
-        sys.exit(f"not measured{' with --websocket' if websocket else ''}: {', '.join(unknown)}")
+        sys.exit(f"not measured{flag}: {', '.join(unknown)}")
     peregrine = str(Path(arguments.peregrine).absolute()) if arguments.peregrine else None
     env = Environment(
         peregrine=peregrine or str(harness.VENV_DIR / "bin" / "peregrine"),
         venv=harness.VENV_DIR,
         keep_alive=KEEP_ALIVE_SECONDS,
     )
-    missing = missing_executables(names, env, websocket)
+    missing = missing_executables(names, env, websocket, protocol)
     if missing:
         listed = "\n".join(f"    {name}: {executable}" for name, executable in missing.items())
         log(f"not installed, nothing measured:\n{listed}\nto install them:\n{how_to_install(missing, env)}")
@@ -227,18 +393,24 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, object] = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "connections": arguments.connections,
-        "mode": "websocket" if websocket else "http",
+        "mode": "websocket" if websocket else "http3" if h3 else "http",
         "load_average_start": list(os.getloadavg()),
     }
     servers: dict[str, object] = {}
-    for name in names:
-        try:
-            servers[name] = measure_server(name, env, arguments.connections, websocket)
-        except (OSError, RuntimeError, harness.ValidationError) as error:
-            servers[name] = {"error": str(error)[:300]}
-            log(f"  {name:15} FAILED: {error}")
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as scratch:
+        if h3:
+            prepare_h3(env, names, Path(scratch), result)
+        for name in names:
+            try:
+                if h3:
+                    servers[name] = measure_h3_server(name, env, arguments.connections)
+                else:
+                    servers[name] = measure_server(name, env, arguments.connections, websocket)
+            except (OSError, RuntimeError, harness.ValidationError) as error:
+                servers[name] = {"error": str(error)[:300]}
+                log(f"  {name:15} FAILED: {error}")
     result["servers"] = servers
-    prefix = "ws-memory" if websocket else "memory"
+    prefix = "ws-memory" if websocket else "h3-memory" if h3 else "memory"
     output = arguments.output or harness.RESULTS_DIR / f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=1) + "\n")

@@ -561,6 +561,8 @@ def render_memory(result: dict[str, object]) -> str:
     assert isinstance(servers, dict)  # noqa: S101
     if result.get("mode") == "websocket":
         return render_ws_memory(servers, int(str(result.get("connections", 1000))))
+    if result.get("mode") == "http3":
+        return render_h3_memory(servers, int(str(result.get("connections", 1000))))
     lines = [
         (
             "| server | idle RSS MiB | idle PSS MiB | RSS with 1,000 idle connections MiB | added per connection "
@@ -628,6 +630,51 @@ def render_ws_memory(servers: dict[str, dict[str, object]], connections: int) ->
     return "\n".join(lines)
 
 
+#: Issue 15: an idle HTTP/3 connection costs at most this much beyond its TLS state.
+H3_IDLE_BEYOND_TLS_BYTES = 8 * 1024
+
+
+def _kib(value: object) -> str:
+    return f"{value / 1024:.2f} KiB" if isinstance(value, int | float) else "n/a"
+
+
+def render_h3_memory(servers: dict[str, dict[str, object]], connections: int) -> str:
+    """Memory with `connections` idle HTTP/3 connections, the TLS estimate, and issue 15's 8 KiB target."""
+    lines = [
+        (
+            f"| server | idle RSS MiB | idle PSS MiB | RSS with {connections:,} idle HTTP/3 connections MiB "
+            "| added per connection | TLS state (estimate) | beyond TLS | connections | processes |"
+        ),
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name in _ordered(list(servers), SERVER_ORDER):
+        entry = servers[name]
+        if "error" in entry:
+            lines.append(f"| {name} | failed: {entry['error']} | | | | | | | |")
+            continue
+        lines.append(
+            f"| {name} | {_number(entry, 'idle_rss_kib') / 1024:.1f} | {_number(entry, 'idle_pss_kib') / 1024:.1f} "
+            f"| {_number(entry, 'loaded_rss_kib') / 1024:.1f} | {_kib(entry.get('per_connection_bytes'))} "
+            f"| {_kib(entry.get('tls_state_bytes'))} | {_kib(entry.get('beyond_tls_bytes'))} "
+            f"| {entry.get('open_connections')} | {entry.get('processes')} |"
+        )
+    lines += ["", "| target | figures | verdict |", "| --- | --- | --- |"]
+    for name in ("peregrine-wsgi", "peregrine-asgi"):
+        entry = servers.get(name, {})
+        beyond = entry.get("beyond_tls_bytes")
+        if not isinstance(beyond, int | float):
+            continue
+        verdict = (
+            "pass" if beyond <= H3_IDLE_BEYOND_TLS_BYTES and entry.get("open_connections") == connections else "FAIL"
+        )
+        lines.append(
+            f"| {name}: an idle HTTP/3 connection ≤ 8 KiB beyond its TLS state | "
+            f"{_kib(entry.get('per_connection_bytes'))} per connection minus {_kib(entry.get('tls_state_bytes'))} TLS "
+            f"= {_kib(beyond)} | {verdict} |"
+        )
+    return "\n".join(lines)
+
+
 def newest(prefix: str) -> Path | None:
     """The newest results file whose name starts with `prefix`."""
     found = sorted(RESULTS_DIR.glob(f"{prefix}-*.json"))
@@ -643,9 +690,10 @@ def main(argv: list[str]) -> int:
         parts.append(render_run(json.loads(run_path.read_text())))
     if memory_path is not None:
         parts.append(render_memory(json.loads(memory_path.read_text())))
-    ws_memory_path = newest("ws-memory") if not argv else None
-    if ws_memory_path is not None:
-        parts.append(render_memory(json.loads(ws_memory_path.read_text())))
+    for prefix in ("ws-memory", "h3-memory"):
+        path = newest(prefix) if not argv else None
+        if path is not None:
+            parts.append(render_memory(json.loads(path.read_text())))
     sys.stdout.write("\n\n".join(parts) + "\n")
     return 0
 
