@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -157,6 +159,10 @@ static int open_socket(struct conn *c) {
     int size = SOCKET_BUFFER;
     (void)setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
     (void)setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+    /* UDP GRO (Linux 5.0): a burst the server sent with GSO arrives as one buffer of equal-size datagrams
+     * (the size in a UDP_GRO control message), one copy and one syscall slot instead of one per packet. */
+    int on = 1;
+    (void)setsockopt(c->fd, IPPROTO_UDP, UDP_GRO, &on, sizeof(on));
     if (connect(c->fd, (struct sockaddr *)&g.remote, g.remotelen) != 0) {
         return -1;
     }
@@ -357,9 +363,25 @@ static void conn_fatal(struct conn *c, int rv) {
     conn_fail(c, rv == NGTCP2_ERR_DRAINING ? "closed by the server" : ngtcp2_strerror(rv));
 }
 
+/* The segment size of a GRO-coalesced buffer, or 0 when it holds one datagram. */
+static size_t gro_segment_size(struct msghdr *msg) {
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
+        if (cm->cmsg_level == IPPROTO_UDP && cm->cmsg_type == UDP_GRO) {
+            int size;
+            memcpy(&size, CMSG_DATA(cm), sizeof(size));
+            return size > 0 ? (size_t)size : 0;
+        }
+    }
+    return 0;
+}
+
 void conn_on_readable(struct conn *c) {
     struct mmsghdr msgs[RX_BATCH];
     struct iovec iov[RX_BATCH];
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control[RX_BATCH];
     for (;;) {
         for (int i = 0; i < RX_BATCH; i++) {
             iov[i].iov_base = rxbuf[i];
@@ -367,6 +389,8 @@ void conn_on_readable(struct conn *c) {
             memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
             msgs[i].msg_hdr.msg_iov = &iov[i];
             msgs[i].msg_hdr.msg_iovlen = 1;
+            msgs[i].msg_hdr.msg_control = control[i].buf;
+            msgs[i].msg_hdr.msg_controllen = sizeof(control[i].buf);
         }
         int n = recvmmsg(c->fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
         if (n < 0) {
@@ -383,11 +407,19 @@ void conn_on_readable(struct conn *c) {
             NULL,
         };
         for (int i = 0; i < n; i++) {
-            ngtcp2_pkt_info pi = {0};
-            int rv = ngtcp2_conn_read_pkt(c->quic, &path, &pi, rxbuf[i], msgs[i].msg_len, g.now);
-            if (rv != 0) {
-                conn_fatal(c, rv);
-                return;
+            size_t len = msgs[i].msg_len;
+            size_t segment = gro_segment_size(&msgs[i].msg_hdr);
+            if (segment == 0) {
+                segment = len;
+            }
+            for (size_t at = 0; at < len; at += segment) {
+                size_t size = len - at < segment ? len - at : segment;
+                ngtcp2_pkt_info pi = {0};
+                int rv = ngtcp2_conn_read_pkt(c->quic, &path, &pi, rxbuf[i] + at, size, g.now);
+                if (rv != 0) {
+                    conn_fatal(c, rv);
+                    return;
+                }
             }
         }
         if (n < RX_BATCH) {

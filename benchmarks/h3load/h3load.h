@@ -3,8 +3,8 @@
  * peregrine's own QUIC and HTTP/3 code (issue 15 point 7).
  *
  * Theory of operation. One thread, one epoll loop, one connected non-blocking UDP socket per QUIC connection
- * (so ICMP port-unreachable reaches the right connection as ECONNREFUSED) and one timerfd armed at the
- * earliest of every connection's ngtcp2 expiry and the run's own deadlines. Each connection keeps
+ * (so ICMP port-unreachable reaches the right connection as ECONNREFUSED); the wait ends at the earliest of
+ * every connection's ngtcp2 expiry and the run's own deadlines. Each connection keeps
  * `streams` requests in flight (closed loop): a request that ends (FIN received, RFC 9114 §4.1) frees its
  * slot and the slot is refilled before the loop sleeps again. Files:
  *   main.c   options, the loop, the phases (warm-up, window, idle hold), the JSON report;
@@ -109,7 +109,6 @@ struct load {
     socklen_t remotelen;
     gnutls_certificate_credentials_t cred;
     int epfd;
-    int timerfd;
     struct conn *conns;
     int nconns;
     enum phase phase;

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -312,9 +311,27 @@ static void service_connections(void) {
     }
 }
 
+/* Waits for socket events until `deadline` (an ngtcp2 timestamp, UINT64_MAX: none). epoll_pwait2 takes the
+ * timeout in nanoseconds, so no timer descriptor has to be re-armed each turn (ngtcp2's expiry moves with
+ * every packet); kernels before 5.11 fall back to epoll_wait rounded up to the millisecond. */
+static int wait_events(struct epoll_event *events, int max, uint64_t deadline) {
+    static int no_pwait2;
+    uint64_t now = timestamp_ns();
+    uint64_t wait = deadline <= now ? 0 : deadline - now;
+    if (!no_pwait2) {
+        struct timespec ts = {(time_t)(wait / NGTCP2_SECONDS), (long)(wait % NGTCP2_SECONDS)};
+        int n = epoll_pwait2(g.epfd, events, max, deadline == UINT64_MAX ? NULL : &ts, NULL);
+        if (n >= 0 || errno != ENOSYS) {
+            return n;
+        }
+        no_pwait2 = 1;
+    }
+    int ms = deadline == UINT64_MAX ? -1 : (int)((wait + 999999) / 1000000);
+    return epoll_wait(g.epfd, events, max, ms);
+}
+
 static void run(void) {
     struct epoll_event events[64];
-    uint64_t armed = 0;
     for (;;) {
         g.now = timestamp_ns();
         advance_phase();
@@ -322,33 +339,13 @@ static void run(void) {
             return;
         }
         service_connections();
-        uint64_t deadline = next_deadline();
-        int timeout = 0;
-        if (deadline > g.now) {
-            timeout = -1;
-            if (deadline != armed) {
-                struct itimerspec its = {0};
-                if (deadline != UINT64_MAX) {
-                    its.it_value.tv_sec = (time_t)(deadline / NGTCP2_SECONDS);
-                    its.it_value.tv_nsec = (long)(deadline % NGTCP2_SECONDS);
-                }
-                timerfd_settime(g.timerfd, TFD_TIMER_ABSTIME, &its, NULL);
-                armed = deadline;
-            }
-        }
-        int n = epoll_wait(g.epfd, events, 64, timeout);
+        int n = wait_events(events, 64, next_deadline());
         if (n < 0 && errno != EINTR) {
             perror("h3load: epoll_wait");
             exit(1);
         }
         g.now = timestamp_ns();
         for (int i = 0; i < n; i++) {
-            if (events[i].data.ptr == NULL) {
-                uint64_t expirations;
-                (void)read(g.timerfd, &expirations, sizeof(expirations));
-                armed = 0;
-                continue;
-            }
             struct conn *c = events[i].data.ptr;
             if (c->state == CONN_FREE) {
                 continue; /* closed by an earlier event of this batch */
@@ -395,9 +392,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     g.epfd = epoll_create1(EPOLL_CLOEXEC);
-    g.timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-    if (g.epfd < 0 || g.timerfd < 0 || epoll_ctl(g.epfd, EPOLL_CTL_ADD, g.timerfd, &ev) != 0) {
+    if (g.epfd < 0) {
         perror("h3load: epoll");
         return 1;
     }
