@@ -426,6 +426,14 @@ void conn_on_readable(struct conn *c) {
             break;
         }
     }
+    if (c->goaway && c->active == 0) {
+        /* The server announced its shutdown (RFC 9114 §5.2) and our requests on it are done: close it rather
+         * than wait for the server to, and let a new connection take over. A server closing is an error. */
+        ngtcp2_connection_close_error_set_application_error(&c->last_error, NGHTTP3_H3_NO_ERROR, NULL, 0);
+        send_close(c);
+        conn_fail(c, "GOAWAY from the server");
+        return;
+    }
     h3_fill(c);
     conn_write(c);
 }

@@ -164,6 +164,32 @@ def test_idle_connections_held_then_closed(h3load: Path, server: Server) -> None
     assert server.stdout.text().count(" HTTP/3") == 20
 
 
+def test_idle_hold_outlasts_the_server_idle_timeout(
+    h3load: Path, tls_server: Callable[..., Server], tls_files: TLSFiles
+) -> None:
+    # RFC 9000 §10.1.2: h3load PINGs at half the server's max_idle_timeout (1 s here), so a 3 s hold keeps
+    # every connection open; one closed by the server's idle timer would be an error.
+    server = tls_server(TARGET, "--http3", "--access-log", "--quic-idle-timeout", "1000")
+    report, code, stderr = run(h3load, "--idle", "5", "--hold", "3", f"https://127.0.0.1:{server.port}/hello")
+    assert code == 0, stderr
+    assert report["errors"] == 0
+    assert report["handshakes"] == 5
+    assert report["requests"] == 5
+
+
+def test_goaway_replaces_the_connection(h3load: Path, tls_server: Callable[..., Server], tls_files: TLSFiles) -> None:
+    # --max-connection-age: the server sends GOAWAY (RFC 9114 §5.2) on a connection past its age; h3load lets
+    # the requests in flight finish, counts the server's close as an error and carries on on a new connection.
+    server = tls_server(TARGET, "--http3", "--access-log", "--max-connection-age", "300")
+    report, code, stderr = run(h3load, "-c", "2", "-m", "2", "-d", "3", f"https://127.0.0.1:{server.port}/hello")
+    assert code == 1, stderr
+    assert report["errors"] >= 2
+    assert report["handshakes"] > 2
+    assert report["handshakes"] >= report["errors"]
+    assert report["requests"] > 0
+    assert report["status"]["2xx"] == report["requests"]
+
+
 def test_server_going_away_is_counted(h3load: Path, server: Server) -> None:
     process = subprocess.Popen(
         [str(h3load), "-c", "2", "-m", "2", "-d", "12", f"https://127.0.0.1:{server.port}/hello"],
