@@ -221,8 +221,8 @@ void request_finished(struct request *r, enum request_end end) {
     c->completed++;
     if (g.opt.idle > 0) {
         c->idle_response = 1;
-    } else if (g.phase != PHASE_WINDOW) {
-        return;
+    } else if (g.phase != PHASE_WINDOW || (g.opt.requests > 0 && g.requests >= g.opt.requests)) {
+        return; /* outside the window, or past -n (requests the warm-up left in flight can overshoot it) */
     }
     g.requests++;
     if (r->status >= 200 && r->status < 600) {

@@ -113,6 +113,18 @@ def test_duration_after_warmup_counts_only_the_window(h3load: Path, server: Serv
     assert logged(server, '"GET /hello HTTP/3" 200', report["requests"] + 1) > report["requests"]
 
 
+def test_request_count_after_warmup_is_exact(h3load: Path, server: Server) -> None:
+    # The warm-up leaves 4 x 16 requests in flight when the window opens; -n still counts exactly 100.
+    report, code, stderr = run(
+        h3load, "-c", "4", "-m", "16", "-w", "1", "-n", "100", f"https://127.0.0.1:{server.port}/hello"
+    )
+    assert code == 0, stderr
+    assert report["requests"] == 100
+    assert report["status"]["2xx"] == 100
+    assert report["body_bytes"] == 5 * 100
+    assert report["errors"] == 0
+
+
 def test_download_counts_each_body_whole(h3load: Path, server: Server) -> None:
     size = 1_000_000
     report, code, stderr = run(h3load, "-c", "1", "-m", "1", "-n", "4", f"https://127.0.0.1:{server.port}/big?n={size}")
