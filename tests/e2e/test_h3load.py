@@ -248,6 +248,20 @@ def test_usage_errors_exit_2(h3load: Path, arguments: list[str]) -> None:
     assert "usage: h3load" in done.stderr
 
 
+def test_latency_histogram(tmp_path: Path) -> None:
+    """benchmarks/h3load/stats_test.c: exact small values, quantiles within one bucket, the open last bucket."""
+    source = BUILD.parent
+    program = tmp_path / "stats_test"
+    flags = subprocess.run(["pkg-config", "--cflags", *LIBRARIES], capture_output=True, text=True, check=True)
+    subprocess.run(
+        ["cc", "-O2", f"-I{source}", "-o", str(program), str(source / "stats_test.c"), str(source / "stats.c"),
+         *flags.stdout.split()],
+        check=True,
+    )  # fmt: skip
+    done = subprocess.run([str(program)], capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, "ok\n")
+
+
 def test_help_says_certificates_are_not_verified(h3load: Path) -> None:
     done = subprocess.run([str(h3load), "--help"], capture_output=True, text=True, timeout=10, check=False)
     assert done.returncode == 0
