@@ -118,6 +118,7 @@ struct load {
     double cpu_at_window;
     double cpu_seconds;
     uint64_t inflight;     /* requests submitted and not finished, on every connection */
+    int refill;            /* a request gave its -n budget back: try every connection's free slots */
     uint64_t requests;     /* completed in the window */
     uint64_t status[4];    /* 2xx..5xx */
     uint64_t body_bytes;   /* response body bytes of requests completed in the window */

@@ -141,7 +141,11 @@ static int flush(struct conn *c, const size_t *lens, int count) {
 }
 
 void conn_write(struct conn *c) {
-    if (c->state == CONN_FREE || c->want_write) {
+    if (c->state == CONN_FREE) {
+        return;
+    }
+    if (c->want_write) {
+        c->expiry = UINT64_MAX; /* EPOLLOUT wakes the connection; its timers are served then */
         return;
     }
     size_t lens[TX_MAX_PACKETS];

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ static const char usage_text[] =
     "                response, keep them idle SECONDS (PINGs only), close them\n"
     "  --alpn PROTO  ALPN to offer (default h3)\n"
     "\n"
+    "SIGINT or SIGTERM ends the run early (the report covers what was measured).\n"
     "Prints one JSON object on stdout. Exit 0 when at least one request completed and errors == 0, 1 otherwise,\n"
     "2 on a usage error.\n";
 
@@ -207,6 +209,9 @@ void request_finished(struct request *r, enum request_end end) {
     r->stream_id = -1;
     c->active--;
     g.inflight--;
+    if (end != REQUEST_COMPLETED && g.opt.requests > 0) {
+        g.refill = 1; /* -n budget given back: connections that stopped for it may start requests again */
+    }
     if (end == REQUEST_RESET) {
         g.errors++;
         if (g.failures_logged < 10) {
@@ -299,13 +304,21 @@ static uint64_t next_deadline(void) {
 
 /* Expired ngtcp2 timers, replacements due, requests to start. */
 static void service_connections(void) {
+    int refill = g.refill;
+    g.refill = 0;
     for (int i = 0; i < g.nconns; i++) {
         struct conn *c = &g.conns[i];
         if (c->state == CONN_FREE) {
             if (c->reopen_at != 0 && c->reopen_at <= g.now) {
                 (void)conn_open(c);
             }
-        } else if (c->expiry <= g.now) {
+            continue;
+        }
+        if (refill && c->state == CONN_READY && c->active < (size_t)g.opt.streams) {
+            h3_fill(c);
+            conn_write(c);
+        }
+        if (c->state != CONN_FREE && c->expiry <= g.now) {
             conn_on_expiry(c);
         }
     }
@@ -330,11 +343,25 @@ static int wait_events(struct epoll_event *events, int max, uint64_t deadline) {
     return epoll_wait(g.epfd, events, max, ms);
 }
 
+/* SIGINT or SIGTERM: end the run now and report what was measured. */
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int signal_number) {
+    (void)signal_number;
+    stop_requested = 1;
+}
+
 static void run(void) {
     struct epoll_event events[64];
     for (;;) {
         g.now = timestamp_ns();
         advance_phase();
+        if (stop_requested && g.phase != PHASE_DONE) {
+            if (g.phase == PHASE_WARMUP) {
+                start_window(); /* nothing measured: an empty window */
+            }
+            finish();
+        }
         if (g.phase == PHASE_DONE) {
             return;
         }
@@ -387,6 +414,9 @@ static void report(void) {
 int main(int argc, char **argv) {
     parse_options(argc, argv);
     h3_init();
+    struct sigaction stop = {.sa_handler = on_stop_signal};
+    sigaction(SIGINT, &stop, NULL);
+    sigaction(SIGTERM, &stop, NULL);
     if (gnutls_certificate_allocate_credentials(&g.cred) != 0) {
         fprintf(stderr, "h3load: gnutls credentials\n");
         return 1;

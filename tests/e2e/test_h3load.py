@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -217,6 +218,23 @@ def test_server_going_away_is_counted(h3load: Path, server: Server) -> None:
     assert report["requests"] >= 10
     assert report["errors"] >= 2  # both connections closed by the server; their replacements refused
     assert "failed" in stderr
+
+
+def test_sigint_ends_the_run_with_a_report(h3load: Path, server: Server) -> None:
+    process = subprocess.Popen(
+        [str(h3load), "-c", "2", "-m", "2", "-d", "50", f"https://127.0.0.1:{server.port}/hello"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert logged(server, '"GET /hello HTTP/3" 200', 10, timeout=20) >= 10
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=20)
+    assert process.returncode == 0, stderr
+    report = json.loads(stdout)
+    assert report["requests"] >= 10
+    assert report["errors"] == 0
+    assert report["seconds"] < 40
 
 
 def test_ipv6_literal(h3load: Path, tls_server: Callable[..., Server], tls_files: TLSFiles) -> None:
