@@ -126,6 +126,15 @@ def test_request_count_after_warmup_is_exact(h3load: Path, server: Server) -> No
     assert report["errors"] == 0
 
 
+def test_status_classes_are_counted(h3load: Path, server: Server) -> None:
+    # A 4xx is a completed request, not an error (the exit status stays 0).
+    report, code, stderr = run(h3load, "-c", "1", "-m", "4", "-n", "12", f"https://127.0.0.1:{server.port}/missing")
+    assert code == 0, stderr
+    assert report["status"] == {"2xx": 0, "3xx": 0, "4xx": 12, "5xx": 0}
+    assert report["requests"] == 12
+    assert report["body_bytes"] == 0
+
+
 def test_download_counts_each_body_whole(h3load: Path, server: Server) -> None:
     size = 1_000_000
     report, code, stderr = run(h3load, "-c", "1", "-m", "1", "-n", "4", f"https://127.0.0.1:{server.port}/big?n={size}")
