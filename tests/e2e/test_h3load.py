@@ -109,7 +109,7 @@ def test_duration_after_warmup_counts_only_the_window(h3load: Path, server: Serv
     assert report["requests"] > 0
     assert report["status"]["2xx"] == report["requests"]
     assert report["errors"] == 0
-    assert report["seconds"] == pytest.approx(2.0, abs=0.5)
+    assert 2.0 <= report["seconds"] < 3.5  # the window's end is one of the loop's deadlines
     # The warm-up's requests reached the server too but are not counted.
     assert logged(server, '"GET /hello HTTP/3" 200', report["requests"] + 1) > report["requests"]
 
@@ -189,10 +189,10 @@ def test_idle_connections_held_then_closed(h3load: Path, server: Server) -> None
 def test_idle_hold_outlasts_the_server_idle_timeout(
     h3load: Path, tls_server: Callable[..., Server], tls_files: TLSFiles
 ) -> None:
-    # RFC 9000 §10.1.2: h3load PINGs at half the server's max_idle_timeout (1 s here), so a 3 s hold keeps
+    # RFC 9000 §10.1.2: h3load PINGs at half the server's max_idle_timeout (1.5 s here), so a 5 s hold keeps
     # every connection open; one closed by the server's idle timer would be an error.
-    server = tls_server(TARGET, "--http3", "--access-log", "--quic-idle-timeout", "1000")
-    report, code, stderr = run(h3load, "--idle", "5", "--hold", "3", f"https://127.0.0.1:{server.port}/hello")
+    server = tls_server(TARGET, "--http3", "--access-log", "--quic-idle-timeout", "3000")
+    report, code, stderr = run(h3load, "--idle", "5", "--hold", "5", f"https://127.0.0.1:{server.port}/hello")
     assert code == 0, stderr
     assert report["errors"] == 0
     assert report["handshakes"] == 5
