@@ -1,6 +1,6 @@
 /*
  * A QUIC connection of h3load: its UDP socket, its GnuTLS session (certificates are not verified: a loopback
- * benchmark), ngtcp2's callbacks and the packet I/O. The HTTP/3 layer (h3.c) sits on the streams.
+ * benchmark) and ngtcp2's callbacks; io.c moves its packets, h3.c is the HTTP/3 layer on its streams.
  *
  * Failure: any error from ngtcp2 (the server's CONNECTION_CLOSE puts the connection in the draining period,
  * RFC 9000 §10.2.2; a stateless reset, §10.3; an idle or handshake timeout; ECONNREFUSED from the socket) makes
@@ -9,10 +9,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -21,15 +22,11 @@
 
 #include "h3load.h"
 
-#define RX_BATCH 16
-#define RX_SIZE 65536
 #define SOCKET_BUFFER (4 * 1024 * 1024)
 /* A replacement for a connection that failed before completing any request waits this long, so a server that
  * is gone costs a few failures per second, not a busy loop. */
 #define REOPEN_BACKOFF_NS (100 * 1000 * 1000ull)
 
-static uint8_t txbuf[TX_MAX_PACKETS * TX_STRIDE];
-static uint8_t rxbuf[RX_BATCH][RX_SIZE];
 
 /* TLS 1.3 only (RFC 9001 §4.2), no middlebox compatibility mode (§8.4). */
 static const char priority[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"
@@ -157,6 +154,10 @@ static int open_socket(struct conn *c) {
     int size = SOCKET_BUFFER;
     (void)setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
     (void)setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+    /* UDP GRO (Linux 5.0): a burst the server sent with GSO arrives as one buffer of equal-size datagrams
+     * (the size in a UDP_GRO control message), one copy and one syscall slot instead of one per packet. */
+    int on = 1;
+    (void)setsockopt(c->fd, IPPROTO_UDP, UDP_GRO, &on, sizeof(on));
     if (connect(c->fd, (struct sockaddr *)&g.remote, g.remotelen) != 0) {
         return -1;
     }
@@ -315,17 +316,17 @@ void conn_fail(struct conn *c, const char *why) {
     c->reopen_at = g.now + backoff + 1;
 }
 
-static void send_close(struct conn *c) {
+void conn_send_close(struct conn *c) {
     if (c->quic == NULL || ngtcp2_conn_is_in_closing_period(c->quic) || ngtcp2_conn_is_in_draining_period(c->quic)) {
         return;
     }
     ngtcp2_path_storage ps;
     ngtcp2_path_storage_zero(&ps);
     ngtcp2_pkt_info pi;
-    ngtcp2_ssize n = ngtcp2_conn_write_connection_close(c->quic, &ps.path, &pi, txbuf, TX_STRIDE, &c->last_error,
+    ngtcp2_ssize n = ngtcp2_conn_write_connection_close(c->quic, &ps.path, &pi, conn_txbuf, TX_STRIDE, &c->last_error,
                                                         g.now);
     if (n > 0) {
-        (void)send(c->fd, txbuf, (size_t)n, 0);
+        (void)send(c->fd, conn_txbuf, (size_t)n, 0);
     }
 }
 
@@ -336,12 +337,12 @@ void conn_close(struct conn *c) {
     if (c->state == CONN_READY) {
         ngtcp2_connection_close_error_set_application_error(&c->last_error, NGHTTP3_H3_NO_ERROR, NULL, 0);
     }
-    send_close(c);
+    conn_send_close(c);
     conn_free(c);
 }
 
 /* A fatal ngtcp2 result: send CONNECTION_CLOSE when the library still may, then fail. */
-static void conn_fatal(struct conn *c, int rv) {
+void conn_fatal(struct conn *c, int rv) {
     if (rv != NGTCP2_ERR_DRAINING && rv != NGTCP2_ERR_DROP_CONN && rv != NGTCP2_ERR_IDLE_CLOSE &&
         rv != NGTCP2_ERR_HANDSHAKE_TIMEOUT) {
         if (c->last_error.error_code == 0 && c->last_error.type == NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_TRANSPORT) {
@@ -352,168 +353,7 @@ static void conn_fatal(struct conn *c, int rv) {
                 ngtcp2_connection_close_error_set_transport_error_liberr(&c->last_error, rv, NULL, 0);
             }
         }
-        send_close(c);
+        conn_send_close(c);
     }
     conn_fail(c, rv == NGTCP2_ERR_DRAINING ? "closed by the server" : ngtcp2_strerror(rv));
-}
-
-void conn_on_readable(struct conn *c) {
-    struct mmsghdr msgs[RX_BATCH];
-    struct iovec iov[RX_BATCH];
-    for (;;) {
-        for (int i = 0; i < RX_BATCH; i++) {
-            iov[i].iov_base = rxbuf[i];
-            iov[i].iov_len = RX_SIZE;
-            memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
-            msgs[i].msg_hdr.msg_iov = &iov[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-        }
-        int n = recvmmsg(c->fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-                break;
-            }
-            conn_fail(c, strerror(errno)); /* ECONNREFUSED: nothing listens on the port any more */
-            return;
-        }
-        g.now = timestamp_ns();
-        ngtcp2_path path = {
-            {(struct sockaddr *)&c->local, c->locallen},
-            {(struct sockaddr *)&g.remote, g.remotelen},
-            NULL,
-        };
-        for (int i = 0; i < n; i++) {
-            ngtcp2_pkt_info pi = {0};
-            int rv = ngtcp2_conn_read_pkt(c->quic, &path, &pi, rxbuf[i], msgs[i].msg_len, g.now);
-            if (rv != 0) {
-                conn_fatal(c, rv);
-                return;
-            }
-        }
-        if (n < RX_BATCH) {
-            break;
-        }
-    }
-    h3_fill(c);
-    conn_write(c);
-}
-
-void conn_on_writable(struct conn *c) {
-    c->want_write = 0;
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-    (void)epoll_ctl(g.epfd, EPOLL_CTL_MOD, c->fd, &ev);
-    conn_write(c);
-}
-
-void conn_on_expiry(struct conn *c) {
-    int rv = ngtcp2_conn_handle_expiry(c->quic, g.now);
-    if (rv != 0) {
-        conn_fatal(c, rv);
-        return;
-    }
-    conn_write(c);
-}
-
-/* Sends `count` packets laid out TX_STRIDE apart; 0, or -1 when the socket is full or failed. */
-static int flush(struct conn *c, const size_t *lens, int count) {
-    struct mmsghdr msgs[TX_MAX_PACKETS];
-    struct iovec iov[TX_MAX_PACKETS];
-    for (int i = 0; i < count; i++) {
-        iov[i].iov_base = txbuf + (size_t)i * TX_STRIDE;
-        iov[i].iov_len = lens[i];
-        memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
-        msgs[i].msg_hdr.msg_iov = &iov[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
-    }
-    int sent = 0;
-    while (sent < count) {
-        int n = sendmmsg(c->fd, msgs + sent, (unsigned)(count - sent), 0);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                c->want_write = 1;
-                struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
-                (void)epoll_ctl(g.epfd, EPOLL_CTL_MOD, c->fd, &ev);
-                return -1;
-            }
-            conn_fail(c, strerror(errno));
-            return -1;
-        }
-        sent += n;
-    }
-    return 0;
-}
-
-void conn_write(struct conn *c) {
-    if (c->state == CONN_FREE || c->want_write) {
-        return;
-    }
-    size_t lens[TX_MAX_PACKETS];
-    size_t max_payload = ngtcp2_conn_get_max_tx_udp_payload_size(c->quic);
-    size_t quantum = ngtcp2_conn_get_send_quantum(c->quic) / max_payload;
-    int burst = quantum < 1 ? 1 : quantum > TX_MAX_PACKETS ? TX_MAX_PACKETS : (int)quantum;
-    int count = 0;
-    ngtcp2_path_storage ps;
-    ngtcp2_path_storage_zero(&ps);
-    for (;;) {
-        int64_t stream_id = -1;
-        int fin = 0;
-        nghttp3_vec vec[16];
-        nghttp3_ssize nvec = 0;
-        if (c->h3 != NULL && ngtcp2_conn_get_max_data_left(c->quic) > 0) {
-            nvec = nghttp3_conn_writev_stream(c->h3, &stream_id, &fin, vec, 16);
-            if (nvec < 0) {
-                ngtcp2_connection_close_error_set_application_error(
-                    &c->last_error, nghttp3_err_infer_quic_app_error_code((int)nvec), NULL, 0);
-                conn_fatal(c, NGTCP2_ERR_CALLBACK_FAILURE);
-                return;
-            }
-        }
-        uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE | (fin ? NGTCP2_WRITE_STREAM_FLAG_FIN : 0);
-        ngtcp2_ssize written = -1;
-        ngtcp2_pkt_info pi;
-        ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->quic, &ps.path, &pi, txbuf + (size_t)count * TX_STRIDE,
-                                                   max_payload, &written, flags, stream_id,
-                                                   (const ngtcp2_vec *)vec, (size_t)nvec, g.now);
-        if (n < 0) {
-            if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
-                nghttp3_conn_block_stream(c->h3, stream_id);
-                continue;
-            }
-            if (n == NGTCP2_ERR_STREAM_SHUT_WR) {
-                nghttp3_conn_shutdown_stream_write(c->h3, stream_id);
-                continue;
-            }
-            if (n == NGTCP2_ERR_WRITE_MORE) {
-                if (nghttp3_conn_add_write_offset(c->h3, stream_id, (size_t)written) != 0) {
-                    conn_fatal(c, NGTCP2_ERR_CALLBACK_FAILURE);
-                    return;
-                }
-                continue;
-            }
-            conn_fatal(c, (int)n);
-            return;
-        }
-        if (written >= 0 && nghttp3_conn_add_write_offset(c->h3, stream_id, (size_t)written) != 0) {
-            conn_fatal(c, NGTCP2_ERR_CALLBACK_FAILURE);
-            return;
-        }
-        if (n == 0) {
-            break; /* nothing more, or congestion / pacing limited */
-        }
-        lens[count++] = (size_t)n;
-        if (count == burst) {
-            break;
-        }
-    }
-    if (count > 0 && flush(c, lens, count) != 0) {
-        if (c->state == CONN_FREE) {
-            return;
-        }
-    }
-    /* RFC 9002 §7.7: the pacer learns when this burst left, and the expiry below includes the next send time. */
-    ngtcp2_conn_update_pkt_tx_time(c->quic, g.now);
-    c->expiry = ngtcp2_conn_get_expiry(c->quic);
 }

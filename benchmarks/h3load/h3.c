@@ -15,7 +15,15 @@
  * outlives every stream (nghttp3 keeps pointers into it until the bytes are acknowledged). */
 static uint8_t body_chunk[16384];
 
-void h3_init(void) { memset(body_chunk, 'x', sizeof(body_chunk)); }
+/* The request's content-length value (-b), formatted once. */
+static char content_length[24];
+static size_t content_length_len;
+
+void h3_init(void) {
+    memset(body_chunk, 'x', sizeof(body_chunk));
+    content_length_len = (size_t)snprintf(content_length, sizeof(content_length), "%llu",
+                                          (unsigned long long)g.opt.body_bytes);
+}
 
 static struct conn *conn_of(void *user_data) { return user_data; }
 
@@ -175,14 +183,12 @@ static int submit(struct conn *c, struct request *r) {
     if (ngtcp2_conn_open_bidi_stream(c->quic, &stream_id, NULL) != 0) {
         return -1;
     }
-    char length[24];
-    int lengthlen = snprintf(length, sizeof(length), "%llu", (unsigned long long)g.opt.body_bytes);
     nghttp3_nv nva[5] = {
         header(":method", g.opt.post ? "POST" : "GET", g.opt.post ? 4 : 3),
         header(":scheme", "https", 5),
         header(":authority", g.opt.authority, strlen(g.opt.authority)),
         header(":path", g.opt.path, strlen(g.opt.path)),
-        header("content-length", length, (size_t)lengthlen),
+        header("content-length", content_length, content_length_len),
     };
     r->stream_id = stream_id;
     r->started = g.now;

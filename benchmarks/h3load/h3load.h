@@ -3,12 +3,13 @@
  * peregrine's own QUIC and HTTP/3 code (issue 15 point 7).
  *
  * Theory of operation. One thread, one epoll loop, one connected non-blocking UDP socket per QUIC connection
- * (so ICMP port-unreachable reaches the right connection as ECONNREFUSED) and one timerfd armed at the
- * earliest of every connection's ngtcp2 expiry and the run's own deadlines. Each connection keeps
+ * (so ICMP port-unreachable reaches the right connection as ECONNREFUSED); the wait ends at the earliest of
+ * every connection's ngtcp2 expiry and the run's own deadlines. Each connection keeps
  * `streams` requests in flight (closed loop): a request that ends (FIN received, RFC 9114 §4.1) frees its
  * slot and the slot is refilled before the loop sleeps again. Files:
  *   main.c   options, the loop, the phases (warm-up, window, idle hold), the JSON report;
- *   conn.c   a QUIC connection: socket, TLS session, ngtcp2 callbacks, packet I/O, failure;
+ *   conn.c   a QUIC connection: socket, TLS session, ngtcp2 callbacks, failure and close;
+ *   io.c     its packet I/O: recvmmsg with UDP GRO in, sendmmsg out;
  *   h3.c     the HTTP/3 layer of a connection: nghttp3 callbacks and request slots;
  *   stats.c  a bounded log-linear latency histogram.
  * Latency is from the moment the request is submitted (its HEADERS are written in the same loop turn) to
@@ -109,7 +110,6 @@ struct load {
     socklen_t remotelen;
     gnutls_certificate_credentials_t cred;
     int epfd;
-    int timerfd;
     struct conn *conns;
     int nconns;
     enum phase phase;
@@ -118,6 +118,7 @@ struct load {
     double cpu_at_window;
     double cpu_seconds;
     uint64_t inflight;     /* requests submitted and not finished, on every connection */
+    int refill;            /* a request gave its -n budget back: try every connection's free slots */
     uint64_t requests;     /* completed in the window */
     uint64_t status[4];    /* 2xx..5xx */
     uint64_t body_bytes;   /* response body bytes of requests completed in the window */
@@ -136,15 +137,23 @@ double cpu_seconds_now(void);
 
 /* conn.c */
 int conn_open(struct conn *c);
-void conn_on_readable(struct conn *c);
-void conn_on_writable(struct conn *c);
-void conn_on_expiry(struct conn *c);
-void conn_write(struct conn *c);
 /* The connection is unusable (`why` for the log): counted as an error, freed, replaced at `reopen_at`. */
 void conn_fail(struct conn *c, const char *why);
 /* Closes the connection with H3_NO_ERROR (RFC 9114 §8.1) and frees it; not an error. */
 void conn_close(struct conn *c);
 void conn_free(struct conn *c);
+/* Writes CONNECTION_CLOSE with last_error unless ngtcp2 is already closing or draining. */
+void conn_send_close(struct conn *c);
+/* A fatal ngtcp2 result: CONNECTION_CLOSE when the library still may send one, then conn_fail. */
+void conn_fatal(struct conn *c, int rv);
+
+/* io.c */
+extern uint8_t conn_txbuf[TX_MAX_PACKETS * TX_STRIDE];
+void conn_on_readable(struct conn *c);
+void conn_on_writable(struct conn *c);
+void conn_on_expiry(struct conn *c);
+/* Writes whatever ngtcp2 and nghttp3 have to send now and records the next expiry. */
+void conn_write(struct conn *c);
 
 /* h3.c */
 void h3_init(void);

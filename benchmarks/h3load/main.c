@@ -10,12 +10,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +42,7 @@ static const char usage_text[] =
     "                response, keep them idle SECONDS (PINGs only), close them\n"
     "  --alpn PROTO  ALPN to offer (default h3)\n"
     "\n"
+    "SIGINT or SIGTERM ends the run early (the report covers what was measured).\n"
     "Prints one JSON object on stdout. Exit 0 when at least one request completed and errors == 0, 1 otherwise,\n"
     "2 on a usage error.\n";
 
@@ -208,6 +209,9 @@ void request_finished(struct request *r, enum request_end end) {
     r->stream_id = -1;
     c->active--;
     g.inflight--;
+    if (end != REQUEST_COMPLETED && g.opt.requests > 0) {
+        g.refill = 1; /* -n budget given back: connections that stopped for it may start requests again */
+    }
     if (end == REQUEST_RESET) {
         g.errors++;
         if (g.failures_logged < 10) {
@@ -222,8 +226,8 @@ void request_finished(struct request *r, enum request_end end) {
     c->completed++;
     if (g.opt.idle > 0) {
         c->idle_response = 1;
-    } else if (g.phase != PHASE_WINDOW) {
-        return;
+    } else if (g.phase != PHASE_WINDOW || (g.opt.requests > 0 && g.requests >= g.opt.requests)) {
+        return; /* outside the window, or past -n (requests the warm-up left in flight can overshoot it) */
     }
     g.requests++;
     if (r->status >= 200 && r->status < 600) {
@@ -300,55 +304,75 @@ static uint64_t next_deadline(void) {
 
 /* Expired ngtcp2 timers, replacements due, requests to start. */
 static void service_connections(void) {
+    int refill = g.refill;
+    g.refill = 0;
     for (int i = 0; i < g.nconns; i++) {
         struct conn *c = &g.conns[i];
         if (c->state == CONN_FREE) {
             if (c->reopen_at != 0 && c->reopen_at <= g.now) {
                 (void)conn_open(c);
             }
-        } else if (c->expiry <= g.now) {
+            continue;
+        }
+        if (refill && c->state == CONN_READY && c->active < (size_t)g.opt.streams) {
+            h3_fill(c);
+            conn_write(c);
+        }
+        if (c->state != CONN_FREE && c->expiry <= g.now) {
             conn_on_expiry(c);
         }
     }
 }
 
+/* Waits for socket events until `deadline` (an ngtcp2 timestamp, UINT64_MAX: none). epoll_pwait2 takes the
+ * timeout in nanoseconds, so no timer descriptor has to be re-armed each turn (ngtcp2's expiry moves with
+ * every packet); kernels before 5.11 fall back to epoll_wait rounded up to the millisecond. */
+static int wait_events(struct epoll_event *events, int max, uint64_t deadline) {
+    static int no_pwait2;
+    uint64_t now = timestamp_ns();
+    uint64_t wait = deadline <= now ? 0 : deadline - now;
+    if (!no_pwait2) {
+        struct timespec ts = {(time_t)(wait / NGTCP2_SECONDS), (long)(wait % NGTCP2_SECONDS)};
+        int n = epoll_pwait2(g.epfd, events, max, deadline == UINT64_MAX ? NULL : &ts, NULL);
+        if (n >= 0 || errno != ENOSYS) {
+            return n;
+        }
+        no_pwait2 = 1;
+    }
+    int ms = deadline == UINT64_MAX ? -1 : (int)((wait + 999999) / 1000000);
+    return epoll_wait(g.epfd, events, max, ms);
+}
+
+/* SIGINT or SIGTERM: end the run now and report what was measured. */
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int signal_number) {
+    (void)signal_number;
+    stop_requested = 1;
+}
+
 static void run(void) {
     struct epoll_event events[64];
-    uint64_t armed = 0;
     for (;;) {
         g.now = timestamp_ns();
         advance_phase();
+        if (stop_requested && g.phase != PHASE_DONE) {
+            if (g.phase == PHASE_WARMUP) {
+                start_window(); /* nothing measured: an empty window */
+            }
+            finish();
+        }
         if (g.phase == PHASE_DONE) {
             return;
         }
         service_connections();
-        uint64_t deadline = next_deadline();
-        int timeout = 0;
-        if (deadline > g.now) {
-            timeout = -1;
-            if (deadline != armed) {
-                struct itimerspec its = {0};
-                if (deadline != UINT64_MAX) {
-                    its.it_value.tv_sec = (time_t)(deadline / NGTCP2_SECONDS);
-                    its.it_value.tv_nsec = (long)(deadline % NGTCP2_SECONDS);
-                }
-                timerfd_settime(g.timerfd, TFD_TIMER_ABSTIME, &its, NULL);
-                armed = deadline;
-            }
-        }
-        int n = epoll_wait(g.epfd, events, 64, timeout);
+        int n = wait_events(events, 64, next_deadline());
         if (n < 0 && errno != EINTR) {
             perror("h3load: epoll_wait");
             exit(1);
         }
         g.now = timestamp_ns();
         for (int i = 0; i < n; i++) {
-            if (events[i].data.ptr == NULL) {
-                uint64_t expirations;
-                (void)read(g.timerfd, &expirations, sizeof(expirations));
-                armed = 0;
-                continue;
-            }
             struct conn *c = events[i].data.ptr;
             if (c->state == CONN_FREE) {
                 continue; /* closed by an earlier event of this batch */
@@ -390,14 +414,15 @@ static void report(void) {
 int main(int argc, char **argv) {
     parse_options(argc, argv);
     h3_init();
+    struct sigaction stop = {.sa_handler = on_stop_signal};
+    sigaction(SIGINT, &stop, NULL);
+    sigaction(SIGTERM, &stop, NULL);
     if (gnutls_certificate_allocate_credentials(&g.cred) != 0) {
         fprintf(stderr, "h3load: gnutls credentials\n");
         return 1;
     }
     g.epfd = epoll_create1(EPOLL_CLOEXEC);
-    g.timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-    if (g.epfd < 0 || g.timerfd < 0 || epoll_ctl(g.epfd, EPOLL_CTL_ADD, g.timerfd, &ev) != 0) {
+    if (g.epfd < 0) {
         perror("h3load: epoll");
         return 1;
     }

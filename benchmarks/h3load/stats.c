@@ -44,7 +44,7 @@ uint64_t histogram_quantile(const struct histogram *h, double q) {
     for (unsigned b = 0; b < HIST_BUCKETS; b++) {
         seen += h->counts[b];
         if (seen >= rank) {
-            uint64_t top = bucket_top(b);
+            uint64_t top = b == HIST_BUCKETS - 1 ? UINT64_MAX : bucket_top(b); /* the last one is open-ended */
             return top < h->max ? top : h->max;
         }
     }
