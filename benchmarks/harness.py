@@ -362,14 +362,18 @@ http {{
     return path
 
 
+#: Bodies up to this size are a literal in the Caddyfile (held in memory, as nginx's `return`); larger ones a file.
+CADDY_RESPOND_LIMIT = 64 * 1024
+
+
 def caddy_config(directory: Path, app: App, port: int, tls: TlsFiles) -> Path:
     """Write a Caddyfile serving `app`'s fixed response over HTTPS on `port` (HTTP/3 on UDP); return its path.
 
     Offline and self-contained: no admin endpoint, no automatic HTTPS (the run's certificate is given), storage
-    in `directory` (and its autosaved configuration, through XDG_CONFIG_HOME: `server_environment`). Small bodies
-    are a `respond` literal, larger ones a file.
+    in `directory` (and its autosaved configuration, through XDG_CONFIG_HOME: `server_environment`). `hello` and
+    `12k` are a `respond` literal, the 32 MiB bulk body a file (`file_server`).
     """
-    if len(app.expected) < 4000:
+    if len(app.expected) <= CADDY_RESPOND_LIMIT:
         handler = f"respond `{app.expected.decode()}` 200"
     else:
         (directory / "body").write_bytes(app.expected)
