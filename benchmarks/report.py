@@ -359,7 +359,7 @@ def throughput_targets() -> list[Target]:
             for peer in ("uvicorn", "granian-asgi", "hypercorn")
         ]
     # A change against the build before it (run.py --baseline): within 3% of its CPU per request, or better.
-    for key in ("hello", "12k", "echo", "fastapi", "h2c:hello", "h2-tls:hello", "h1-tls:hello"):
+    for key in ("hello", "12k", "echo", "fastapi", "h2c:hello", "h2-tls:hello", "h1-tls:hello", "h3:hello"):
         for interface in ("wsgi", "asgi"):
             ours = f"peregrine-{interface}"
             label = f"{key}: {interface.upper()} CPU/request within 3% of the baseline build"
