@@ -37,12 +37,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import functools
 import http.client
 import importlib.util
 import json
 import math
 import os
-import resource
 import shutil
 import ssl
 import subprocess
@@ -50,204 +50,40 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import harness
 import memory
 from harness import CLIENT_CPU, HOST, SERVER_CPU, App, Environment, log
+from wt_client import (
+    MESSAGE_SIZE,
+    Tally,
+    Window,
+    check_echo,
+    client_cpu_seconds,
+    connected,
+    datagram_echo,
+    message_echo,
+    percentile,
+    stream_echo,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from wtclient_aioquic import WTSession
-
-T = TypeVar("T")
 E2E_DIR = harness.REPO_DIR / "tests" / "e2e"
 #: The app: WebTransport and WebSocket echo at any path (ws_mode "echo": the harness's `ws` mode can load it).
 APP = App("wt-echo", "GET", b"", b"", None, "apps.wt_apps:app", nginx=False, ws_mode="echo")
-MESSAGE_SIZE = 64
-#: A datagram window with no echo for this long is written off as lost (datagrams may be: RFC 9221 §5).
-DATAGRAM_LOSS_TIMEOUT = 0.05
 #: The server's bound on WebTransport sessions per connection (TRANSPORT.md, "WebTransport limit").
 MAX_SESSIONS_PER_CONNECTION = 16
 #: Seconds after the server starts (and after the idle sessions are open) before memory is read.
 SETTLE_SECONDS = 2.0
 #: Handshakes at once while opening idle sessions.
 OPEN_GATE = 20
+#: The client is the bottleneck when it uses this much of its core, or more CPU than the server (each has a core
+#: of its own, so the one that needs more per operation saturates first).
 CLIENT_BOUND = 0.9
 SMOKE = {"warmup": 0.3, "duration": 1.0, "sessions": 2, "idle": "4", "sessions_per_connection": 4}
-
-
-def payload(tag: str, index: int, size: int) -> bytes:
-    """A `size`-byte message naming its sender and number, so a misplaced echo cannot compare equal."""
-    return f"{tag} {index:010d} ".encode().ljust(size, b"x")[:size]
-
-
-@dataclasses.dataclass
-class Window:
-    """The measured interval, shared by every client task: warm-up, then measured, then stopping."""
-
-    measuring: bool = False
-    stopping: bool = False
-
-
-@dataclasses.dataclass
-class Tally:
-    """What the client counted during the measured interval."""
-
-    operations: int = 0
-    latencies: list[float] = dataclasses.field(default_factory=list)
-    mismatches: int = 0
-    errors: list[str] = dataclasses.field(default_factory=list)
-    sent: int = 0
-    received: int = 0
-    written_off: int = 0
-
-    def done(self, window: Window, began: float) -> None:
-        """One operation finished now (counted only inside the measured interval)."""
-        if window.measuring:
-            self.operations += 1
-            self.latencies.append(time.perf_counter() - began)
-
-
-def percentile(values: list[float], fraction: float) -> float | None:
-    """The nearest-rank percentile of `values` in µs (None when there are none)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)] * 1e6
-
-
-def client_cpu_seconds() -> float:
-    """User+system CPU of this process (the client) so far."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def session_class() -> type[WTSession]:
-    """The aioquic draft-02 client of the e2e tests, with what a load loop needs on top."""
-    from wtclient_aioquic import WTSession  # noqa: PLC0415 - tests/e2e is put on the path by main()
-
-    class BenchSession(WTSession):
-        """WTSession plus: read one message off a long-lived stream, forget a finished stream, batch datagrams."""
-
-        async def read_message(self, stream_id: int, size: int) -> bytes:
-            """The next `size` bytes of the stream (consumed: a ping-pong stream does not grow without bound)."""
-            await self.read(stream_id, size=size)
-            buffer = self._streams[stream_id].data
-            message = bytes(buffer[:size])
-            del buffer[:size]
-            return message
-
-        def forget(self, stream_id: int) -> None:
-            """Drop the client's record of a finished stream."""
-            self._streams.pop(stream_id, None)
-
-        def send_datagrams(self, data: list[bytes]) -> None:
-            """Queue the datagrams of the session, then send them in one transmit."""
-            for datagram in data:
-                self.http.send_datagram(self.session_id, datagram)
-            self.transmit()
-
-        def datagram_ready(self) -> bytes | None:
-            """A received datagram of the session, if one is waiting."""
-            return None if self._datagrams.empty() else self._datagrams.get_nowait()
-
-    return BenchSession
-
-
-async def connected(port: int, body: Callable[[Any], Awaitable[T]]) -> T:
-    """Open one QUIC connection with one WebTransport session on it, run `body(session)`, close the connection."""
-    from aioquic.asyncio.client import connect  # noqa: PLC0415
-    from wtclient_aioquic import WebTransportClient  # noqa: PLC0415
-
-    configuration = WebTransportClient(port).configuration()
-    async with connect(HOST, port, configuration=configuration, create_protocol=session_class()) as session:
-        await session.open_session(f"localhost:{port}", "/bench", [])
-        return await body(session)
-
-
-# -- the load modes ---------------------------------------------------------------------------------------------
-
-
-async def stream_echo(session: Any, tag: str, window: Window, tally: Tally) -> None:  # noqa: ANN401 (BenchSession)
-    """Streams one after the other: 64 bytes with FIN out, the echo to FIN back."""
-    index = 0
-    while not window.stopping:
-        message = payload(tag, index, MESSAGE_SIZE)
-        began = time.perf_counter()
-        stream = await session.open_stream()
-        session.send(stream, message, end=True)
-        echoed = await session.read(stream)
-        session.forget(stream)
-        if echoed != message:
-            tally.mismatches += 1
-        tally.done(window, began)
-        index += 1
-
-
-async def message_echo(session: Any, tag: str, window: Window, tally: Tally) -> None:  # noqa: ANN401
-    """64-byte messages ping-pong on one stream."""
-    stream = await session.open_stream()
-    index = 0
-    while not window.stopping:
-        message = payload(tag, index, MESSAGE_SIZE)
-        began = time.perf_counter()
-        session.send(stream, message)
-        if await session.read_message(stream, MESSAGE_SIZE) != message:
-            tally.mismatches += 1
-        tally.done(window, began)
-        index += 1
-    session.send(stream, b"", end=True)
-
-
-async def datagram_echo(session: Any, tag: str, window: Window, tally: Tally, size: int, limit: int) -> None:  # noqa: ANN401, PLR0913, PLR0917
-    """Datagrams out as fast as the echoes allow (`limit` unanswered), each echo checked against what was sent."""
-    sent_at: dict[int, float] = {}
-    sent = received = written_off = 0
-    head = len(tag) + 12  # "TAG NNNNNNNNNN "
-    while not window.stopping:
-        room = limit - (sent - received - written_off)
-        if room > 0:
-            batch = [payload(tag, sent + offset, size) for offset in range(min(room, 16))]
-            now = time.perf_counter()
-            for offset in range(len(batch)):
-                sent_at[sent + offset] = now
-            session.send_datagrams(batch)
-            sent += len(batch)
-            if window.measuring:
-                tally.sent += len(batch)
-            await asyncio.sleep(0)
-        else:
-            try:
-                first = await asyncio.wait_for(session.receive_datagram(), DATAGRAM_LOSS_TIMEOUT)
-            except TimeoutError:
-                written_off = sent - received
-                if window.measuring:
-                    tally.written_off += 1
-                continue
-            _check_datagram(first, tag, head, size, sent_at, window, tally)
-            received += 1
-        while (echoed := session.datagram_ready()) is not None:
-            _check_datagram(echoed, tag, head, size, sent_at, window, tally)
-            received += 1
-
-
-def _check_datagram(  # noqa: PLR0913, PLR0917
-    echoed: bytes, tag: str, head: int, size: int, sent_at: dict[int, float], window: Window, tally: Tally
-) -> None:
-    try:
-        index = int(echoed[len(tag) + 1 : head - 1])
-    except ValueError:
-        tally.mismatches += 1
-        return
-    began = sent_at.pop(index, None)
-    if began is None or echoed != payload(tag, index, size):
-        tally.mismatches += 1
-        return
-    if window.measuring:
-        tally.received += 1
-    tally.done(window, began)
 
 
 # -- the server ---------------------------------------------------------------------------------------------------
@@ -304,17 +140,6 @@ def start_server(target: Target) -> harness.Running:
             raise
         else:
             return running
-
-
-async def check_echo(session: Any, session_id: int | None = None) -> None:  # noqa: ANN401
-    """One stream echoed on the session (raises ValidationError if it differs)."""
-    stream = await session.open_stream(session_id=session_id)
-    message = payload("check", stream, MESSAGE_SIZE)
-    session.send(stream, message, end=True)
-    echoed = await session.read(stream)
-    session.forget(stream)
-    if echoed != message:
-        raise harness.ValidationError(f"stream echo {echoed!r} of {message!r}")
 
 
 class AppStats:
@@ -393,7 +218,7 @@ async def run_load(
         tally.errors.extend(f"{type(error).__name__}: {error}" for error in results if isinstance(error, BaseException))
 
     stats = AppStats(running.port)
-    stats.read()  # the TLS handshake, before the measurement
+    stats_first = stats.read()  # and the TLS handshake, before the measurement
     clients = [asyncio.ensure_future(connected(running.port, on_session)) for _ in range(plan.sessions)]
     await asyncio.wait_for(ready.wait(), 60)
     await asyncio.sleep(plan.warmup)
@@ -407,9 +232,10 @@ async def run_load(
     server_seconds = harness.cpu_between(server_before, harness.tree_cpu_seconds(running.pid))
     client_seconds = client_cpu_seconds() - client_before
     stats_after = stats.read()
-    stats.close()
     window.stopping = True
     finished = await asyncio.wait_for(asyncio.gather(*clients, return_exceptions=True), 60)
+    stats_last = stats.read()
+    stats.close()
     tally.errors.extend(f"{type(error).__name__}: {error}" for error in finished if isinstance(error, BaseException))
     return {
         "sessions": plan.sessions,
@@ -419,7 +245,7 @@ async def run_load(
         "server_cpu_seconds": round(server_seconds, 3),
         "server_core": server_seconds / seconds,
         "client_core": client_seconds / seconds,
-        "client_bound": client_seconds / seconds >= CLIENT_BOUND,
+        "client_bound": client_seconds >= server_seconds or client_seconds / seconds >= CLIENT_BOUND,
         "p50_us": percentile(tally.latencies, 0.5),
         "p99_us": percentile(tally.latencies, 0.99),
         "mismatches": tally.mismatches,
@@ -428,6 +254,11 @@ async def run_load(
         "received": tally.received,
         "loss_timeouts": tally.written_off,
         "app": stats_delta(stats_before, stats_after),
+        "run_totals": {
+            "client_sent": tally.sent_total,
+            "client_received": tally.received_total,
+            **stats_delta(stats_first, stats_last),
+        },
     }
 
 
@@ -460,8 +291,11 @@ def load_modes(running: harness.Running, plan: Plan, modes: list[str], sizes: li
         result["rate"] = handled / result["seconds"]  # datagrams the server handled (received and sent back)
         # The client keeps its window full, so a datagram's round trip is mostly its wait in the window.
         result["p50_us"] = result["p99_us"] = None
-        result["lost_in"] = 1 - handled / result["sent"] if result["sent"] else None
-        result["lost_out"] = 1 - result["received"] / result["app"]["datagrams_sent"] if handled else None
+        # Losses over the whole run (the measured interval's edges have a window of datagrams in flight).
+        totals = result["run_totals"]
+        result["lost_in"] = 1 - totals["datagrams_received"] / totals["client_sent"] if totals["client_sent"] else None
+        echoed = totals["datagrams_sent"]
+        result["lost_out"] = 1 - totals["client_received"] / echoed if echoed else None
         per_operation(result, handled)
         results.append(result)
     for result in results:
@@ -589,7 +423,8 @@ def ws_echo(env: Environment, plan: Plan, cpu: int | None, client_cpu: int | Non
         "server_cpu_seconds": round(server_seconds, 3),
         "server_core": server_seconds / measured.seconds,
         "client_core": measured.client_cpu_fraction,
-        "client_bound": measured.client_cpu_fraction >= CLIENT_BOUND,
+        "client_bound": measured.client_cpu_fraction * measured.seconds >= server_seconds
+        or measured.client_cpu_fraction >= CLIENT_BOUND,
         "p50_us": measured.p50_us,
         "p99_us": measured.p99_us,
         "mismatches": 0,
@@ -607,10 +442,9 @@ def ws_idle(env: Environment, counts: list[int]) -> list[dict[str, Any]]:
         with harness.serving(harness.SERVERS["peregrine-asgi"], APP, env, None, harness.WS) as running:
             time.sleep(SETTLE_SECONDS)
             rss, pss = harness.tree_memory_kib(running.pid)
-            made, still_open, (loaded_rss, loaded_pss) = asyncio.run(
-                memory.hold(APP, running.port, count, lambda running=running: harness.tree_memory_kib(running.pid))
-            )
-        held = {"opened": made, "server_open": still_open, "rss_kib": loaded_rss, "pss_kib": loaded_pss}
+            measure = functools.partial(harness.tree_memory_kib, running.pid)
+            made, still_open, (loaded_rss, loaded_pss) = asyncio.run(memory.hold(APP, running.port, count, measure))
+        held: dict[str, Any] = {"opened": made, "server_open": still_open, "rss_kib": loaded_rss, "pss_kib": loaded_pss}
         held["errors"] = [] if made == count else [f"{count - made} WebSockets failed to open"]
         results.append(idle_result("ws-idle", count, rss, pss, held))
     return results
@@ -634,9 +468,11 @@ def render(results: list[dict[str, Any]]) -> str:
         if result["client_bound"]:
             notes.append("client-bound")
         if result["mode"].startswith("datagram"):
+            totals = result["run_totals"]
             notes.append(
-                f"sent {result['sent']:,}, app handled {result['handled']:,}, back {result['received']:,} "
-                f"(lost in {_fmt(100 * (result['lost_in'] or 0))}%, out {_fmt(100 * (result['lost_out'] or 0))}%)"
+                f"whole run: sent {totals['client_sent']:,}, app got {totals['datagrams_received']:,}, back "
+                f"{totals['client_received']:,} (lost in {_fmt(100 * (result['lost_in'] or 0))}%, out "
+                f"{_fmt(100 * (result['lost_out'] or 0))}%)"
             )
         lines.append(
             f"| {result['mode']} | {result['sessions']} | {_fmt(result['rate'], 0)} | "
@@ -793,8 +629,8 @@ def measure(arguments: argparse.Namespace, modes: list[str], executable: str, pi
 def healthy(result: dict[str, Any]) -> bool:
     """Whether a result counted something: operations in a load mode, every session open in an idle one."""
     if "count" in result:
-        return result["open"] == result["count"] == result["opened"]
-    return result["operations"] > 0
+        return bool(result["open"] == result["count"] == result["opened"])
+    return bool(result["operations"] > 0)
 
 
 if __name__ == "__main__":
