@@ -2,15 +2,16 @@
 
 Usage (with a Python that has aioquic and pytest, e.g. the test venv: tests/requirements-h3.txt):
 
-    python benchmarks/webtransport.py --bin .build/release/peregrine          # every mode, ~2 min
+    python benchmarks/webtransport.py --bin .build/release/peregrine          # every mode, ~3 min
     python benchmarks/webtransport.py --bin PATH --modes message-echo,ws-echo --duration 10
     python benchmarks/webtransport.py --bin PATH --smoke --no-pin             # seconds: the CI check
 
 The server is `peregrine --http3` (one worker) serving `apps.wt_apps:app` (benchmarks/apps/wt_apps.py: stream
-chunks and datagrams echoed), pinned to CPU 0; this process is the client (aioquic, draft-02, through
-tests/e2e/wtclient_aioquic.py), pinned to CPU 1. A Python client saturates long before the server does: the
-headline is the **server CPU per operation** (its whole process tree, from /proc), which does not depend on
-how fast the client is; the rate is what this client reached. Modes:
+chunks and datagrams echoed), pinned to CPU 0; this process is the client (benchmarks/wt_client.py: aioquic,
+draft-02, through tests/e2e/wtclient_aioquic.py), pinned to CPU 1. A Python client saturates long before the
+server does: the headline is the **server CPU per operation** (its whole process tree, from /proc); the rate
+is what this client reached. CPU per operation still falls as the rate rises (one wakeup then serves several
+messages): compare WebTransport and WebSocket at the same `--sessions`, and with `--sessions 1`. Modes:
 
 - `stream-echo`: SESSIONS connections with one session each; each session opens bidirectional streams one
   after the other (`--streams-in-flight` at once), sends 64 bytes with FIN and reads the echo to the server's
