@@ -53,6 +53,8 @@ step "system packages"
 needed=(libssl-dev zlib1g-dev python3-dev python3-venv curl wrk nghttp2-client nginx haproxy systemd ngtcp2-client chromium openssl)
 missing=()
 needed+=(gcc)  # cc builds the accept4 shim of tests/e2e/test_accept_errors.py (tests/e2e/accept_inject.c)
+# h3load (benchmarks/h3load, tests/e2e/test_h3load.py): the HTTP/3 load generator in C on ngtcp2, nghttp3 and GnuTLS.
+needed+=(pkg-config libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev)
 for p in "${needed[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
