@@ -1440,12 +1440,18 @@ def parse_ws_load(text: str, client_cpu_fraction: float) -> LoadResult:
     )
 
 
-def run_ws_load(
-    load: Load, seconds: float, warmup: float, on_measure: Callable[[], None], env: Environment
+def run_ws_load(  # noqa: PLR0913 - the message size is the one optional knob
+    load: Load,
+    seconds: float,
+    warmup: float,
+    on_measure: Callable[[], None],
+    env: Environment,
+    *,
+    message_size: int = WS_MESSAGE_SIZE,
 ) -> LoadResult:
     """Run benchmarks/ws_load.c in the app's mode (echo or broadcast), pinned; like h2load, warm-up included.
 
-    Echo: `load.connections` clients each keep one WS_MESSAGE_SIZE-byte text message in flight. Broadcast:
+    Echo: `load.connections` clients each keep one `message_size`-byte text message in flight. Broadcast:
     `load.connections` clients connected, `load.streams` broadcasts in flight. `on_measure` is called when the
     warm-up is over; ws_load counts messages received from then on (on its own clock).
     """
@@ -1459,7 +1465,7 @@ def run_ws_load(
         str(load.connections),
         f"{warmup:.3f}",
         f"{seconds:.3f}",
-        str(WS_MESSAGE_SIZE),
+        str(message_size),
         str(load.streams),
     ]
     try:

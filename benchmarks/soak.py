@@ -196,7 +196,13 @@ async def h1_keepalive(target: Target, tally: Tally) -> None:
             start = time.monotonic()
             writer.write(b"GET /hello HTTP/1.1\r\nHost: soak\r\n\r\n")
             try:
-                await writer.drain()
+                try:
+                    await writer.drain()
+                except ConnectionResetError as error:
+                    # The write met the reset of a connection the server had already closed while idle.
+                    if sent == 0:
+                        raise
+                    raise ServerClosedIdleError from error
                 status, fields, body = await read_response(reader, reused=sent > 0)
             except (ServerClosedIdleError, BrokenPipeError):
                 tally.retried[kind] += 1

@@ -98,7 +98,7 @@ scripts/pywebtransport-venv.sh | tail -n 1
 step "pytest"
 matrix="$root/.build/framework-matrix.json"
 rm -f "$matrix"
-PEREGRINE_FRAMEWORK_MATRIX="$matrix" "$venv/bin/python" -m pytest tests -q -p no:cacheprovider
+PEREGRINE_FRAMEWORK_MATRIX="$matrix" "$venv/bin/python" -m pytest tests -q -p no:cacheprovider --durations=25
 # The docs table of frameworks x protocols is what this run produced, or CI fails with the difference.
 "$venv/bin/python" scripts/framework_matrix.py --check "$matrix"
 
