@@ -299,6 +299,12 @@ extension QUICConnection {
         }
         _ = s.receive!.consume(consumed)
         if fin && s.receive!.buffer.contiguousCount == 0 { s.receive!.finRead() }
+        // A RESET_STREAM_AT whose reliable bytes are now all read takes
+        // effect (draft-ietf-quic-reliable-stream-reset §5).
+        if let code = s.receive!.completeReliableReset() {
+            post(.streamReset(id, errorCode: code))
+            s.receive!.resetRead()
+        }
         returnCredit(stream: s)
         closeIfDone(s)
         scheduleUpdate()
@@ -361,14 +367,28 @@ extension QUICConnection {
         return s?.id
     }
 
-    /// Abandons the send side with RESET_STREAM (§3.1, §19.4).
-    public func resetStream(_ id: UInt64, errorCode: UInt64) {
+    /// Abandons the send side with RESET_STREAM (§3.1, §19.4) — or, with a
+    /// `reliableSize` above 0 and a peer that sent reset_stream_at, with
+    /// RESET_STREAM_AT (draft-ietf-quic-reliable-stream-reset §4, §5): the
+    /// first `reliableSize` bytes written (capped by what was written and
+    /// by flow control) are still delivered, the rest dropped.
+    public func resetStream(_ id: UInt64, errorCode: UInt64, reliableSize: UInt64 = 0) {
         guard isOpen, let s = streams[id], s.send != nil else { return }
-        if s.send!.resetStream(errorCode: errorCode) {
-            queueForSend(s)
-            scheduleUpdate()
+        if reliableSize > 0 && peerAcceptsResetStreamAt {
+            guard let reserved = s.send!.resetStream(errorCode: errorCode, reliableSize: reliableSize,
+                                                     connectionCredit: sendLimit - sentTotal) else { return }
+            sentTotal += reserved
+        } else if !s.send!.resetStream(errorCode: errorCode) {
+            return
         }
+        queueForSend(s)
+        scheduleUpdate()
     }
+
+    /// Whether the peer sent the reset_stream_at transport parameter
+    /// (draft-ietf-quic-reliable-stream-reset §3): `resetStream` with a
+    /// reliable size then sends RESET_STREAM_AT.
+    public var peerAcceptsResetStreamAt: Bool { peerParameters?.resetStreamAt == true }
 
     /// Asks the peer to stop sending (§3.5, §19.5); the receive side is
     /// abandoned: late data is discarded and its credit still returned.
