@@ -135,11 +135,11 @@ extension H3Connection {
         guard let wt = webTransport, let st = wt.streams[id] else { return }
         // RFC 9000 §3.5: STOP_SENDING is answered with RESET_STREAM.
         st.stopped = true
-        st.pending.clear()
         if !st.ourDone {
             st.ourDone = true
-            quic.resetStream(id, errorCode: code)
+            resetWebTransportSendSide(st, errorCode: code)
         }
+        st.pending.clear()
         wt.registry.peerStopSending(streamID: id, code: H3ErrorCode(rawValue: code))
         webTransportProgress()
         finishIfDone(st)
@@ -283,7 +283,9 @@ extension H3Connection {
         // A bidirectional one is read like the peer's (through the registry).
         let st = H3WebTransportStream(id: id, session: session.id, peerDone: unidirectional, ourDone: false)
         wt.streams[id] = st
-        st.pending.append(wt.registry.localStreamOpened(sessionID: session.id, streamID: id, bidirectional: !unidirectional))
+        let header = wt.registry.localStreamOpened(sessionID: session.id, streamID: id, bidirectional: !unidirectional)
+        st.headerLength = header.count
+        st.pending.append(header)
         pushWebTransport(st)
         return st
     }
@@ -310,12 +312,19 @@ extension H3Connection {
     func pushWebTransport(_ st: H3WebTransportStream) {
         guard let wt = webTransport, !st.ourDone else { return }
         if !st.pending.isEmpty {
+            // Our header first, outside the session's credit (current
+            // draft, "Data Limits": WT_MAX_DATA counts all data "excluding the
+            // stream header"); then body bytes within it.
+            let header = Int(UInt64(st.headerLength) - min(st.written, UInt64(st.headerLength)))
             var limit = st.pending.count
             if let sid = st.session {
-                limit = Int(min(UInt64(limit), wt.registry.sendAllowance(sessionID: sid)))
+                limit = header + Int(min(UInt64(limit - min(header, limit)), wt.registry.sendAllowance(sessionID: sid)))
+                limit = min(limit, st.pending.count)
             }
             let n = st.pending.withUnsafeBytes { quic.write(stream: st.id, UnsafeRawBufferPointer(rebasing: $0[0..<limit]), fin: false) }
-            if n > 0, let sid = st.session { wt.registry.didSend(sessionID: sid, count: n) }
+            st.written += UInt64(n)
+            let body = n - min(n, header)
+            if body > 0, let sid = st.session { wt.registry.didSend(sessionID: sid, count: body) }
             st.pending.consume(n)
         }
         if st.pending.isEmpty && st.finPending {
@@ -351,10 +360,31 @@ extension H3Connection {
     func resetWebTransportStream(_ st: H3WebTransportStream, code: UInt32) {
         guard !st.ourDone else { return }
         st.ourDone = true
-        st.pending.clear()
-        quic.resetStream(st.id, errorCode: WebTransportErrorCode.http3Code(application: code).rawValue)
+        resetWebTransportSendSide(st, errorCode: WebTransportErrorCode.http3Code(application: code).rawValue)
         finishIfDone(st)
         service.scheduleFlush()
+    }
+
+    /// Resets our side of `st`, dropping what QUIC has not taken. A stream
+    /// we opened begins with our header, which names its session: the
+    /// current draft ("Resetting Data Streams") says implementations
+    /// "MUST use the RESET_STREAM_AT frame ... with a Reliable Size set to
+    /// at least the size of the WebTransport header", so the header goes
+    /// into QUIC first if it is still pending, and QUIC sends RESET_STREAM_AT
+    /// with it as the Reliable Size. A client without reset_stream_at (the
+    /// draft-02 clients: Chromium, aioquic) gets RESET_STREAM, as before.
+    /// The peer's streams carry no header of ours: RESET_STREAM (reliable
+    /// size 0 is the same thing).
+    func resetWebTransportSendSide(_ st: H3WebTransportStream, errorCode: UInt64) {
+        let header = UInt64(st.headerLength)
+        if st.written < header && !st.pending.isEmpty {
+            let missing = Int(min(header - st.written, UInt64(st.pending.count)))
+            st.written += UInt64(st.pending.withUnsafeBytes {
+                quic.write(stream: st.id, UnsafeRawBufferPointer(rebasing: $0[0..<missing]), fin: false)
+            })
+        }
+        st.pending.clear()
+        quic.resetStream(st.id, errorCode: errorCode, reliableSize: header)
     }
 
     func stopWebTransportStream(_ st: H3WebTransportStream, code: UInt32) {
@@ -392,7 +422,7 @@ extension H3Connection {
         for st in wt.streams.values.filter({ $0.session == sid }) {
             wt.streams[st.id] = nil
             if !st.ourDone && !(st.openedByPeer && st.unidirectional) {
-                quic.resetStream(st.id, errorCode: WebTransportErrorCode.sessionGone.rawValue)
+                resetWebTransportSendSide(st, errorCode: WebTransportErrorCode.sessionGone.rawValue)
             }
             if !st.peerDone { quic.stopSending(st.id, errorCode: WebTransportErrorCode.sessionGone.rawValue) }
         }

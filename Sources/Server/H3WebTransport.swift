@@ -44,6 +44,13 @@ final class H3WebTransportStream {
     var released = false
     /// Not read while the session's application queue is full.
     var parked = false
+    /// The length of our WebTransport header at the start of our side (a
+    /// stream we opened; 0 otherwise), and how many bytes of our side QUIC
+    /// has taken: a reset keeps the header (`resetWebTransportSendSide`),
+    /// and the header is outside the session's flow control (current
+    /// draft, "Data Limits": WT_MAX_DATA counts data "excluding the stream header").
+    var headerLength = 0
+    var written: UInt64 = 0
 
     init(id: UInt64, session: UInt64?, peerDone: Bool, ourDone: Bool) {
         self.id = id
