@@ -80,6 +80,7 @@ extension H3Connection {
             return
         }
         wt.streams[id] = H3WebTransportStream(id: id, session: nil, peerDone: false, ourDone: false)
+        worker.metrics.webTransportStreamOpened()
         wt.registry.streamOpened(streamID: id, bidirectional: bidirectional)
     }
 
@@ -153,6 +154,7 @@ extension H3Connection {
             return
         }
         while let d = quic.receiveDatagram() {
+            wt.metrics.webTransportDatagramReceived()
             d.withUnsafeBytes { wt.registry.datagramReceived($0) }
         }
         webTransportProgress()
@@ -176,6 +178,7 @@ extension H3Connection {
             guard !closed else { return }
             handleWebTransport(e, wt)
         }
+        wt.collectDrops(quicReceived: quic.droppedDatagrams.received)
         // Credit may have come (WT_MAX_DATA) for bytes held back.
         for st in wt.streams.values where !st.pending.isEmpty { pushWebTransport(st) }
         for session in wt.sessions.values where !session.pendingOpens.isEmpty && !session.ended {
@@ -196,6 +199,7 @@ extension H3Connection {
             let info = WebTransportScopeInfo(draft: draft == .draft02 ? "draft02" : "h3", maxDatagramSize: session.maxDatagramSize)
             asgi.startWebTransport(session.stream.request, info: info, exchange: session)
         case .sessionRefused(let sid, let code):
+            worker.metrics.webTransportSession(.refused)
             abortConnectStream(sid, code: code)
         case .streamData(let sid, let id, let bytes, let fin):
             deliverWebTransportData(sid, id, bytes, end: fin)
@@ -215,8 +219,8 @@ extension H3Connection {
                 quic.resetStream(p, errorCode: code.rawValue)
             }
         case .datagram(let sid, let payload):
-            let taken = payload.withUnsafeBytes { wt.sessions[sid]?.delegate?.datagramReceived($0) ?? false }
-            if !taken { wt.droppedDatagrams += 1 }
+            let taken = payload.withUnsafeBytes { wt.sessions[sid]?.delegate?.datagramReceived($0) }
+            if taken == nil { wt.datagramsDropped(.noSession) } else if taken == false { wt.datagramsDropped(.queueFull) }
         case .sessionDraining(let sid):
             wt.sessions[sid]?.delegate?.sessionDraining()
         case .sessionClosed(let sid, let code, let message):
@@ -283,6 +287,7 @@ extension H3Connection {
         // A bidirectional one is read like the peer's (through the registry).
         let st = H3WebTransportStream(id: id, session: session.id, peerDone: unidirectional, ourDone: false)
         wt.streams[id] = st
+        worker.metrics.webTransportStreamOpened()
         let header = wt.registry.localStreamOpened(sessionID: session.id, streamID: id, bidirectional: !unidirectional)
         st.headerLength = header.count
         st.pending.append(header)
