@@ -291,6 +291,9 @@ extension H3Connection {
         let header = wt.registry.localStreamOpened(sessionID: session.id, streamID: id, bidirectional: !unidirectional)
         st.headerLength = header.count
         st.pending.append(header)
+        // Every reset of ours keeps the header, also QUIC's answer to a
+        // STOP_SENDING (`resetWebTransportSendSide`).
+        quic.setReliableResetSize(stream: id, UInt64(header.count))
         pushWebTransport(st)
         return st
     }

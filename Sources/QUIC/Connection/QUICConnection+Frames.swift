@@ -312,7 +312,9 @@ extension QUICConnection {
         // §3.5: "An endpoint that receives a STOP_SENDING frame MUST send a
         // RESET_STREAM frame if the stream is in the Ready or Send state" —
         // with the same error code (§3.5 SHOULD).
-        if s.send!.resetStream(errorCode: f.errorCode) {
+        // A stream with a reliable reset size answers with RESET_STREAM_AT
+        // (draft-ietf-quic-reliable-stream-reset), when the peer accepts it.
+        if resetSendSide(s, errorCode: f.errorCode, reliableSize: 0) {
             queueForSend(s)
             post(.stopSending(s.id, errorCode: f.errorCode))
         }

@@ -251,6 +251,28 @@ final class ReliableResetTests: XCTestCase {
         XCTAssertNil(c.streams[0])
     }
 
+    /// `setReliableResetSize`: every later reset keeps the stream's first
+    /// bytes — also the one STOP_SENDING makes (RFC 9000 §3.5), with its code.
+    func testStopSendingOnAStreamWithAReliableSizeAnswersWithResetStreamAt() {
+        let (h, c) = established()
+        let id = try! XCTUnwrap(c.openUnidirectionalStream())
+        c.setReliableResetSize(stream: id, 2)
+        _ = [UInt8](repeating: 5, count: 100).withUnsafeBytes { c.write(stream: id, $0, fin: false) }
+        h.ack1RTT(h.exchange())
+        h.send1RTT(Frames.stopSending(id, code: 0x77))
+        XCTAssertEqual(h.takeEvents().last, .stopSending(id, errorCode: 0x77))
+        XCTAssertEqual(resets(h.exchange()),
+                       [.resetStreamAt(ResetStreamAtFrame(streamID: id, errorCode: 0x77, finalSize: 100, reliableSize: 2))])
+        // A peer without reset_stream_at: RESET_STREAM.
+        let (h2, c2) = established(peerAccepts: false)
+        let id2 = try! XCTUnwrap(c2.openUnidirectionalStream())
+        c2.setReliableResetSize(stream: id2, 2)
+        _ = [UInt8](repeating: 5, count: 100).withUnsafeBytes { c2.write(stream: id2, $0, fin: false) }
+        h2.ack1RTT(h2.exchange())
+        h2.send1RTT(Frames.stopSending(id2, code: 0x77))
+        XCTAssertEqual(resets(h2.exchange()), [.resetStream(ResetStreamFrame(streamID: id2, errorCode: 0x77, finalSize: 100))])
+    }
+
     /// The lowest and highest offsets the stream frames cover (nil: none).
     private func coverage(_ packets: [ReceivedPacket]) -> Range<Int>? {
         let frames = packets.streamFrames(0).filter { !$0.data.isEmpty }
