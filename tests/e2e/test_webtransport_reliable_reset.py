@@ -11,6 +11,11 @@ sends N bytes; the client's STOP_SENDING on it is answered with a reset of the s
 RESET_STREAM_AT with Reliable Size 3 for this client, a RESET_STREAM for stock aioquic (which has no handler for
 0x24 and would close the connection with FRAME_ENCODING_ERROR on one).
 
+The client's side: the same client resets its bidirectional stream with RESET_STREAM_AT (its Reliable Size the
+whole stream, acknowledged before it is sent: aioquic stops sending data once a stream is reset); /control records
+the data, then webtransport.stream.reset with the WebTransport code — the server took the frame because it sent
+the parameter (without it, a PROTOCOL_VIOLATION).
+
 Served application: tests/apps/wt_apps.py.
 """
 
@@ -18,9 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from h3client import H3Client
 from wtclient_aioquic import WebTransportClient, WTSession, webtransport_code_to_http3
 
 if TYPE_CHECKING:
@@ -84,6 +92,25 @@ class ReliableResetSession(WTSession):
 
         handlers[RESET_STREAM_AT] = (handle, epochs)
 
+    def send_reset_stream_at(self, stream_id: int, code: int) -> None:
+        """Reset our side of `stream_id` with RESET_STREAM_AT, Reliable Size = everything sent (its Final Size)."""
+
+        def write(builder: Any, stream: Any) -> None:  # noqa: ANN401 (aioquic's types)
+            buf = builder.start_frame(
+                frame_type=RESET_STREAM_AT, capacity=1 + 4 * 8, handler=stream.sender.on_reset_delivery
+            )
+            frame = stream.sender.get_reset_frame()
+            for field in (frame.stream_id, frame.error_code, frame.final_size, frame.final_size):
+                buf.push_uint_var(field)
+
+        self._quic._write_reset_stream_frame = write  # type: ignore[method-assign]
+        self.reset(stream_id, code)
+
+    def acknowledged(self, stream_id: int) -> bool:
+        """Whether everything sent on `stream_id` was acknowledged."""
+        sender = self._quic._streams[stream_id].sender
+        return bool(sender._buffer_start == sender.highest_offset)
+
 
 async def stop_a_server_stream(session: WTSession) -> tuple[int, int | None]:
     command = await session.open_stream()
@@ -124,3 +151,40 @@ def test_a_client_without_the_parameter_gets_reset_stream(server_pool: Any, tls_
     # Stock aioquic: a RESET_STREAM_AT would end the connection (an unknown frame type); the reset arrives.
     _, code = WebTransportClient(server.port).run("/control?id=rs", stop_a_server_stream, timeout=60)
     assert code == 7
+
+
+def test_a_clients_reset_stream_at_reaches_the_application_after_its_data(
+    server_pool: Any,  # noqa: ANN401 (conftest's pool)
+    tls_files: TLSFiles,
+) -> None:
+    server: Server = server_pool.get("wt_apps:app", *tls_files.server_options("--http3"))
+
+    async def scenario(session: WTSession) -> int:
+        assert isinstance(session, ReliableResetSession)
+        stream = await session.open_stream()
+        session.send(stream, b"hello")
+        assert await session.read(stream, size=5) == b"hello"  # /control echoes an unknown first chunk
+        session.send(stream, b"world")
+        while not session.acknowledged(stream):
+            await asyncio.sleep(0.01)
+        session.send_reset_stream_at(stream, 7)
+        for _ in range(500):  # the reset goes out and is acknowledged; the connection must stay up
+            await asyncio.sleep(0.01)
+            if session._quic._streams.get(stream) is None or session._quic._streams[stream].sender.is_finished:
+                break
+        assert session.terminated is None, session.terminated
+        return stream
+
+    with reset_stream_at_parameter():
+        stream = WebTransportClient(server.port).run(
+            "/control?id=rsa-in", scenario, timeout=60, protocol_class=ReliableResetSession
+        )
+    deadline = time.monotonic() + 15
+    while True:
+        found = H3Client(port=server.port, ca=tls_files.ca).request("GET", "/records?id=rsa-in")
+        events = json.loads(found.body).get("events", [])
+        if ["webtransport.stream.reset", stream, 7] in events:
+            break
+        assert time.monotonic() < deadline, events
+        time.sleep(0.05)
+    assert events.index(["data", stream, "world", False, True]) < events.index(["webtransport.stream.reset", stream, 7])
