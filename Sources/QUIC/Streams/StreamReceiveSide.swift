@@ -158,8 +158,12 @@ struct StreamReceiveSide {
     /// application must be told (not when it abandoned the side).
     mutating func completeReliableReset() -> UInt64? {
         guard let r = reliableReset, state == .sizeKnown, abandoned || buffer.readOffset >= r.reliableSize else { return nil }
-        state = .resetReceived
         buffer.discard(upTo: finalSize!)
+        // Given up by the application (STOP_SENDING): nobody is told, and
+        // the side is done at once — "Reset Read" — so that the stream can
+        // be forgotten (a side left in Reset Recvd would keep it, and its
+        // MAX_STREAMS slot, for the connection's life).
+        state = abandoned ? .resetRead : .resetReceived
         return abandoned ? nil : r.errorCode
     }
 

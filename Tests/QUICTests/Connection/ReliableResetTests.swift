@@ -154,6 +154,25 @@ final class ReliableResetTests: XCTestCase {
         XCTAssertEqual(h2.takeEvents().last, .closed(.local(errorCode: 0x07, application: false)))
     }
 
+    /// The application stopped reading (STOP_SENDING) and the peer answers
+    /// with a reset, reliable or not: nobody is to be told, the receive side
+    /// is done, and a stream done both ways is forgotten (RFC 9000 §3.3) —
+    /// its slot returns with MAX_STREAMS.
+    func testAResetAfterStopSendingEndsTheReceiveSide() {
+        for reset in [Frames.resetStream(0, code: 3, finalSize: 12), Frames.resetStreamAt(0, code: 3, finalSize: 12, reliableSize: 8)] {
+            let (h, c) = established()
+            h.send1RTT(Frames.stream(0, Array(hello[0..<4])))
+            c.finish(stream: 0)
+            h.ack1RTT(h.exchange())
+            c.stopSending(0, errorCode: 9)
+            _ = h.exchange()
+            _ = h.takeEvents()
+            h.send1RTT(reset)
+            XCTAssertEqual(h.takeEvents(), [], "the application gave up the side: no event")
+            XCTAssertNil(c.streams[0], "both sides done: forgotten")
+        }
+    }
+
     // MARK: sending
 
     /// The client opens request stream 0 and ends it; the server reads it.
