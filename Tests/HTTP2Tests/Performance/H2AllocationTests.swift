@@ -94,3 +94,35 @@ final class H2AllocationTests: XCTestCase {
         print("http2 allocations: receive \(receive), respond \(respond), drain \(drain) for \(measured) requests")
     }
 }
+
+/// Where the receiving side's allocations are (STYLE §6: count around
+/// sub-steps rather than guess): the HPACK decoder into a reused list, and
+/// the validator that copies the list into the head the server keeps.
+final class H2ReceiveAllocationTests: XCTestCase {
+    func testDecodingABlockIntoAReusedListAllocatesNothingAndTheHeadCostsTwo() {
+        let h = H2Harness(handshake: false)
+        let block = h.block(h.get("/hello", extra: [("user-agent", "bench/1.0"), ("accept", "*/*")]))
+        var decoder = HPACKDecoder()
+        var list = HeaderList()
+        var validator = RequestValidator(allowProtocol: false)
+        var decoding: Int64 = 0, building: Int64 = 0
+        block.withUnsafeBytes { block in
+            for i in 0..<1100 {
+                let start = allocation_counter_thread_total()
+                list.removeAll()
+                try! decoder.decode(block, into: &list)
+                let decoded = allocation_counter_thread_total()
+                let head = try! validator.build(list, trailers: false)
+                let built = allocation_counter_thread_total()
+                XCTAssertEqual(head.fields.count, 2)
+                if i >= 100 {
+                    decoding += decoded - start
+                    building += built - decoded
+                }
+            }
+        }
+        print("http2 receive sub-steps: hpack decode \(decoding), head build \(building) for 1000 blocks")
+        XCTAssertEqual(decoding, 0, "HPACK decoding into a reused list")
+        XCTAssertEqual(building, 2000, "the head's storage and field array, nothing else")
+    }
+}
