@@ -95,15 +95,19 @@ struct HeaderStore {
     }
 
     /// The fields as spans into the store, for the duration of `body`.
+    /// The span table is a temporary allocation (on the stack when small:
+    /// 32 bytes a field), not an array per response.
     func withFields<T>(_ body: (UnsafeBufferPointer<ResponseField>) -> T) -> T {
         bytes.withUnsafeBytes { raw in
-            var fields: [ResponseField] = []
-            fields.reserveCapacity(ranges.count)
-            for r in ranges {
-                fields.append(ResponseField(name: UnsafeRawBufferPointer(rebasing: raw[r.name]),
-                                            value: UnsafeRawBufferPointer(rebasing: raw[r.value])))
+            withUnsafeTemporaryAllocation(of: ResponseField.self, capacity: ranges.count) { fields in
+                // Indices, not `for r in`: see CoalescedOutput.flush.
+                for i in ranges.indices {
+                    let r = ranges[i]
+                    fields.initializeElement(at: i, to: ResponseField(name: UnsafeRawBufferPointer(rebasing: raw[r.name]),
+                                                                    value: UnsafeRawBufferPointer(rebasing: raw[r.value])))
+                }
+                return body(UnsafeBufferPointer(fields))
             }
-            return fields.withUnsafeBufferPointer(body)
         }
     }
 

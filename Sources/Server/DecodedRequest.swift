@@ -44,7 +44,11 @@ struct DecodedRequest: ~Copyable {
             fields[n] = FieldSpans(name: hostName, value: head.authority)
             n += 1
         }
-        for f in head.fields {
+        // Index loops, not `for f in` / `firstIndex(of:)`: an unoptimised
+        // build runs those through generic code that mallocs per element
+        // (tests/e2e/test_allocations.py).
+        for i in head.fields.indices {
+            let f = head.fields[i]
             if head.authority.count > 0 && f.name.count == 4 && isHost(UnsafeRawBufferPointer(start: base + f.name.start, count: 4)) {
                 continue
             }
@@ -57,7 +61,9 @@ struct DecodedRequest: ~Copyable {
         var path = head.path
         var query = ByteSpan(offset: head.path.start + head.path.count, length: 0)
         let target = UnsafeRawBufferPointer(start: base + head.path.start, count: head.path.count)
-        if let q = target.firstIndex(of: 0x3F) {
+        var q = 0
+        while q < target.count && target[q] != 0x3F { q += 1 }
+        if q < target.count {
             path = ByteSpan(offset: head.path.start, length: q)
             query = ByteSpan(offset: head.path.start + q + 1, length: head.path.count - q - 1)
         }
