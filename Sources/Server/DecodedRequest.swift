@@ -3,8 +3,8 @@ import Gateway
 import HTTPFields
 
 /// A request head decoded from HPACK or QPACK, copied out of the decoder's
-/// scratch for the whole exchange (one allocation for the bytes, one for the
-/// field spans), and the gateway's view of it. Shared by HTTP/2 and HTTP/3
+/// scratch for the whole exchange (one allocation for the field spans and
+/// the bytes), and the gateway's view of it. Shared by HTTP/2 and HTTP/3
 /// streams: both decode into the version-independent `RequestHead`.
 ///
 /// `:authority` becomes the first field as `host` (replacing any `host`
@@ -17,20 +17,22 @@ struct DecodedRequest: ~Copyable {
     private(set) var fieldCount = 0
 
     init(_ head: RequestHead) {
-        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: head.storage.count + 4, alignment: 1)
+        // One block: the field spans first (aligned), then the bytes.
+        let spans = MemoryLayout<FieldSpans>.stride * (head.fields.count + 1)  // + `host` from :authority
+        let block = UnsafeMutableRawPointer.allocate(byteCount: spans + head.storage.count + 4,
+                                                     alignment: MemoryLayout<FieldSpans>.alignment)
+        fields = block.bindMemory(to: FieldSpans.self, capacity: head.fields.count + 1)
+        let bytes = UnsafeMutableRawBufferPointer(start: block + spans, count: head.storage.count + 4)
         head.storage.withUnsafeBytes { src in
             if src.count > 0 { bytes.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) }
         }
         let host: StaticString = "host"
         (bytes.baseAddress! + head.storage.count).copyMemory(from: host.utf8Start, byteCount: 4)
         storage = bytes
-        // Room for `host` (from :authority) ahead of the regular fields.
-        fields = .allocate(capacity: head.fields.count + 1)
     }
 
     deinit {
-        storage.deallocate()
-        fields.deallocate()
+        UnsafeMutableRawPointer(fields).deallocate()  // the block's start
     }
 
     /// The gateway's request, or nil for a CONNECT request (no `:path`),
