@@ -24,6 +24,8 @@ public final class ASGIGateway {
     private let setResultName = Py.intern("set_result")
     private let setExceptionName = Py.intern("set_exception")
     private let doneQuery = Py.intern("done")
+    /// Finished requests for reuse.
+    var requests = ASGIRequestPool()
     private let cancelledQuery = Py.intern("cancelled")
     private let exceptionQuery = Py.intern("exception")
     /// `peregrine.ClientDisconnected` (an OSError): raised by `send()` once
@@ -65,7 +67,7 @@ public final class ASGIGateway {
     /// Starts the application for one request as a task. Failures to start
     /// are answered like application errors (500).
     public func start(_ request: GatewayRequest, exchange: AsyncExchange) {
-        let r = ASGIRequest(gateway: self, exchange: exchange, isHead: request.isHead)
+        let r = requests.take(gateway: self, exchange: exchange, isHead: request.isHead)
         exchange.attach(r)
         guard let scopeDict = scope.build(request, methodKeys: methods, state: lifespanState),
               let receive = ASGICallables.make(.receive, for: r),

@@ -14,6 +14,14 @@ struct HeaderStore {
     private(set) var contentLength: Int64?
     private(set) var close = false
 
+    /// Empty again, keeping the storage's capacity (a reused request).
+    mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        ranges.removeAll(keepingCapacity: true)
+        contentLength = nil
+        close = false
+    }
+
     /// Loads `[(name, value), ...]`; false with an exception set.
     mutating func load(_ headers: PyRef, context: String, append: Bool = false) -> Bool {
         if !append { bytes.removeAll(keepingCapacity: true); ranges.removeAll(keepingCapacity: true) }
