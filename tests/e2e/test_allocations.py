@@ -50,8 +50,8 @@ MEASURED = 2000
 #: its copy for the exchange (1) and the stream object (1); in the debug build also the exchange transport's
 #: property accessor (a coroutine frame, 4-5 per request), gone when optimised.
 LIMITS: dict[str, dict[str, float]] = {
-    "debug": {"wsgi-http1": 4, "asgi-http1": 5, "wsgi-h2c": 8, "asgi-h2c": 11},
-    "release": {"wsgi-http1": 0, "asgi-http1": 0, "wsgi-h2c": 4, "asgi-h2c": 5},
+    "debug": {"wsgi-http1": 4, "asgi-http1": 5, "wsgi-h2c": 8, "asgi-h2c": 10},
+    "release": {"wsgi-http1": 0, "asgi-http1": 0, "wsgi-h2c": 4, "asgi-h2c": 4},
 }
 #: Room for one-off allocations in the measured window (a table reaching a new size, the buffer pool's trim):
 #: 100 over 2000 requests, far below one per request.
