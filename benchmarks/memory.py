@@ -8,9 +8,11 @@ If an executable is missing, nothing is started: the script says what to install
 with 1 if no server could be measured, 0 otherwise (servers that failed are listed, and their error is in the
 results file).
 
-Each server serves the `hello` application. After start-up and a short settle, the RSS and PSS of its process
-tree are read from /proc; then 1,000 connections each make one keep-alive request and stay open, idle, and the
-memory is read again. The difference over the connections still open is the per-connection cost.
+Each server serves the `hello` application. After start-up, 20 connections one after another each make one
+request and close (so that the code a request runs is resident, as in a server that has served), and after a
+short settle the RSS and PSS of its process tree are read from /proc; then 1,000 connections each make one
+keep-alive request and stay open, idle, and the memory is read again. The difference over the connections still
+open is the per-connection cost.
 
 With --websocket, the ASGI servers of the WebSocket benchmark serve the `ws-echo` application instead, and each
 of the 1,000 connections completes the WebSocket handshake, has one 32-byte text message echoed, and idles.
@@ -40,6 +42,10 @@ if TYPE_CHECKING:
 #: Idle keep-alive timeout asked of servers that have one, so that the connections outlive the measurement.
 KEEP_ALIVE_SECONDS = 300
 SETTLE_SECONDS = 2.0
+#: Connections, one after another, that each make one request and close before the idle reading: "idle" is a
+#: server that has served and waits, with the code its requests run resident, so that the per-connection figure
+#: counts what a connection holds and not the first faults of that code.
+WARM_UP_CONNECTIONS = 20
 OPEN_TIMEOUT_SECONDS = 30.0
 
 
@@ -94,6 +100,23 @@ async def _one_ws(
         return reader, writer
 
 
+async def warm_up(app: App, port: int, count: int = WARM_UP_CONNECTIONS) -> int:
+    """Open `count` connections one at a time, each making one request, and close them; the number that worked."""
+    gate = asyncio.Semaphore(1)
+    opener = _one_ws if app.websocket else _one
+    served = 0
+    for _ in range(count):
+        connection = await opener(app, port, gate)
+        if connection is None:
+            continue
+        served += 1
+        _, writer = connection
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    return served
+
+
 def _still_open(connection: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> bool:
     """Whether the server has not closed this connection (the loop has seen no EOF on it)."""
     reader, writer = connection
@@ -129,6 +152,7 @@ def measure_server(name: str, env: Environment, connections: int, websocket: boo
     """Idle and loaded memory of one server on `hello` (or, with `websocket`, on `ws-echo`)."""
     app = APPS["ws-echo" if websocket else "hello"]
     with harness.serving(SERVERS[name], app, env, cpu=None, protocol=WS if websocket else H1) as running:
+        asyncio.run(warm_up(app, running.port))
         time.sleep(SETTLE_SECONDS)
         idle_rss, idle_pss = harness.tree_memory_kib(running.pid)
         processes = len(harness.descendants(running.pid))
