@@ -8,11 +8,11 @@ If an executable is missing, nothing is started: the script says what to install
 with 1 if no server could be measured, 0 otherwise (servers that failed are listed, and their error is in the
 results file).
 
-Each server serves the `hello` application. After start-up, 20 connections one after another each make one
-request and close (so that the code a request runs is resident, as in a server that has served), and after a
-short settle the RSS and PSS of its process tree are read from /proc; then 1,000 connections each make one
-keep-alive request and stay open, idle, and the memory is read again. The difference over the connections still
-open is the per-connection cost.
+Each server serves the `hello` application. After start-up, 100 connections at once each make one request and
+close (so that "idle" is a server that has served such a burst: the code requests run is resident, and the heap is
+what the burst grew), and after a short settle the RSS and PSS of its process tree are read from /proc; then
+1,000 connections each make one keep-alive request and stay open, idle, and the memory is read again. The
+difference over the connections still open is the per-connection cost.
 
 With --websocket, the ASGI servers of the WebSocket benchmark serve the `ws-echo` application instead, and each
 of the 1,000 connections completes the WebSocket handshake, has one 32-byte text message echoed, and idles.
@@ -42,10 +42,13 @@ if TYPE_CHECKING:
 #: Idle keep-alive timeout asked of servers that have one, so that the connections outlive the measurement.
 KEEP_ALIVE_SECONDS = 300
 SETTLE_SECONDS = 2.0
-#: Connections, one after another, that each make one request and close before the idle reading: "idle" is a
-#: server that has served and waits, with the code its requests run resident, so that the per-connection figure
-#: counts what a connection holds and not the first faults of that code.
-WARM_UP_CONNECTIONS = 20
+#: Connections opened at once (as many as `hold` opens at a time), each making one request, and closed before the
+#: idle reading: "idle" is a server that has served such a burst and waits, with the code its requests ran resident
+#: and the heap the burst grew, so that the per-connection figure counts what an idle connection holds and not the
+#: first faults of that code or what the burst's requests left in the allocators.
+WARM_UP_CONNECTIONS = 100
+#: Connections `hold` has opening at a time.
+OPEN_AT_ONCE = 100
 OPEN_TIMEOUT_SECONDS = 30.0
 
 
@@ -101,20 +104,17 @@ async def _one_ws(
 
 
 async def warm_up(app: App, port: int, count: int = WARM_UP_CONNECTIONS) -> int:
-    """Open `count` connections one at a time, each making one request, and close them; the number that worked."""
-    gate = asyncio.Semaphore(1)
+    """Open `count` connections at once, each making one request, then close them; the number that worked."""
+    gate = asyncio.Semaphore(count)
     opener = _one_ws if app.websocket else _one
-    served = 0
-    for _ in range(count):
-        connection = await opener(app, port, gate)
-        if connection is None:
-            continue
-        served += 1
-        _, writer = connection
+    finished = await asyncio.gather(*(opener(app, port, gate) for _ in range(count)))
+    connections = [connection for connection in finished if connection is not None]
+    for _, writer in connections:
         writer.close()
+    for _, writer in connections:
         with contextlib.suppress(OSError):
             await writer.wait_closed()
-    return served
+    return len(connections)
 
 
 def _still_open(connection: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> bool:
@@ -127,7 +127,7 @@ async def hold(
     app: App, port: int, count: int, measure: Callable[[], tuple[int, int]]
 ) -> tuple[int, int, tuple[int, int]]:
     """Open `count` connections (one request each), measure while they idle; (made, still open, memory)."""
-    gate = asyncio.Semaphore(100)
+    gate = asyncio.Semaphore(OPEN_AT_ONCE)
     opener = _one_ws if app.websocket else _one
     tasks = [asyncio.ensure_future(opener(app, port, gate)) for _ in range(count)]
     await asyncio.wait(tasks, timeout=OPEN_TIMEOUT_SECONDS)

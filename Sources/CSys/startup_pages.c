@@ -75,11 +75,12 @@ static long release_file_pages(int pagemap, uintptr_t start, uintptr_t end, size
     uint64_t words[512];
     long released = 0;
     uintptr_t run = 0;  // start of the current run of file pages, 0: none
-    for (uintptr_t at = start; at < end;) {
+    uintptr_t at = start;  // pages before `at` have been read from pagemap
+    while (at < end) {
         size_t count = (end - at) / page;
         if (count > 512) count = 512;
         ssize_t got = pread(pagemap, words, count * 8, (off_t)(at / page * 8));
-        if (got <= 0) break;
+        if (got < 8) break;  // the run ends at the last page read
         count = (size_t)got / 8;
         for (size_t i = 0; i < count; i++, at += page) {
             int file_page = (words[i] & (PAGEMAP_PRESENT | PAGEMAP_FILE)) == (PAGEMAP_PRESENT | PAGEMAP_FILE);
@@ -90,7 +91,7 @@ static long release_file_pages(int pagemap, uintptr_t start, uintptr_t end, size
             }
         }
     }
-    if (run != 0 && madvise((void *)run, end - run, MADV_DONTNEED) == 0) released += (long)((end - run) / 1024);
+    if (run != 0 && madvise((void *)run, at - run, MADV_DONTNEED) == 0) released += (long)((at - run) / 1024);
     return released;
 }
 

@@ -6,11 +6,12 @@ import CSys
 /// A first touch of a mapped file maps the 64 KiB around it (fault-around),
 /// and start-up (option parsing, the Swift runtime's type lookups,
 /// initialising CPython and importing the application, OpenSSL's set-up)
-/// touches code all over the executable and its libraries: in a pip build,
-/// 3.9 MiB of the supervisor's 4.1 and about 12 of the worker's 16.5 MiB of
-/// file pages are code that runs once. Dropping them costs the next request
-/// a few dozen minor faults for the code it does use; it is done once per
-/// process, never on the request path.
+/// touches code all over the executable and its libraries: in a pip build
+/// the supervisor has 4.1 MiB of file pages resident and needs 1.3 again,
+/// an ASGI worker 16.5 and needs about 9 once it has served requests.
+/// Dropping them costs the first requests a few dozen minor faults for the
+/// code they do use; it is done once per process, never on the request
+/// path.
 public enum StartupPages {
     /// Drops the resident pages of the process's clean, read-only file
     /// mappings (see `csys_release_clean_file_pages`); returns the KiB they

@@ -11,11 +11,14 @@
 #ifndef PEREGRINE_CSYS_STARTUP_PAGES_H
 #define PEREGRINE_CSYS_STARTUP_PAGES_H
 
-// Drops the resident pages of every mapping of /proc/self/smaps that is
-// safe to drop: private, not writable, backed by a file that still exists,
-// holding no anonymous (copied-on-write) page and not locked. Such a mapping's pages are all the file's own, so nothing is
-// lost. Returns the KiB those mappings had resident (smaps' Rss), or -1
-// when /proc/self/smaps cannot be read.
+// Drops the resident pages of /proc/self/smaps's private mappings of files
+// that still exist (not locked) that are the file's own page-cache pages,
+// so nothing is lost: all of a read-only mapping without anonymous
+// (copied-on-write) pages; the file pages /proc/self/pagemap shows in a
+// read-only one with some; and, when the process has one thread (signals
+// are blocked meanwhile), those of writable mappings too. Returns the KiB
+// dropped (a whole mapping counts its smaps Rss), or -1 when
+// /proc/self/smaps cannot be read.
 long csys_release_clean_file_pages(void);
 
 #endif
