@@ -53,6 +53,8 @@ public struct CapsuleReader: Sendable {
     private var state = State.header
     private var header: [UInt8] = []
     private var buffer: [UInt8] = []
+    /// Set when `onCapsule` asked to stop after the capsule it was given.
+    private var stopRequested = false
 
     /// `delivers` says which capsule types are wanted; the rest are skipped.
     public init(maxValueLength: Int = 16 << 10, delivers: @escaping @Sendable (UInt64) -> Bool) {
@@ -71,8 +73,22 @@ public struct CapsuleReader: Sendable {
     /// the call. After an error the reader must not be used again.
     public mutating func read(_ input: UnsafeRawBufferPointer,
                               onCapsule: (UInt64, UnsafeRawBufferPointer) -> Void) throws(CapsuleError) {
+        _ = try readWhile(input, onCapsule: { type, value in
+            onCapsule(type, value)
+            return true
+        })
+    }
+
+    /// Reads `input` as `read(_:onCapsule:)` does while `onCapsule` returns
+    /// true: it stops right after a delivered capsule for which it returns
+    /// false, and returns how many bytes of `input` it read. A caller that must see whether any byte
+    /// follows a capsule (WT_CLOSE_SESSION) needs this: capsules of types it
+    /// does not deliver are otherwise skipped without a call.
+    public mutating func readWhile(_ input: UnsafeRawBufferPointer,
+                                   onCapsule: (UInt64, UnsafeRawBufferPointer) -> Bool) throws(CapsuleError) -> Int {
         var i = 0
-        while i < input.count {
+        stopRequested = false
+        while i < input.count && !stopRequested {
             switch state {
             case .header:
                 i = try readHeader(input, from: i, onCapsule: onCapsule)
@@ -81,7 +97,7 @@ public struct CapsuleReader: Sendable {
                 buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[i..<(i + n)]))
                 i += n
                 if n == remaining {
-                    buffer.withUnsafeBytes { onCapsule(type, $0) }
+                    if !buffer.withUnsafeBytes({ onCapsule(type, $0) }) { stopRequested = true }
                     buffer.removeAll(keepingCapacity: true)
                     state = .header
                 } else {
@@ -93,6 +109,7 @@ public struct CapsuleReader: Sendable {
                 state = UInt64(n) == remaining ? .header : .skipping(remaining: remaining - UInt64(n))
             }
         }
+        return i
     }
 
     /// At the end of the stream: an error if it ended inside a capsule.
@@ -103,7 +120,7 @@ public struct CapsuleReader: Sendable {
     /// Parses Type and Length at `start` (completing a partial header kept
     /// from earlier input); returns where the value begins.
     private mutating func readHeader(_ input: UnsafeRawBufferPointer, from start: Int,
-                                     onCapsule: (UInt64, UnsafeRawBufferPointer) -> Void) throws(CapsuleError) -> Int {
+                                     onCapsule: (UInt64, UnsafeRawBufferPointer) -> Bool) throws(CapsuleError) -> Int {
         // The fast path: the whole header (and often the value) in `input`.
         if header.isEmpty, let (type, length, headerLength) = Self.parseHeader(input, at: start) {
             return try begin(type: type, length: length, input: input, valueStart: start + headerLength, onCapsule: onCapsule)
@@ -122,7 +139,7 @@ public struct CapsuleReader: Sendable {
     }
 
     private mutating func begin(type: UInt64, length: UInt64, input: UnsafeRawBufferPointer, valueStart: Int,
-                                onCapsule: (UInt64, UnsafeRawBufferPointer) -> Void) throws(CapsuleError) -> Int {
+                                onCapsule: (UInt64, UnsafeRawBufferPointer) -> Bool) throws(CapsuleError) -> Int {
         guard delivers(type) else {
             state = length == 0 ? .header : .skipping(remaining: length)
             return valueStart
@@ -130,7 +147,7 @@ public struct CapsuleReader: Sendable {
         guard length <= UInt64(maxValueLength) else { throw .valueTooLarge }
         let n = Int(length)
         if input.count - valueStart >= n {
-            onCapsule(type, UnsafeRawBufferPointer(rebasing: input[valueStart..<(valueStart + n)]))
+            if !onCapsule(type, UnsafeRawBufferPointer(rebasing: input[valueStart..<(valueStart + n)])) { stopRequested = true }
             state = .header
             return valueStart + n
         }

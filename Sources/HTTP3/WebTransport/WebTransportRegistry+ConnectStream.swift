@@ -61,18 +61,26 @@ extension WebTransportRegistry {
         var afterClose = false
         var closed = false
         do {
-            try s.capsules.read(bytes) { type, value in
-                guard bad == nil else { return }
-                if closed { afterClose = true; return }
+            // Reading stops right after WT_CLOSE_SESSION: any byte left after
+            // it, whatever it would parse as (capsules of types we skip
+            // included), is H3_MESSAGE_ERROR (§6), in this read or a later one.
+            let read = try s.capsules.readWhile(bytes, onCapsule: { type, value in
+                guard bad == nil else { return false }
                 do throws(CapsuleError) {
                     if let c = try WebTransportCapsule.decode(type: type, value: value) {
-                        if case .closeSession = c { closed = true }
                         decoded.append(c)
+                        if case .closeSession = c {
+                            closed = true
+                            return false
+                        }
                     }
                 } catch {
                     bad = error
+                    return false
                 }
-            }
+                return true
+            })
+            if closed && read < bytes.count { afterClose = true }
         } catch {
             // The first error is the one reported: a capsule that failed to
             // decode ends the session there, whatever the bytes after it
@@ -80,8 +88,6 @@ extension WebTransportRegistry {
             // code depending on whether it came in the same read).
             if bad == nil { bad = error }
         }
-        // Bytes after the close capsule, even a partial capsule: §6.
-        if closed && !s.capsules.isAtCapsuleBoundary { afterClose = true }
         for c in decoded {
             guard sessions[s.id] === s else { return }
             apply(c, to: s)

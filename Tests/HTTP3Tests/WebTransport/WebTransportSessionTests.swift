@@ -181,6 +181,29 @@ final class WebTransportSessionTests: XCTestCase {
         XCTAssertEqual(h.take(), [.failed(0, .messageError)])
     }
 
+    /// Bytes after WT_CLOSE_SESSION in the same read fail the session even
+    /// when they are whole capsules of a type the reader skips: the same
+    /// outcome as when they come in a later read (fuzz-h3-session, a one-hour
+    /// campaign: fuzz/corpus/h3-session/regression-wt-skipped-after-close).
+    func testSkippedCapsulesAfterTheCloseFailTheSessionWhateverTheCuts() {
+        let unknown = hex("10 02 aa bb")  // a capsule of type 0x10: skipped, never delivered
+        var outcomes: [[WEv]] = []
+        for whole in [true, false] {
+            let g = WTGlue()
+            g.wt.peerSettingsReceived(WTGlue.settings(draft02: true))
+            g.acceptedSession(0, .draft02)
+            if whole {
+                g.connectData(0, capsule(.closeSession(code: 1, message: [])) + unknown)
+            } else {
+                g.connectData(0, capsule(.closeSession(code: 1, message: [])))
+                g.connectData(0, unknown)
+            }
+            outcomes.append(g.take())
+        }
+        XCTAssertEqual(outcomes[0], [.closed(0, 1, ""), .failed(0, .messageError)])
+        XCTAssertEqual(outcomes[0], outcomes[1])
+    }
+
     // §6: a clean FIN without the capsule is code 0 and no message; a FIN
     // inside a capsule is malformed (RFC 9297 §3.3).
     func testFinWithoutCapsuleIsCloseZeroAndFinInsideCapsuleIsMessageError() {
