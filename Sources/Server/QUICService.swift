@@ -526,8 +526,13 @@ final class QUICService: DatagramHandler {
     var isIdle: Bool { wasCut || endpoint.openConnectionCount == 0 }
 
     /// For the stats line (WorkerStats): QUIC connections open, HTTP/3
-    /// ones (handshake complete) among them.
-    var openCounts: (quic: Int, h3: Int) { (endpoint.openConnectionCount, connections.count) }
+    /// ones (handshake complete) among them, and HTTP/3 ones still holding
+    /// their TLS state (0 unless a release failed: it is freed once the
+    /// handshake is confirmed, QUICHandshakeSession.releaseAfterHandshake).
+    var openCounts: (quic: Int, h3: Int, h3HoldingTLS: Int) {
+        let holding = connections.values.count { ($0.quic.cryptoHandshake as? QUICHandshakeSession)?.isReleased == false }
+        return (endpoint.openConnectionCount, connections.count, holding)
+    }
     private var wasCut = false
 
     /// Past --graceful-timeout: whatever is open is closed now; handshakes
