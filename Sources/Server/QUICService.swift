@@ -58,6 +58,9 @@ final class QUICService: DatagramHandler {
     /// Open HTTP/3 connections (handshake complete, not yet closed).
     private(set) var connections: [ObjectIdentifier: H3Connection] = [:]
     let limits: H3Limits
+    /// The field-section decoding list every connection of this service
+    /// (this worker thread) shares.
+    let headerScratch = H3HeaderScratch()
 
     /// `statelessSecret`: the secret all workers of this supervisor
     /// generation share; address-validation tokens and stateless reset
