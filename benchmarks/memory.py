@@ -9,9 +9,11 @@ If an executable is missing, nothing is started: the script says what to install
 with 1 if no server could be measured, 0 otherwise (servers that failed are listed, and their error is in the
 results file).
 
-Each server serves the `hello` application. After start-up and a short settle, the RSS and PSS of its process
-tree are read from /proc; then 1,000 connections each make one keep-alive request and stay open, idle, and the
-memory is read again. The difference over the connections still open is the per-connection cost.
+Each server serves the `hello` application. After start-up, 100 connections at once each make one request and
+close (so that "idle" is a server that has served such a burst: the code requests run is resident, and the heap is
+what the burst grew), and after a short settle the RSS and PSS of its process tree are read from /proc; then
+1,000 connections each make one keep-alive request and stay open, idle, and the memory is read again. The
+difference over the connections still open is the per-connection cost.
 
 With --websocket, the ASGI servers of the WebSocket benchmark serve the `ws-echo` application instead, and each
 of the 1,000 connections completes the WebSocket handshake, has one 32-byte text message echoed, and idles.
@@ -52,6 +54,13 @@ if TYPE_CHECKING:
 #: Idle keep-alive timeout asked of servers that have one, so that the connections outlive the measurement.
 KEEP_ALIVE_SECONDS = 300
 SETTLE_SECONDS = 2.0
+#: Connections opened at once (as many as `hold` opens at a time), each making one request, and closed before the
+#: idle reading: "idle" is a server that has served such a burst and waits, with the code its requests ran resident
+#: and the heap the burst grew, so that the per-connection figure counts what an idle connection holds and not the
+#: first faults of that code or what the burst's requests left in the allocators.
+WARM_UP_CONNECTIONS = 100
+#: Connections `hold` has opening at a time.
+OPEN_AT_ONCE = 100
 OPEN_TIMEOUT_SECONDS = 30.0
 
 
@@ -109,6 +118,20 @@ async def _one_ws(
         return reader, writer
 
 
+async def warm_up(app: App, port: int, count: int = WARM_UP_CONNECTIONS) -> int:
+    """Open `count` connections at once, each making one request, then close them; the number that worked."""
+    gate = asyncio.Semaphore(count)
+    opener = _one_ws if app.websocket else _one
+    finished = await asyncio.gather(*(opener(app, port, gate) for _ in range(count)))
+    connections = [connection for connection in finished if connection is not None]
+    for _, writer in connections:
+        writer.close()
+    for _, writer in connections:
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    return len(connections)
+
+
 def _still_open(connection: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> bool:
     """Whether the server has not closed this connection (the loop has seen no EOF on it)."""
     reader, writer = connection
@@ -119,7 +142,7 @@ async def hold(
     app: App, port: int, count: int, measure: Callable[[], tuple[int, int]], tls: ssl.SSLContext | None = None
 ) -> tuple[int, int, tuple[int, int]]:
     """Open `count` connections (one request each), measure while they idle; (made, still open, memory)."""
-    gate = asyncio.Semaphore(100)
+    gate = asyncio.Semaphore(OPEN_AT_ONCE)
     tasks = [
         asyncio.ensure_future(_one_ws(app, port, gate) if app.websocket else _one(app, port, gate, tls))
         for _ in range(count)
@@ -146,6 +169,7 @@ def measure_server(name: str, env: Environment, connections: int, websocket: boo
     """Idle and loaded memory of one server on `hello` (or, with `websocket`, on `ws-echo`)."""
     app = APPS["ws-echo" if websocket else "hello"]
     with harness.serving(SERVERS[name], app, env, cpu=None, protocol=WS if websocket else H1) as running:
+        asyncio.run(warm_up(app, running.port))
         time.sleep(SETTLE_SECONDS)
         idle_rss, idle_pss = harness.tree_memory_kib(running.pid)
         processes = len(harness.descendants(running.pid))

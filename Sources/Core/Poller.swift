@@ -9,6 +9,12 @@ public struct IOEvents: OptionSet, Sendable {
     public static let error = IOEvents(rawValue: 4)
     /// The peer shut down its sending side (EPOLLRDHUP).
     public static let peerClosed = IOEvents(rawValue: 8)
+    // Unions as constants: a literal `[.readable, .peerClosed]` on the
+    // per-request path builds an array each time in an unoptimised build
+    // (tests/e2e/test_allocations.py counts).
+    public static let readableOrPeerClosed = IOEvents(rawValue: 1 | 8)
+    /// Results that call for a read: input, an error to collect, or EOF.
+    public static let anyInput = IOEvents(rawValue: 1 | 4 | 8)
 }
 
 /// One epoll instance, owned by one worker. Level-triggered: a connection

@@ -24,6 +24,10 @@ public final class ASGIGateway {
     private let setResultName = Py.intern("set_result")
     private let setExceptionName = Py.intern("set_exception")
     private let doneQuery = Py.intern("done")
+    /// Finished requests for reuse.
+    var requests = ASGIRequestPool()
+    private let cancelledQuery = Py.intern("cancelled")
+    private let exceptionQuery = Py.intern("exception")
     /// `peregrine.ClientDisconnected` (an OSError): raised by `send()` once
     /// the client has gone.
     let clientDisconnected: PyRef
@@ -63,7 +67,7 @@ public final class ASGIGateway {
     /// Starts the application for one request as a task. Failures to start
     /// are answered like application errors (500).
     public func start(_ request: GatewayRequest, exchange: AsyncExchange) {
-        let r = ASGIRequest(gateway: self, exchange: exchange, isHead: request.isHead)
+        let r = requests.take(gateway: self, exchange: exchange, isHead: request.isHead)
         exchange.attach(r)
         guard let scopeDict = scope.build(request, methodKeys: methods, state: lifespanState),
               let receive = ASGICallables.make(.receive, for: r),
@@ -170,12 +174,12 @@ public final class ASGIGateway {
     /// returned normally or was cancelled.
     func taskException(_ task: PyRef) -> PythonTraceback? {
         guard task != Py.none else { return nil }
-        if let cancelled = PyOwned(stealing: pshim_call_method0(task, "cancelled")) {
+        if let cancelled = PyOwned(stealing: PyObject_CallMethodNoArgs(task, cancelledQuery)) {
             if cancelled.ref == Py.true { return nil }
         } else {
             PyErr_Clear()
         }
-        guard let exc = PyOwned(stealing: pshim_call_method0(task, "exception")) else { PyErr_Clear(); return nil }
+        guard let exc = PyOwned(stealing: PyObject_CallMethodNoArgs(task, exceptionQuery)) else { PyErr_Clear(); return nil }
         if exc.ref == Py.none { return nil }
         pshim_restore_exception(exc.take())  // steals it
         return takeTraceback()

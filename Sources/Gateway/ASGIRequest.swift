@@ -22,7 +22,7 @@ import PyBridge
 final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
     unowned(unsafe) let gateway: ASGIGateway
     private var exchange: AsyncExchange?
-    private let isHead: Bool
+    private var isHead: Bool
 
     private var started = false
     private var headSent = false
@@ -45,6 +45,24 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
         self.exchange = exchange
         self.isHead = isHead
     }
+
+    /// Readies a finished request for the next one (`ASGIRequestPool`):
+    /// every field back to its initial value, the header stores keeping
+    /// their capacity. Only for a request nothing else references.
+    func reuse(exchange: AsyncExchange, isHead: Bool) {
+        precondition(taskFinished && self.exchange == nil, "reusing a request still in use")
+        self.exchange = exchange
+        self.isHead = isHead
+        started = false; headSent = false; complete = false; disconnected = false
+        bodyDelivered = false; taskFinished = false
+        status = 0; declaredLength = nil; closeRequested = false; trailers = false
+        head.reset(); trailerStore.reset()
+        waiters = ASGIWaiters()
+    }
+
+    /// The task ended and the transport let go: the pool may take it back
+    /// once no Python object refers to it either.
+    var isFinished: Bool { taskFinished && exchange == nil }
 
     private var keys: ASGIKeys { gateway.keys }
 
@@ -169,7 +187,12 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
             Py.raise(Py.valueError, "status \(code) is not a final status (200-999); use http.response.early_hint for 103")
             return false
         }
+        // Loaded apart and kept only on success, in the storage of the
+        // request's own store, which a reused request brings with its
+        // capacity (ASGIRequestPool).
         var store = HeaderStore()
+        swap(&store, &head)
+        store.reset()
         let headersItem = Py.dictItem(message, keys.headers)
         if let headers = headersItem.ref {
             guard store.load(headers, context: "http.response.start") else { return false }
@@ -385,6 +408,7 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
             }
         }
         waiters.releaseAll()
+        gateway.requests.giveBack(self)
     }
 }
 

@@ -46,8 +46,11 @@ struct ASGIScopeBuilder {
         return v.utf8Start[7] == 0x30 ? keys.http10 : keys.http11
     }
 
+    // Static: an instance method would hold a copy of `self` while its
+    // argument (a mutating `decodedPath`, `headerList`) writes to self's
+    // buffers, forcing a copy-on-write of them per request.
     @inline(__always)
-    private func set(_ d: PyRef, _ key: PyRef, _ value: PyRef?) {
+    private static func set(_ d: PyRef, _ key: PyRef, _ value: PyRef?) {
         guard let value = PyOwned(stealing: value) else { PyErr_Clear(); return }
         PyDict_SetItem(d, key, value.ref)
     }
@@ -57,26 +60,26 @@ struct ASGIScopeBuilder {
         guard let owner = PyOwned(stealing: PyDict_Copy(template)) else { return nil }
         let scope = owner.ref
         PyDict_SetItem(scope, keys.httpVersion, versionKey(request.httpVersion))
-        set(scope, keys.method, methodKeys.method(request.bytes(request.method)))
+        Self.set(scope, keys.method, methodKeys.method(request.bytes(request.method)))
         let rawPath = request.bytes(request.path)
-        set(scope, keys.rawPath, Py.bytes(rawPath))
-        set(scope, keys.path, decodedPath(rawPath))
-        set(scope, keys.queryString, Py.bytes(request.bytes(request.query)))
-        set(scope, keys.headers, headerList(request))
+        Self.set(scope, keys.rawPath, Py.bytes(rawPath))
+        Self.set(scope, keys.path, decodedPath(rawPath))
+        Self.set(scope, keys.queryString, Py.bytes(request.bytes(request.query)))
+        Self.set(scope, keys.headers, headerList(request))
         let peer = request.peer
         if peer.isUnix {
             PyDict_SetItem(scope, keys.client, Py.none)
             PyDict_SetItem(scope, keys.server, Py.none)
         } else {
-            set(scope, keys.client, pair(peer.remoteAddress, peer.remotePort))
-            set(scope, keys.server, pair(peer.serverName, peer.serverPort))
+            Self.set(scope, keys.client, pair(peer.remoteAddress, peer.remotePort))
+            Self.set(scope, keys.server, pair(peer.serverName, peer.serverPort))
         }
         if let forwarded = request.forwarded { applyForwarded(scope, forwarded, request) }
         if let tls = peer.tls { setTLSExtension(scope, tls) }
         if let ssl = peer.proxySSL { setProxySSLExtension(scope, ssl) }
         if let state {
             // Each request gets a shallow copy of the lifespan state.
-            set(scope, keys.state, PyDict_Copy(state))
+            Self.set(scope, keys.state, PyDict_Copy(state))
         }
         return owner
     }
@@ -98,7 +101,7 @@ struct ASGIScopeBuilder {
     private func applyForwarded(_ scope: PyRef, _ f: ForwardedResolution, _ request: GatewayRequest) {
         switch f.client {
         case .address(let address, let port)?:
-            set(scope, keys.client, pair(pythonText(address), Int(port ?? 0)))
+            Self.set(scope, keys.client, pair(pythonText(address), Int(port ?? 0)))
         case .unknown?, .obfuscated?:
             PyDict_SetItem(scope, keys.client, Py.none)
         case nil:
@@ -108,7 +111,7 @@ struct ASGIScopeBuilder {
             PyDict_SetItem(scope, keys.scheme, scheme == .https ? keys.https : keys.http)
         }
         if let host = f.host {
-            set(scope, keys.server, pair(Py.latin1(ForwardedHostParts.name(host.bytes)),
+            Self.set(scope, keys.server, pair(Py.latin1(ForwardedHostParts.name(host.bytes)),
                                          f.serverPort(secure: reportsHTTPS(request))))
         }
     }
@@ -187,8 +190,13 @@ struct ASGIScopeBuilder {
     /// U+FFFD, as the common servers do).
     private mutating func decodedPath(_ raw: UnsafeRawBufferPointer) -> PyRef? {
         let n = percentDecode(raw, into: &decoded)
+        // The error handler's name as a static C string: a String literal
+        // would be copied into a new array per request.
+        let replace: StaticString = "replace"
         return decoded.withUnsafeBytes { b in
-            PyUnicode_DecodeUTF8(b.baseAddress?.assumingMemoryBound(to: CChar.self), n, "replace")
+            UnsafeRawPointer(replace.utf8Start).withMemoryRebound(to: CChar.self, capacity: replace.utf8CodeUnitCount + 1) {
+                PyUnicode_DecodeUTF8(b.baseAddress?.assumingMemoryBound(to: CChar.self), n, $0)
+            }
         }
     }
 }

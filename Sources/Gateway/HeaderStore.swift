@@ -14,6 +14,14 @@ struct HeaderStore {
     private(set) var contentLength: Int64?
     private(set) var close = false
 
+    /// Empty again, keeping the storage's capacity (a reused request).
+    mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        ranges.removeAll(keepingCapacity: true)
+        contentLength = nil
+        close = false
+    }
+
     /// Loads `[(name, value), ...]`; false with an exception set.
     mutating func load(_ headers: PyRef, context: String, append: Bool = false) -> Bool {
         if !append { bytes.removeAll(keepingCapacity: true); ranges.removeAll(keepingCapacity: true) }
@@ -95,15 +103,19 @@ struct HeaderStore {
     }
 
     /// The fields as spans into the store, for the duration of `body`.
+    /// The span table is a temporary allocation (on the stack when small:
+    /// 32 bytes a field), not an array per response.
     func withFields<T>(_ body: (UnsafeBufferPointer<ResponseField>) -> T) -> T {
         bytes.withUnsafeBytes { raw in
-            var fields: [ResponseField] = []
-            fields.reserveCapacity(ranges.count)
-            for r in ranges {
-                fields.append(ResponseField(name: UnsafeRawBufferPointer(rebasing: raw[r.name]),
-                                            value: UnsafeRawBufferPointer(rebasing: raw[r.value])))
+            withUnsafeTemporaryAllocation(of: ResponseField.self, capacity: ranges.count) { fields in
+                // Indices, not `for r in`: see CoalescedOutput.flush.
+                for i in ranges.indices {
+                    let r = ranges[i]
+                    fields.initializeElement(at: i, to: ResponseField(name: UnsafeRawBufferPointer(rebasing: raw[r.name]),
+                                                                    value: UnsafeRawBufferPointer(rebasing: raw[r.value])))
+                }
+                return body(UnsafeBufferPointer(fields))
             }
-            return fields.withUnsafeBufferPointer(body)
         }
     }
 

@@ -62,8 +62,11 @@ struct WSGIEnvironBuilder: ~Copyable {
     }
 
     /// Sets `key` to a new reference `value` (consumed).
+    // Static: an instance method would hold a copy of `self` while its
+    // argument (a mutating `decodedPath`, `headerList`) writes to self's
+    // buffers, forcing a copy-on-write of them per request.
     @inline(__always)
-    private func set(_ env: PyRef, _ key: PyRef, _ value: PyRef?) {
+    private static func set(_ env: PyRef, _ key: PyRef, _ value: PyRef?) {
         guard let value = PyOwned(stealing: value) else { PyErr_Clear(); return }
         PyDict_SetItem(env, key, value.ref)
     }
@@ -72,13 +75,13 @@ struct WSGIEnvironBuilder: ~Copyable {
     mutating func build(_ request: GatewayRequest, input: PyRef) -> PyOwned? {
         guard let owner = PyOwned(stealing: PyDict_Copy(template)) else { return nil }
         let env = owner.ref
-        set(env, keys.requestMethod, keys.method(request.bytes(request.method)))
+        Self.set(env, keys.requestMethod, keys.method(request.bytes(request.method)))
         setPath(env, request)
         let q = request.bytes(request.query)
         if q.isEmpty {
             PyDict_SetItem(env, keys.queryString, keys.emptyString)
         } else {
-            set(env, keys.queryString, Py.latin1(q))
+            Self.set(env, keys.queryString, Py.latin1(q))
         }
         if let target = PyOwned(stealing: Py.latin1(request.bytes(request.target))) {
             PyDict_SetItem(env, keys.rawURI, target.ref)
@@ -152,9 +155,9 @@ struct WSGIEnvironBuilder: ~Copyable {
     private func applyForwarded(_ env: PyRef, _ f: ForwardedResolution) {
         switch f.client {
         case .address(let address, let port)?:
-            set(env, keys.remoteAddr, pythonText(address))
+            Self.set(env, keys.remoteAddr, pythonText(address))
             if let port {
-                set(env, keys.remotePort, pshim_unicode_decimal(Int64(port)))
+                Self.set(env, keys.remotePort, pshim_unicode_decimal(Int64(port)))
             } else if PyDict_DelItem(env, keys.remotePort) != 0 {
                 PyErr_Clear()
             }
@@ -170,9 +173,9 @@ struct WSGIEnvironBuilder: ~Copyable {
             PyDict_SetItem(env, keys.wsgiURLScheme, reportsHTTPS ? keys.https : keys.http)
         }
         if let host = f.host {
-            set(env, keys.httpHost, Py.latin1(host.bytes))
-            set(env, keys.serverName, Py.latin1(ForwardedHostParts.name(host.bytes)))
-            set(env, keys.serverPort, pshim_unicode_decimal(Int64(f.serverPort(secure: reportsHTTPS))))
+            Self.set(env, keys.httpHost, Py.latin1(host.bytes))
+            Self.set(env, keys.serverName, Py.latin1(ForwardedHostParts.name(host.bytes)))
+            Self.set(env, keys.serverPort, pshim_unicode_decimal(Int64(f.serverPort(secure: reportsHTTPS))))
         }
     }
 
@@ -203,7 +206,7 @@ struct WSGIEnvironBuilder: ~Copyable {
         let value = decoded.withUnsafeBytes { b in
             Py.latin1(UnsafeRawBufferPointer(rebasing: b[start..<n]))
         }
-        set(env, keys.pathInfo, value)
+        Self.set(env, keys.pathInfo, value)
     }
 }
 

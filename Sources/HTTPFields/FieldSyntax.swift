@@ -50,7 +50,8 @@ public enum FieldSyntax {
     /// the other controls (but HTAB) and DEL too (RFC 9110 §5.5).
     @inlinable
     public static func isFieldValue(_ b: UnsafeRawBufferPointer) -> Bool {
-        guard let first = b.first else { return true }
+        guard !b.isEmpty else { return true }
+        let first = b[0]
         if first == 0x20 || first == 0x09 || b[b.count - 1] == 0x20 || b[b.count - 1] == 0x09 { return false }
         for c in b where (c < 0x20 && c != 0x09) || c == 0x7f { return false }
         return true
@@ -74,7 +75,7 @@ public enum FieldSyntax {
 
     @inlinable
     public static func isScheme(_ b: UnsafeRawBufferPointer) -> Bool {
-        guard let first = b.first, (first | 0x20) &- 0x61 < 26 else { return false }
+        guard !b.isEmpty, (b[0] | 0x20) &- 0x61 < 26 else { return false }
         return all(b, schemeLow, schemeHigh)
     }
 
@@ -82,7 +83,8 @@ public enum FieldSyntax {
     /// "*" when `asterisk` (OPTIONS, §8.3.1).
     @inlinable
     public static func isPath(_ b: UnsafeRawBufferPointer, asterisk: Bool) -> Bool {
-        guard let first = b.first else { return false }
+        guard !b.isEmpty else { return false }
+        let first = b[0]
         if first == 0x2a { return b.count == 1 && asterisk }
         guard first == 0x2f else { return false }
         for c in b where c <= 0x20 || c >= 0x7f { return false }

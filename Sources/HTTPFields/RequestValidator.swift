@@ -128,10 +128,15 @@ public struct RequestFieldValidator: Sendable {
                 UnsafeRawBufferPointer(rebasing: all[s.start ..< s.end])
             }
             var sawRegular = false
-            for f in list.fields {
+            // Indices and `isEmpty`/`[0]`, not `for f in list.fields` and
+            // `.first`: an unoptimised build runs those through the generic
+            // Collection code, which mallocs a coroutine frame per element
+            // read (16 mallocs a request before; the allocation tests count).
+            for i in list.fields.indices {
+                let f = list.fields[i]
                 let name = bytes(f.name)
                 let value = bytes(f.value)
-                if name.first == 0x3a {
+                if !name.isEmpty && name[0] == 0x3a {
                     if trailers { return .pseudoInTrailers }
                     if sawRegular { return .pseudoAfterRegular }
                     var target: ByteSpan?

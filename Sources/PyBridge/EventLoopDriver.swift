@@ -28,6 +28,10 @@ public final class EventLoopDriver {
     private var loop: PyOwned?
     private var deferredFunction: PyOwned?
     private var callSoon: PyOwned?
+    private var callLater: PyOwned?
+    // Looked up once (with `callLater`): a String literal passed as a C
+    // string is copied into a fresh array per call in an unoptimised build.
+    private var cancelName: PyRef?
     private var deferredScheduled = false
     private var timerFunction: PyOwned?
     private var timer: PyOwned?
@@ -64,6 +68,7 @@ public final class EventLoopDriver {
         _ = consume args
         defer {
             callSoon = nil
+            callLater = nil
             timer = nil; timerDue = nil
             timerFunction = nil
             deferredFunction = nil
@@ -81,20 +86,18 @@ public final class EventLoopDriver {
     /// Arranges one call of `poll` at `due` (replacing an earlier
     /// arrangement unless it is already due sooner); nil cancels.
     public func schedule(at due: Instant?, now: Instant) {
-        guard let loop = loop.ref, !stopped else { return }
+        guard loop != nil, !stopped else { return }
         if let due, let current = timerDue, current <= due, timer != nil { return }
         if let t = timer.take() {
-            if PyOwned(stealing: pshim_call_method0(t.ref, "cancel")) == nil { PyErr_Clear() }
+            if PyOwned(stealing: PyObject_CallMethodNoArgs(t.ref, cancelName)) == nil { PyErr_Clear() }
             timerDue = nil
         }
-        guard let due, let timerFunction = timerFunction.ref else { return }
+        guard let due, let timerFunction = timerFunction.ref, let callLater = callLater?.ref else { return }
         let delay = Double(max(0, due.nanoseconds - now.nanoseconds)) / 1e9
         let args = PyOwned(stealing: PyTuple_New(2)!)
         pshim_tuple_set_item(args.ref, 0, PyFloat_FromDouble(delay))
         pshim_tuple_set_item(args.ref, 1, PyOwned(borrowing: timerFunction).take())
-        if let callLater = PyOwned(stealing: PyObject_GetAttrString(loop, "call_later")) {
-            timer = PyOwned(stealing: PyObject_Call(callLater.ref, args.ref, nil))
-        }
+        timer = PyOwned(stealing: PyObject_Call(callLater, args.ref, nil))
         if timer == nil { PyErr_Clear() } else { timerDue = due }
     }
 
@@ -144,6 +147,9 @@ public final class EventLoopDriver {
         loop = PyOwned(borrowing: l)
         callSoon = PyOwned(stealing: PyObject_GetAttrString(l, "call_soon"))
         if callSoon == nil { PyErr_Clear() }
+        callLater = PyOwned(stealing: PyObject_GetAttrString(l, "call_later"))
+        if callLater == nil { PyErr_Clear() }
+        if cancelName == nil { cancelName = Py.intern("cancel") }
     }
 
     /// The driver a loop callback is bound to (its `self`, the capsule made

@@ -51,7 +51,10 @@ struct CoalescedOutput: ~Copyable {
     mutating func flush() {
         guard !segments.isEmpty else { return }
         let base = UnsafeRawPointer(bytes.base)
-        for s in segments {
+        // Indices: `for s in segments` mallocs per element in an
+        // unoptimised build (generic iteration; test_allocations.py).
+        for i in segments.indices {
+            let s = segments[i]
             let c = s.connection
             guard c.generation == s.generation, c.phase != .closed else { continue }
             c.output.held = false

@@ -3,8 +3,8 @@ import Gateway
 import HTTPFields
 
 /// A request head decoded from HPACK or QPACK, copied out of the decoder's
-/// scratch for the whole exchange (one allocation for the bytes, one for the
-/// field spans), and the gateway's view of it. Shared by HTTP/2 and HTTP/3
+/// scratch for the whole exchange (one allocation for the field spans and
+/// the bytes), and the gateway's view of it. Shared by HTTP/2 and HTTP/3
 /// streams: both decode into the version-independent `RequestHead`.
 ///
 /// `:authority` becomes the first field as `host` (replacing any `host`
@@ -17,20 +17,22 @@ struct DecodedRequest: ~Copyable {
     private(set) var fieldCount = 0
 
     init(_ head: RequestHead) {
-        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: head.storage.count + 4, alignment: 1)
+        // One block: the field spans first (aligned), then the bytes.
+        let spans = MemoryLayout<FieldSpans>.stride * (head.fields.count + 1)  // + `host` from :authority
+        let block = UnsafeMutableRawPointer.allocate(byteCount: spans + head.storage.count + 4,
+                                                     alignment: MemoryLayout<FieldSpans>.alignment)
+        fields = block.bindMemory(to: FieldSpans.self, capacity: head.fields.count + 1)
+        let bytes = UnsafeMutableRawBufferPointer(start: block + spans, count: head.storage.count + 4)
         head.storage.withUnsafeBytes { src in
             if src.count > 0 { bytes.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) }
         }
         let host: StaticString = "host"
         (bytes.baseAddress! + head.storage.count).copyMemory(from: host.utf8Start, byteCount: 4)
         storage = bytes
-        // Room for `host` (from :authority) ahead of the regular fields.
-        fields = .allocate(capacity: head.fields.count + 1)
     }
 
     deinit {
-        storage.deallocate()
-        fields.deallocate()
+        UnsafeMutableRawPointer(fields).deallocate()  // the block's start
     }
 
     /// The gateway's request, or nil for a CONNECT request (no `:path`),
@@ -44,7 +46,11 @@ struct DecodedRequest: ~Copyable {
             fields[n] = FieldSpans(name: hostName, value: head.authority)
             n += 1
         }
-        for f in head.fields {
+        // Index loops, not `for f in` / `firstIndex(of:)`: an unoptimised
+        // build runs those through generic code that mallocs per element
+        // (tests/e2e/test_allocations.py).
+        for i in head.fields.indices {
+            let f = head.fields[i]
             if head.authority.count > 0 && f.name.count == 4 && isHost(UnsafeRawBufferPointer(start: base + f.name.start, count: 4)) {
                 continue
             }
@@ -57,7 +63,9 @@ struct DecodedRequest: ~Copyable {
         var path = head.path
         var query = ByteSpan(offset: head.path.start + head.path.count, length: 0)
         let target = UnsafeRawBufferPointer(start: base + head.path.start, count: head.path.count)
-        if let q = target.firstIndex(of: 0x3F) {
+        var q = 0
+        while q < target.count && target[q] != 0x3F { q += 1 }
+        if q < target.count {
             path = ByteSpan(offset: head.path.start, length: q)
             query = ByteSpan(offset: head.path.start + q + 1, length: head.path.count - q - 1)
         }

@@ -171,6 +171,8 @@ public enum Main {
                     }
                     Log.info(banner + " (ASGI on \(loopName))")
                     worker.writeStatus(UInt8(ascii: "R"))
+                    // The application is imported and its lifespan has run.
+                    StartupPages.release()
                 }
             } catch {
                 throw StartupFailure(error.message, detail: error.traceback)
@@ -180,6 +182,7 @@ public enum Main {
             guard worker.startPool() else { throw StartupFailure("cannot start the WSGI application threads (--wsgi-threads)") }
             Log.info(banner + " (WSGI)" + (config.wsgiThreads > 1 ? " on \(config.wsgiThreads) application threads per worker" : ""))
             worker.writeStatus(UInt8(ascii: "R"))
+            StartupPages.release()
             worker.run()
         }
         // The other threads stop with this one (WorkerGroup.stopOthers):

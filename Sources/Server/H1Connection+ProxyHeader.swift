@@ -23,7 +23,7 @@ extension H1Connection {
     /// From `open`, for a peer that must send the header.
     func beginProxyHeader() {
         phase = .proxyHeader
-        interest = [.readable, .peerClosed]
+        interest = .readableOrPeerClosed
         worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
     }
 

@@ -111,7 +111,7 @@ final class H1Connection: WorkerConnection {
         self.generation = generation
         phase = .head
         // What updateInterest wants in the head phase (the handshake sets its own).
-        interest = tls == nil ? [.readable, .peerClosed] : .readable
+        interest = tls == nil ? .readableOrPeerClosed : .readable
         asyncRequest.readPaused = false
         request.bytesSeen = false
         aborted = false
@@ -151,7 +151,7 @@ final class H1Connection: WorkerConnection {
         if tls?.handshaking == true { continueHandshake(); return }
         if phase == .http2, let h2 {
             if events.contains(.writable) { h2.onWritable() }
-            if phase == .http2 && !events.intersection([.readable, .error, .peerClosed]).isEmpty { h2.onReadable() }
+            if phase == .http2 && !events.intersection(.anyInput).isEmpty { h2.onReadable() }
             return
         }
         if events.contains(.writable) {
@@ -496,7 +496,7 @@ final class H1Connection: WorkerConnection {
             if h2?.wantsWrite == true { want.insert(.writable) }
         case .proxyHeader, .head, .discarding, .lingering:
             // peerClosed too, so that starting a request changes nothing.
-            want = [.readable, .peerClosed]
+            want = .readableOrPeerClosed
             asyncRequest.readPaused = false
             if hasPendingOutput { want.insert(.writable) }
         case .closed:

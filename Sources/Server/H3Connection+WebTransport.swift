@@ -80,6 +80,7 @@ extension H3Connection {
             return
         }
         wt.streams[id] = H3WebTransportStream(id: id, session: nil, peerDone: false, ourDone: false)
+        worker.metrics.webTransportStreamOpened()
         wt.registry.streamOpened(streamID: id, bidirectional: bidirectional)
     }
 
@@ -135,11 +136,11 @@ extension H3Connection {
         guard let wt = webTransport, let st = wt.streams[id] else { return }
         // RFC 9000 §3.5: STOP_SENDING is answered with RESET_STREAM.
         st.stopped = true
-        st.pending.clear()
         if !st.ourDone {
             st.ourDone = true
-            quic.resetStream(id, errorCode: code)
+            resetWebTransportSendSide(st, errorCode: code)
         }
+        st.pending.clear()
         wt.registry.peerStopSending(streamID: id, code: H3ErrorCode(rawValue: code))
         webTransportProgress()
         finishIfDone(st)
@@ -153,6 +154,7 @@ extension H3Connection {
             return
         }
         while let d = quic.receiveDatagram() {
+            wt.metrics.webTransportDatagramReceived()
             d.withUnsafeBytes { wt.registry.datagramReceived($0) }
         }
         webTransportProgress()
@@ -176,6 +178,7 @@ extension H3Connection {
             guard !closed else { return }
             handleWebTransport(e, wt)
         }
+        wt.collectDrops(quicReceived: quic.droppedDatagrams.received)
         // Credit may have come (WT_MAX_DATA) for bytes held back.
         for st in wt.streams.values where !st.pending.isEmpty { pushWebTransport(st) }
         for session in wt.sessions.values where !session.pendingOpens.isEmpty && !session.ended {
@@ -196,6 +199,7 @@ extension H3Connection {
             let info = WebTransportScopeInfo(draft: draft == .draft02 ? "draft02" : "h3", maxDatagramSize: session.maxDatagramSize)
             asgi.startWebTransport(session.stream.request, info: info, exchange: session)
         case .sessionRefused(let sid, let code):
+            worker.metrics.webTransportSession(.refused)
             abortConnectStream(sid, code: code)
         case .streamData(let sid, let id, let bytes, let fin):
             deliverWebTransportData(sid, id, bytes, end: fin)
@@ -215,8 +219,8 @@ extension H3Connection {
                 quic.resetStream(p, errorCode: code.rawValue)
             }
         case .datagram(let sid, let payload):
-            let taken = payload.withUnsafeBytes { wt.sessions[sid]?.delegate?.datagramReceived($0) ?? false }
-            if !taken { wt.droppedDatagrams += 1 }
+            let taken = payload.withUnsafeBytes { wt.sessions[sid]?.delegate?.datagramReceived($0) }
+            if taken == nil { wt.datagramsDropped(.noSession) } else if taken == false { wt.datagramsDropped(.queueFull) }
         case .sessionDraining(let sid):
             wt.sessions[sid]?.delegate?.sessionDraining()
         case .sessionClosed(let sid, let code, let message):
@@ -283,7 +287,13 @@ extension H3Connection {
         // A bidirectional one is read like the peer's (through the registry).
         let st = H3WebTransportStream(id: id, session: session.id, peerDone: unidirectional, ourDone: false)
         wt.streams[id] = st
-        st.pending.append(wt.registry.localStreamOpened(sessionID: session.id, streamID: id, bidirectional: !unidirectional))
+        worker.metrics.webTransportStreamOpened()
+        let header = wt.registry.localStreamOpened(sessionID: session.id, streamID: id, bidirectional: !unidirectional)
+        st.headerLength = header.count
+        st.pending.append(header)
+        // Every reset of ours keeps the header, also QUIC's answer to a
+        // STOP_SENDING (`resetWebTransportSendSide`).
+        quic.setReliableResetSize(stream: id, UInt64(header.count))
         pushWebTransport(st)
         return st
     }
@@ -310,12 +320,19 @@ extension H3Connection {
     func pushWebTransport(_ st: H3WebTransportStream) {
         guard let wt = webTransport, !st.ourDone else { return }
         if !st.pending.isEmpty {
+            // Our header first, outside the session's credit (current
+            // draft, "Data Limits": WT_MAX_DATA counts all data "excluding the
+            // stream header"); then body bytes within it.
+            let header = Int(UInt64(st.headerLength) - min(st.written, UInt64(st.headerLength)))
             var limit = st.pending.count
             if let sid = st.session {
-                limit = Int(min(UInt64(limit), wt.registry.sendAllowance(sessionID: sid)))
+                limit = header + Int(min(UInt64(limit - min(header, limit)), wt.registry.sendAllowance(sessionID: sid)))
+                limit = min(limit, st.pending.count)
             }
             let n = st.pending.withUnsafeBytes { quic.write(stream: st.id, UnsafeRawBufferPointer(rebasing: $0[0..<limit]), fin: false) }
-            if n > 0, let sid = st.session { wt.registry.didSend(sessionID: sid, count: n) }
+            st.written += UInt64(n)
+            let body = n - min(n, header)
+            if body > 0, let sid = st.session { wt.registry.didSend(sessionID: sid, count: body) }
             st.pending.consume(n)
         }
         if st.pending.isEmpty && st.finPending {
@@ -351,10 +368,31 @@ extension H3Connection {
     func resetWebTransportStream(_ st: H3WebTransportStream, code: UInt32) {
         guard !st.ourDone else { return }
         st.ourDone = true
-        st.pending.clear()
-        quic.resetStream(st.id, errorCode: WebTransportErrorCode.http3Code(application: code).rawValue)
+        resetWebTransportSendSide(st, errorCode: WebTransportErrorCode.http3Code(application: code).rawValue)
         finishIfDone(st)
         service.scheduleFlush()
+    }
+
+    /// Resets our side of `st`, dropping what QUIC has not taken. A stream
+    /// we opened begins with our header, which names its session: the
+    /// current draft ("Resetting Data Streams") says implementations
+    /// "MUST use the RESET_STREAM_AT frame ... with a Reliable Size set to
+    /// at least the size of the WebTransport header", so the header goes
+    /// into QUIC first if it is still pending, and QUIC sends RESET_STREAM_AT
+    /// with it as the Reliable Size. A client without reset_stream_at (the
+    /// draft-02 clients: Chromium, aioquic) gets RESET_STREAM, as before.
+    /// The peer's streams carry no header of ours: RESET_STREAM (reliable
+    /// size 0 is the same thing).
+    func resetWebTransportSendSide(_ st: H3WebTransportStream, errorCode: UInt64) {
+        let header = UInt64(st.headerLength)
+        if st.written < header && !st.pending.isEmpty {
+            let missing = Int(min(header - st.written, UInt64(st.pending.count)))
+            st.written += UInt64(st.pending.withUnsafeBytes {
+                quic.write(stream: st.id, UnsafeRawBufferPointer(rebasing: $0[0..<missing]), fin: false)
+            })
+        }
+        st.pending.clear()
+        quic.resetStream(st.id, errorCode: errorCode, reliableSize: header)
     }
 
     func stopWebTransportStream(_ st: H3WebTransportStream, code: UInt32) {
@@ -392,7 +430,7 @@ extension H3Connection {
         for st in wt.streams.values.filter({ $0.session == sid }) {
             wt.streams[st.id] = nil
             if !st.ourDone && !(st.openedByPeer && st.unidirectional) {
-                quic.resetStream(st.id, errorCode: WebTransportErrorCode.sessionGone.rawValue)
+                resetWebTransportSendSide(st, errorCode: WebTransportErrorCode.sessionGone.rawValue)
             }
             if !st.peerDone { quic.stopSending(st.id, errorCode: WebTransportErrorCode.sessionGone.rawValue) }
         }

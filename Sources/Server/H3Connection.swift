@@ -66,7 +66,7 @@ final class H3Connection {
         self.quic = quic
         core = H3Session(limits: service.limits, greaseSeed: UInt64.random(in: 0...UInt64.max),
                          headerScratch: service.headerScratch)
-        webTransport = service.limits.webTransport.map { H3WebTransport(limits: $0) }
+        webTransport = service.limits.webTransport.map { H3WebTransport(limits: $0, metrics: service.worker.metrics) }
         peer = H3Connection.peerInfo(quic)
         ageDeadline = service.worker.admission.connectionDeadline(now: service.worker.now)
     }

@@ -12,14 +12,41 @@ final class H3WebTransport {
     var sessions: [UInt64: H3WebTransportSession] = [:]
     /// Data streams of sessions (the peer's, handed over, and ours).
     var streams: [UInt64: H3WebTransportStream] = [:]
-    /// Datagrams dropped: the application's (too large, QUIC's queue full,
-    /// not negotiated) and the peer's its application had no room for
-    /// (its queue full) — unreliable by contract, so only counted. The
-    /// registry counts those for sessions not (or no longer) there.
-    var droppedDatagrams = 0
+    /// Datagrams dropped on this connection, by `WebTransportDatagramDrop`
+    /// — unreliable by contract, so only counted, here and in the worker's
+    /// metrics (`peregrine_webtransport_datagrams_dropped_total`): the
+    /// application's (too large, QUIC's send queue full, its session gone)
+    /// and the peer's (its application's queue full, no session for it —
+    /// these two also counted by the registry and QUIC, folded in by
+    /// `collectDrops`).
+    private(set) var droppedDatagrams = [Int](repeating: 0, count: WebTransportDatagramDrop.count)
+    let metrics: WorkerMetrics
+    /// What `collectDrops` already took of the registry's and QUIC's counters.
+    private var collectedHeld = 0
+    private var collectedGone = 0
+    private var collectedQUIC: UInt64 = 0
 
-    init(limits: WebTransportLimits) {
+    init(limits: WebTransportLimits, metrics: WorkerMetrics) {
         registry = WebTransportRegistry(limits: limits)
+        self.metrics = metrics
+    }
+
+    func datagramsDropped(_ reason: WebTransportDatagramDrop, count: Int = 1) {
+        guard count > 0 else { return }
+        droppedDatagrams[reason.rawValue] += count
+        metrics.webTransportDatagramsDropped(reason, count: count)
+    }
+
+    /// Counts what the registry dropped (held past its bound: a full queue;
+    /// for a session gone: no session) and what QUIC's receive queue
+    /// dropped (`quicReceived`, its running total) since the last call.
+    func collectDrops(quicReceived: UInt64) {
+        datagramsDropped(.queueFull, count: registry.heldDatagramsDropped - collectedHeld)
+        collectedHeld = registry.heldDatagramsDropped
+        datagramsDropped(.noSession, count: registry.goneDatagramsDropped - collectedGone)
+        collectedGone = registry.goneDatagramsDropped
+        datagramsDropped(.queueFull, count: Int(quicReceived - collectedQUIC))
+        collectedQUIC = quicReceived
     }
 }
 
@@ -44,6 +71,13 @@ final class H3WebTransportStream {
     var released = false
     /// Not read while the session's application queue is full.
     var parked = false
+    /// The length of our WebTransport header at the start of our side (a
+    /// stream we opened; 0 otherwise), and how many bytes of our side QUIC
+    /// has taken: a reset keeps the header (`resetWebTransportSendSide`),
+    /// and the header is outside the session's flow control (current
+    /// draft, "Data Limits": WT_MAX_DATA counts data "excluding the stream header").
+    var headerLength = 0
+    var written: UInt64 = 0
 
     init(id: UInt64, session: UInt64?, peerDone: Bool, ourDone: Bool) {
         self.id = id

@@ -44,6 +44,7 @@ final class H3WebTransportSession: WebTransportExchange {
             return .closed
         }
         accepted = true
+        connection.worker.metrics.webTransportSession(.accepted)
         wt.registry.accept(sessionID: id)
         connection.webTransportProgress()
         return .done
@@ -55,6 +56,7 @@ final class H3WebTransportSession: WebTransportExchange {
         let empty = UnsafeRawBufferPointer(start: nil, count: 0)
         _ = stream.sendHead(ResponseHead(status: status, reason: empty, fields: fields, contentLength: 0, close: false), trailers: false)
         _ = stream.sendBody(empty, final: true)
+        connection.worker.metrics.webTransportSession(.refused)
         wt.registry.refuse(sessionID: id)
         connection.webTransportProgress()
         return .done
@@ -130,14 +132,25 @@ final class H3WebTransportSession: WebTransportExchange {
     }
 
     func sendDatagram(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard usable, accepted, wt.registry.canSendDatagram(sessionID: id) else { return false }
+        guard usable, accepted, wt.registry.canSendDatagram(sessionID: id) else {
+            wt.datagramsDropped(.noSession)
+            return false
+        }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + 8)
         WebTransportRegistry.appendDatagramPrefix(sessionID: id, to: &out)
         out.append(contentsOf: bytes)
         let sent = out.withUnsafeBytes { connection.quic.sendDatagram($0) }
-        guard sent == .queued else {
-            wt.droppedDatagrams += 1
+        switch sent {
+        case .queued:
+            wt.metrics.webTransportDatagramSent()
+        case .dropped:
+            wt.datagramsDropped(.queueFull)
+            return false
+        case .tooLarge, .unsupported:
+            // Not negotiated (cannot happen in an accepted session, which
+            // needs DATAGRAM frames) leaves a largest payload of 0.
+            wt.datagramsDropped(.tooLarge)
             return false
         }
         connection.service.scheduleFlush()

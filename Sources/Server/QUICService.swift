@@ -90,6 +90,10 @@ final class QUICService: DatagramHandler {
             c.initialMaxStreamsUni = 3 + 100
             // Server-opened bidirectional streams (webtransport.stream.open).
             c.initialMaxStreamDataBidiLocal = UInt64(config.quicStreamWindow)
+            // The current draft §3.1 requires reset_stream_at of both sides
+            // (draft-ietf-quic-reliable-stream-reset): our resets keep our
+            // streams' headers (H3Connection+WebTransport.swift).
+            c.reliableStreamReset = true
         }
         c.maxIdleTimeout = Int64(config.quicIdleTimeoutMilliseconds) * 1_000_000
         c.initialMaxStreamsBidi = UInt64(config.http3MaxStreams)

@@ -235,7 +235,9 @@ final class Worker {
     }
 
     private func flushDeferredSessions() {
-        for s in taskOutput.takeSessions() { s.deferredFlush() }
+        let taken = taskOutput.takeSessions()
+        for i in taken.indices { taken[i].deferredFlush() }
+        taskOutput.giveBack(taken)
         if quicFlushWanted {
             quicFlushWanted = false
             quic?.deferredFlush()

@@ -206,6 +206,23 @@ final class FleetMetrics {
         for x in QUICPathEvent.allCases {
             e.sample("peregrine_quic_path_events_total", [("event", x.label)], t[MetricsLayout.quicPathEvents + x.rawValue])
         }
+        e.family("peregrine_webtransport_sessions_total", .counter,
+                 help: "WebTransport sessions, by result: accepted (200 sent) or refused (by the application or the server).")
+        for r in WebTransportSessionResult.allCases {
+            e.sample("peregrine_webtransport_sessions_total", [("result", r.label)], t[MetricsLayout.webTransportSessions + r.rawValue])
+        }
+        e.family("peregrine_webtransport_streams_total", .counter, help: "WebTransport data streams opened, by either side.")
+        e.sample("peregrine_webtransport_streams_total", [], t[MetricsLayout.webTransportStreams])
+        e.family("peregrine_webtransport_datagrams_total", .counter,
+                 help: "WebTransport datagrams received from QUIC (in) and queued to QUIC (out).")
+        e.sample("peregrine_webtransport_datagrams_total", [("direction", "in")], t[MetricsLayout.webTransportDatagramsIn])
+        e.sample("peregrine_webtransport_datagrams_total", [("direction", "out")], t[MetricsLayout.webTransportDatagramsOut])
+        e.family("peregrine_webtransport_datagrams_dropped_total", .counter,
+                 help: "WebTransport datagrams dropped, by reason: a full queue (queue_full), too large for the peer or path (too_large), no session for it (no_session).")
+        for r in WebTransportDatagramDrop.allCases {
+            e.sample("peregrine_webtransport_datagrams_dropped_total", [("reason", r.label)],
+                     t[MetricsLayout.webTransportDatagramsDropped + r.rawValue])
+        }
     }
 
     private func workerFamilies(_ e: inout MetricsExposition, _ workers: [Live]) {

@@ -81,6 +81,9 @@ final class Supervisor {
     private var failures: [Int: Int] = [:]
     private var respawns: [(slot: Int, replaces: Int32?, at: Instant)] = []
     private var everReady = false
+    /// Whether the start-up file pages were given back (StartupPages), once
+    /// every worker of the first start was ready.
+    private var startupPagesReleased = false
     private var stopping = false
     private var stopDeadline: Instant?
     /// --drain-delay: the listening sockets are shut down at this moment,
@@ -319,6 +322,12 @@ final class Supervisor {
             Log.info("worker \(rec.pid) ready; worker \(old) draining")
         }
         steerNewConnections()
+        if !startupPagesReleased && workers.values.count(where: { $0.state == .ready }) >= workerCount {
+            // Every worker has started: the supervisor's own start-up code
+            // (option parsing, binding, spawning) is done with.
+            startupPagesReleased = true
+            StartupPages.release()
+        }
         if restartInFlight == rec.pid {
             restartInFlight = nil
             continueRollingRestart()

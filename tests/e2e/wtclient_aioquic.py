@@ -368,12 +368,14 @@ class WebTransportClient:
         *,
         headers: Headers | None = None,
         timeout: float = 20.0,
+        protocol_class: type[WTSession] | None = None,
     ) -> T:
-        """Open the session at `path`, run `scenario` on it, close the connection; its result."""
+        """Open the session at `path`, run `scenario` on it, close the connection; its result. `protocol_class`:
+        a `WTSession` subclass to use instead (a test that extends the client)."""
 
         async def session() -> T:
             async with connect(
-                self.host, self.port, configuration=self.configuration(), create_protocol=WTSession
+                self.host, self.port, configuration=self.configuration(), create_protocol=protocol_class or WTSession
             ) as protocol:
                 assert isinstance(protocol, WTSession)
                 await protocol.open_session(f"{self.server_name}:{self.port}", path, headers or [])

@@ -187,4 +187,6 @@ void csys_log_time(char *out, size_t len);
 #include "csys_udp.h"
 // Log files, their reopen signal, log time stamps.
 #include "csys_logfiles.h"
+// The file pages touched at start-up, given back once serving.
+#include "csys_startup_pages.h"
 #endif

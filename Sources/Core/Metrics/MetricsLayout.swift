@@ -9,7 +9,7 @@
 /// `pythonVersion`, which is information. Gauges are not stored: requests
 /// and connections in flight are "started minus ended" of the live blocks.
 ///
-/// 144 words: 1152 bytes, a whole number of 64-byte cache lines, so no two
+/// 160 words: 1280 bytes, a whole number of 64-byte cache lines, so no two
 /// writers ever share a line.
 public enum MetricsLayout {
     /// Requests by protocol and status class (`requests + protocol *
@@ -42,12 +42,21 @@ public enum MetricsLayout {
     public static let rejected = webSocketMessagesOut + 1
     /// QUIC path events (ECN, path MTU), by `QUICPathEvent`.
     public static let quicPathEvents = rejected + RejectReason.count
+    /// WebTransport sessions by `WebTransportSessionResult`.
+    public static let webTransportSessions = quicPathEvents + QUICPathEvent.count
+    /// WebTransport data streams opened (by either side).
+    public static let webTransportStreams = webTransportSessions + WebTransportSessionResult.count
+    /// WebTransport datagrams received (read from QUIC) and sent (queued to QUIC).
+    public static let webTransportDatagramsIn = webTransportStreams + 1
+    public static let webTransportDatagramsOut = webTransportDatagramsIn + 1
+    /// WebTransport datagrams dropped, by `WebTransportDatagramDrop`.
+    public static let webTransportDatagramsDropped = webTransportDatagramsOut + 1
     /// The worker's Python version, `major << 16 | minor << 8 | micro`
     /// (0: not known yet). Information, never folded.
-    public static let pythonVersion = quicPathEvents + QUICPathEvent.count
+    public static let pythonVersion = webTransportDatagramsDropped + WebTransportDatagramDrop.count
     /// Words in use; the rest of the block is padding.
     public static let usedWords = pythonVersion + 1
-    public static let blockWords = 144
+    public static let blockWords = 160
 }
 
 /// The `protocol` label of the request families.
@@ -207,6 +216,36 @@ public enum QUICPathEvent: Int, CaseIterable, Sendable {
         case .ecnValidationFailed: "ecn_validation_failed"
         case .pmtuRaised: "pmtu_raised"
         case .pmtuBlackHole: "pmtu_black_hole"
+        }
+    }
+}
+
+/// The `result` label of the WebTransport sessions: accepted (the 200 went
+/// out) or refused (by the application with a status, or by the server:
+/// over the session limit, a malformed CONNECT).
+public enum WebTransportSessionResult: Int, CaseIterable, Sendable {
+    case accepted, refused
+    public static let count = 2
+    public var label: String { self == .accepted ? "accepted" : "refused" }
+}
+
+/// The `reason` label of the dropped WebTransport datagrams (unreliable by
+/// contract: dropped and counted, never queued without bound).
+public enum WebTransportDatagramDrop: Int, CaseIterable, Sendable {
+    /// A queue was full: the application's receive queue, the datagrams
+    /// held for a session not accepted yet, or QUIC's send or receive queue.
+    case queueFull
+    /// The application's datagram does not fit the peer's
+    /// max_datagram_frame_size or the path.
+    case tooLarge
+    /// For a session that is gone, refused, or not there.
+    case noSession
+    public static let count = 3
+    public var label: String {
+        switch self {
+        case .queueFull: "queue_full"
+        case .tooLarge: "too_large"
+        case .noSession: "no_session"
         }
     }
 }

@@ -72,6 +72,18 @@ public struct WorkerMetrics: @unchecked Sendable {
         add(MetricsLayout.quicPathEvents + event.rawValue, Int64(count))
     }
 
+    @inlinable public func webTransportSession(_ result: WebTransportSessionResult) {
+        add(MetricsLayout.webTransportSessions + result.rawValue)
+    }
+
+    @inlinable public func webTransportStreamOpened() { add(MetricsLayout.webTransportStreams) }
+    @inlinable public func webTransportDatagramReceived() { add(MetricsLayout.webTransportDatagramsIn) }
+    @inlinable public func webTransportDatagramSent() { add(MetricsLayout.webTransportDatagramsOut) }
+
+    @inlinable public func webTransportDatagramsDropped(_ reason: WebTransportDatagramDrop, count: Int = 1) {
+        add(MetricsLayout.webTransportDatagramsDropped + reason.rawValue, Int64(count))
+    }
+
     /// Python's version, for `peregrine_build_info`.
     public func setPythonVersion(major: Int, minor: Int, micro: Int) {
         guard let block else { return }

@@ -24,16 +24,16 @@ extension WebTransportRegistry {
             return
         }
         guard sessions[id] != nil || !gone.contains(id) else {
-            droppedDatagrams += 1
+            goneDatagramsDropped += 1
             return
         }
         guard limits.maxBufferedDatagrams > 0 else {
-            droppedDatagrams += 1
+            heldDatagramsDropped += 1
             return
         }
         if heldDatagrams.count >= limits.maxBufferedDatagrams {
             heldDatagrams.removeFirst()
-            droppedDatagrams += 1
+            heldDatagramsDropped += 1
         }
         heldDatagrams.append((id, payload))
     }

@@ -80,8 +80,13 @@ public final class WebTransportRegistry {
     var peerStreamBytes: [UInt64: (header: Int, body: UInt64)] = [:]
 
     var heldDatagrams: [(session: UInt64, payload: [UInt8])] = []
-    /// Datagrams dropped: over the held bound, or for a session that went.
-    public internal(set) var droppedDatagrams = 0
+    /// Datagrams dropped: over the bound of those held for sessions not
+    /// accepted yet (`heldDatagramsDropped`), or for a session that went or
+    /// was refused (`goneDatagramsDropped`) — the server's metrics count
+    /// them by reason.
+    public internal(set) var heldDatagramsDropped = 0
+    public internal(set) var goneDatagramsDropped = 0
+    public var droppedDatagrams: Int { heldDatagramsDropped + goneDatagramsDropped }
 
     var events: [WebTransportEvent] = []
     var eventHead = 0
@@ -294,7 +299,7 @@ public final class WebTransportRegistry {
         }
         let before = heldDatagrams.count
         heldDatagrams.removeAll { $0.session == id }
-        droppedDatagrams += before - heldDatagrams.count
+        goneDatagramsDropped += before - heldDatagrams.count
     }
 
     func failConnection(_ code: H3ErrorCode, _ reason: StaticString) {

@@ -65,6 +65,13 @@ public struct QUICConfiguration: Sendable {
     public var maxQueuedDatagrams = 64
     public var maxQueuedDatagramBytes = 64 << 10
 
+    /// Send the reset_stream_at transport parameter (draft-ietf-quic-
+    /// reliable-stream-reset §3) and accept RESET_STREAM_AT frames. Off by
+    /// default: only WebTransport needs reliable resets (draft-ietf-
+    /// webtrans-http3 §3.1 requires the parameter), and HTTP/3 alone then
+    /// shows peers exactly the parameters it did before.
+    public var reliableStreamReset = false
+
     // Address validation and floods (§8.1, §10.3; QUICEndpoint).
 
     /// Every Initial without a valid token gets a Retry (§8.1.2).
@@ -112,6 +119,7 @@ public struct QUICConfiguration: Sendable {
         p.activeConnectionIDLimit = max(2, activeConnectionIDLimit)
         p.maxDatagramFrameSize = maxDatagramFrameSize
         p.minAckDelay = minAckDelayMicroseconds
+        p.resetStreamAt = reliableStreamReset
         // §18.2 disable_active_migration: we follow a client to a new
         // address (QUICConnection+Migration.swift) unless told not to
         // invite it; a NAT rebinding is followed either way (§9: the

@@ -17,7 +17,13 @@ extension QUICConnection {
         case .stream(let f):
             try receiveStream(f, packet: packet)
         case .resetStream(let f):
-            try receiveResetStream(f)
+            try receiveReset(f.streamID, errorCode: f.errorCode, finalSize: f.finalSize, reliableSize: 0,
+                             frameType: FrameType.resetStream)
+        case .resetStreamAt(let f):
+            // The decoder refused it unless we sent reset_stream_at, and
+            // checked Reliable Size ≤ Final Size (ResetStreamAtFrame.swift).
+            try receiveReset(f.streamID, errorCode: f.errorCode, finalSize: f.finalSize, reliableSize: f.reliableSize,
+                             frameType: FrameType.resetStreamAt)
         case .stopSending(let f):
             try receiveStopSending(f)
         case .maxData(let limit):
@@ -278,20 +284,24 @@ extension QUICConnection {
         guard receivedTotal <= receiveLimit else { throw QUICError.connectionFlowControl.inFrame(frameType) }
     }
 
-    private func receiveResetStream(_ f: ResetStreamFrame) throws(QUICError) {
-        let type = FrameType.resetStream
-        guard let s = try stream(f.streamID, needsReceive: true, frameType: type), s.receive != nil else { return }
-        let result: (growth: UInt64, notify: Bool)
+    /// RESET_STREAM (§19.4), or RESET_STREAM_AT (draft-ietf-quic-reliable-
+    /// stream-reset §4; same stream-state and final-size rules): the
+    /// application hears of it now, or once it has read the reliable bytes
+    /// (`withReadableBytes`).
+    private func receiveReset(_ id: UInt64, errorCode: UInt64, finalSize: UInt64, reliableSize: UInt64,
+                              frameType type: UInt64) throws(QUICError) {
+        guard let s = try stream(id, needsReceive: true, frameType: type), s.receive != nil else { return }
+        let result: (growth: UInt64, notify: UInt64?)
         do {
-            result = try s.receive!.receiveReset(finalSize: f.finalSize)
+            result = try s.receive!.receiveReset(finalSize: finalSize, reliableSize: reliableSize, errorCode: errorCode)
         } catch {
             throw error.inFrame(type)
         }
         try countReceived(result.growth, frameType: type)
-        // The bytes up to the final size will never be read: credit back.
+        // The bytes that will never be read: credit back.
         returnCredit(stream: s)
-        if result.notify {
-            post(.streamReset(s.id, errorCode: f.errorCode))
+        if let code = result.notify {
+            post(.streamReset(s.id, errorCode: code))
             s.receive!.resetRead()
         }
         closeIfDone(s)
@@ -302,7 +312,9 @@ extension QUICConnection {
         // §3.5: "An endpoint that receives a STOP_SENDING frame MUST send a
         // RESET_STREAM frame if the stream is in the Ready or Send state" —
         // with the same error code (§3.5 SHOULD).
-        if s.send!.resetStream(errorCode: f.errorCode) {
+        // A stream with a reliable reset size answers with RESET_STREAM_AT
+        // (draft-ietf-quic-reliable-stream-reset), when the peer accepts it.
+        if resetSendSide(s, errorCode: f.errorCode, reliableSize: 0) {
             queueForSend(s)
             post(.stopSending(s.id, errorCode: f.errorCode))
         }

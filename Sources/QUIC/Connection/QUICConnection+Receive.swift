@@ -176,7 +176,8 @@ extension QUICConnection {
         if let qlog { qlog.packetReceived(space, packetNumber: pn, length: packet.count, now: now) }
         var frames = try FrameDecoder(opened.payload, in: packet, kind: space.packetKind,
                                       options: FrameDecodingOptions(maxDatagramFrameSize: configuration.maxDatagramFrameSize,
-                                                                    peerIsClient: true, minAckDelay: advertisedMinAckDelay))
+                                                                    peerIsClient: true, minAckDelay: advertisedMinAckDelay,
+                                                                    resetStreamAt: configuration.reliableStreamReset))
         var ackEliciting = false
         immediateAckRequested = false
         var probing = true

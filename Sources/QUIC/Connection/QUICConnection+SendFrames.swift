@@ -242,12 +242,22 @@ extension QUICConnection {
         }
         guard s.send != nil else { return }
         if s.send!.resetPending, let reset = s.send!.reset {
-            let size = FrameEncoder.resetStreamSize(streamID: id, errorCode: reset.errorCode, finalSize: reset.finalSize)
-            guard c.room >= size else { return }
-            c.at += FrameEncoder.encodeResetStream(streamID: id, errorCode: reset.errorCode, finalSize: reset.finalSize, into: c.rest)
+            if let reliableSize = reset.reliableSize {
+                // draft-ietf-quic-reliable-stream-reset §4; the bytes below
+                // the Reliable Size go on below, as STREAM frames.
+                let f = ResetStreamAtFrame(streamID: id, errorCode: reset.errorCode, finalSize: reset.finalSize,
+                                           reliableSize: reliableSize)
+                guard c.room >= FrameEncoder.resetStreamAtSize(f) else { return }
+                c.at += FrameEncoder.encodeResetStreamAt(f, into: c.rest)
+            } else {
+                let size = FrameEncoder.resetStreamSize(streamID: id, errorCode: reset.errorCode, finalSize: reset.finalSize)
+                guard c.room >= size else { return }
+                c.at += FrameEncoder.encodeResetStream(streamID: id, errorCode: reset.errorCode, finalSize: reset.finalSize,
+                                                       into: c.rest)
+            }
             s.send!.resetStreamSent()
             log(space, .resetStream(id: id), &c)
-            return
+            if reset.reliableSize == nil { return }
         }
         if let limit = s.send!.blockedPending {
             guard c.room >= FrameEncoder.streamLimitSize(streamID: id, limit) else { return }
@@ -279,7 +289,8 @@ extension QUICConnection {
             }
             c.at += header + length
             s.send!.markSent(offset: offset, length: length, fin: fin)
-            if isNew { sentTotal += UInt64(length) }
+            // New bytes after a reliable reset were counted when it was made.
+            if isNew && s.send!.reset == nil { sentTotal += UInt64(length) }
             log(space, .stream(id: id, offset: offset, length: length, fin: fin), &c)
             if length == 0 { break }
         }

@@ -299,6 +299,12 @@ extension QUICConnection {
         }
         _ = s.receive!.consume(consumed)
         if fin && s.receive!.buffer.contiguousCount == 0 { s.receive!.finRead() }
+        // A RESET_STREAM_AT whose reliable bytes are now all read takes
+        // effect (draft-ietf-quic-reliable-stream-reset §5).
+        if let code = s.receive!.completeReliableReset() {
+            post(.streamReset(id, errorCode: code))
+            s.receive!.resetRead()
+        }
         returnCredit(stream: s)
         closeIfDone(s)
         scheduleUpdate()
@@ -361,14 +367,44 @@ extension QUICConnection {
         return s?.id
     }
 
-    /// Abandons the send side with RESET_STREAM (§3.1, §19.4).
-    public func resetStream(_ id: UInt64, errorCode: UInt64) {
+    /// Abandons the send side with RESET_STREAM (§3.1, §19.4) — or, with a
+    /// `reliableSize` above 0 (or the stream's `setReliableResetSize`) and a
+    /// peer that sent reset_stream_at, with RESET_STREAM_AT (draft-ietf-quic-
+    /// reliable-stream-reset §4, §5): the first `reliableSize` bytes written
+    /// (capped by what was written and by flow control) are still
+    /// delivered, the rest dropped.
+    public func resetStream(_ id: UInt64, errorCode: UInt64, reliableSize: UInt64 = 0) {
         guard isOpen, let s = streams[id], s.send != nil else { return }
-        if s.send!.resetStream(errorCode: errorCode) {
+        if resetSendSide(s, errorCode: errorCode, reliableSize: reliableSize) {
             queueForSend(s)
             scheduleUpdate()
         }
     }
+
+    /// Every later reset of the stream's send side — by `resetStream` or in
+    /// answer to STOP_SENDING (§3.5) — keeps its first `size` bytes, as
+    /// RESET_STREAM_AT when the peer accepts it: for a header that names
+    /// what the stream belongs to (WebTransport's).
+    public func setReliableResetSize(stream id: UInt64, _ size: UInt64) {
+        streams[id]?.reliableResetSize = size
+    }
+
+    /// Resets `s`'s send side; false when it was reset or done already.
+    func resetSendSide(_ s: QUICStream, errorCode: UInt64, reliableSize: UInt64) -> Bool {
+        let reliable = max(reliableSize, s.reliableResetSize)
+        if reliable > 0 && peerAcceptsResetStreamAt {
+            guard let reserved = s.send!.resetStream(errorCode: errorCode, reliableSize: reliable,
+                                                     connectionCredit: sendLimit - sentTotal) else { return false }
+            sentTotal += reserved
+            return true
+        }
+        return s.send!.resetStream(errorCode: errorCode)
+    }
+
+    /// Whether the peer sent the reset_stream_at transport parameter
+    /// (draft-ietf-quic-reliable-stream-reset §3): `resetStream` with a
+    /// reliable size then sends RESET_STREAM_AT.
+    public var peerAcceptsResetStreamAt: Bool { peerParameters?.resetStreamAt == true }
 
     /// Asks the peer to stop sending (§3.5, §19.5); the receive side is
     /// abandoned: late data is discarded and its credit still returned.

@@ -24,11 +24,17 @@ public struct FrameDecodingOptions: Sendable, Equatable {
     /// (draft-ietf-quic-ack-frequency §3); nil: not advertised, so
     /// ACK_FREQUENCY and IMMEDIATE_ACK are a PROTOCOL_VIOLATION.
     public var minAckDelay: UInt64?
+    /// Whether we sent the reset_stream_at transport parameter
+    /// (draft-ietf-quic-reliable-stream-reset §3); false: RESET_STREAM_AT is
+    /// a PROTOCOL_VIOLATION.
+    public var resetStreamAt: Bool
 
-    public init(maxDatagramFrameSize: UInt64? = nil, peerIsClient: Bool = true, minAckDelay: UInt64? = nil) {
+    public init(maxDatagramFrameSize: UInt64? = nil, peerIsClient: Bool = true, minAckDelay: UInt64? = nil,
+                resetStreamAt: Bool = false) {
         self.maxDatagramFrameSize = maxDatagramFrameSize
         self.peerIsClient = peerIsClient
         self.minAckDelay = minAckDelay
+        self.resetStreamAt = resetStreamAt
     }
 }
 
@@ -143,6 +149,8 @@ extension Frame {
             return try decodeAckFrequency(&r, options)
         case FrameType.immediateAck:
             return try decodeImmediateAck(options)
+        case FrameType.resetStreamAt:
+            return try decodeResetStreamAt(&r, options)
         default:
             throw .unknownFrameType
         }

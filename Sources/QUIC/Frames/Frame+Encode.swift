@@ -14,6 +14,7 @@ extension Frame {
         case .ping: return E.pingSize
         case .ack(let f): return E.ackSize(ranges: Array(f.ranges(in: source)), ackDelay: f.ackDelay, ecn: f.ecn)
         case .resetStream(let f): return E.resetStreamSize(streamID: f.streamID, errorCode: f.errorCode, finalSize: f.finalSize)
+        case .resetStreamAt(let f): return E.resetStreamAtSize(f)
         case .stopSending(let f): return E.stopSendingSize(streamID: f.streamID, errorCode: f.errorCode)
         case .crypto(let f): return E.cryptoSize(offset: f.offset, dataLength: f.data.count)
         case .newToken(let t): return E.newTokenSize(tokenLength: t.count)
@@ -45,6 +46,7 @@ extension Frame {
         case .ping: return E.encodePing(into: out)
         case .ack(let f): return E.encodeAck(ranges: Array(f.ranges(in: source)), ackDelay: f.ackDelay, ecn: f.ecn, into: out)
         case .resetStream(let f): return E.encodeResetStream(streamID: f.streamID, errorCode: f.errorCode, finalSize: f.finalSize, into: out)
+        case .resetStreamAt(let f): return E.encodeResetStreamAt(f, into: out)
         case .stopSending(let f): return E.encodeStopSending(streamID: f.streamID, errorCode: f.errorCode, into: out)
         case .crypto(let f): return E.encodeCrypto(offset: f.offset, data: source.slice(f.data), into: out)
         case .newToken(let t): return E.encodeNewToken(source.slice(t), into: out)

@@ -164,6 +164,8 @@ public enum Frame: Equatable, Sendable {
     case ping
     case ack(AckFrame)
     case resetStream(ResetStreamFrame)
+    /// draft-ietf-quic-reliable-stream-reset §4 (ResetStreamAtFrame.swift).
+    case resetStreamAt(ResetStreamAtFrame)
     case stopSending(StopSendingFrame)
     case crypto(CryptoFrame)
     case newToken(token: ByteSpan)

@@ -39,6 +39,7 @@ public struct FrameDecoder {
         if let (type, _) = VarInt.decode(UnsafeRawBufferPointer(rebasing: bytes[0..<end]), at: position) {
             // Unknown types fall through to FRAME_ENCODING_ERROR in decode.
             let known = type <= FrameType.handshakeDone || type == FrameType.datagram || type == FrameType.datagramWithLength
+                || type == FrameType.resetStreamAt
             if known && !FrameType.isPermitted(type, in: kind) { throw QUICError.frameNotPermitted.inFrame(type) }
         }
         let (frame, next) = try Frame.decode(bytes, at: position, end: end, options: options)

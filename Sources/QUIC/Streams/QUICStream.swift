@@ -20,6 +20,11 @@ final class QUICStream {
     /// The offset up to which the receive side's bytes were credited back
     /// to the connection (MAX_DATA).
     private(set) var connectionCredited: UInt64 = 0
+    /// The Reliable Size every reset of the send side uses, ours or the one
+    /// STOP_SENDING makes (§3.5), when the peer accepts RESET_STREAM_AT
+    /// (draft-ietf-quic-reliable-stream-reset): a protocol header at the
+    /// stream's start that must arrive (WebTransport's). 0: RESET_STREAM.
+    var reliableResetSize: UInt64 = 0
     /// A STOP_SENDING with this code is owed (§3.5).
     var stopSendingPending: UInt64?
     private(set) var stopSendingCode: UInt64?

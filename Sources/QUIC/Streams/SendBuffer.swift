@@ -67,8 +67,8 @@ struct SendBuffer {
     /// probe's, RFC 9002 §6.2.4, or a retransmission of a packet declared
     /// lost too early, §6.1) was acknowledged first.
     mutating func markAcked(offset: UInt64, length: Int) {
-        let upper = offset + UInt64(length)
-        guard upper > base else { return }
+        let upper = min(offset + UInt64(length), end)  // past `end`: dropped by `truncate`
+        guard upper > base, offset < upper else { return }
         let r = max(offset, base)..<upper
         acked.insert(r)
         lost.remove(r)
@@ -91,13 +91,27 @@ struct SendBuffer {
     /// acknowledged since (by another copy) again.
     /// As in `markAcked`, the range may already be below `base`.
     mutating func markLost(offset: UInt64, length: Int) {
-        let upper = offset + UInt64(length)
-        guard upper > base else { return }
+        let upper = min(offset + UInt64(length), end)  // past `end`: dropped by `truncate`
+        guard upper > base, offset < upper else { return }
         var r = max(offset, base)..<upper
         while let gap = acked.firstMissing(in: r) {
             lost.insert(gap)
             r = gap.upperBound..<r.upperBound
         }
+    }
+
+    /// Keeps only the bytes below `offset` (a reliable reset, draft-ietf-
+    /// quic-reliable-stream-reset §5: bytes below the Reliable Size are
+    /// still sent and resent until acknowledged, those above never again).
+    /// Acknowledgments and losses of dropped bytes are ignored from now on.
+    mutating func truncate(at offset: UInt64) {
+        guard offset < end else { return }
+        let cut = max(offset, base)
+        storage.removeSubrange((head + Int(cut - base))...)
+        end = cut
+        nextNew = min(nextNew, cut)
+        lost.remove(cut..<UInt64.max)
+        acked.remove(cut..<UInt64.max)
     }
 
     /// Forgets everything (the stream was reset): nothing is sent again.

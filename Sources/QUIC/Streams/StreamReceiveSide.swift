@@ -15,7 +15,15 @@
 //
 // Our differences from the diagram: a RESET_STREAM that arrives in Data
 // Recvd is ignored (§3.2 allows either), and "Reset Read" is entered as soon
-// as the application is told (the event is the reading). Data is delivered
+// as the application is told (the event is the reading).
+//
+// RESET_STREAM_AT (draft-ietf-quic-reliable-stream-reset §5) is a reset
+// that waits: in Recv or Size Known it fixes the final size and records
+// `reliableReset`, the side stays in Size Known, the bytes below the
+// Reliable Size are still delivered (no further, and no FIN), and once the
+// application has read them all the side moves to Reset Recvd as a
+// RESET_STREAM would have moved it. A later RESET_STREAM_AT or RESET_STREAM
+// (Reliable Size 0) can lower the reliable size, never raise it. Data is delivered
 // only in order; the advertised limit (`maxData`) moves up as the
 // application reads, never as bytes arrive (DESIGN principle 6), by a window
 // at a time once half of it is used. An application that gives up on the
@@ -45,6 +53,9 @@ struct StreamReceiveSide {
     let window: UInt64
     /// The application gave up reading: data is dropped on arrival.
     private(set) var abandoned = false
+    /// A reset whose reliable bytes are not all read yet: the error code
+    /// and the Reliable Size in force (the lowest received).
+    private(set) var reliableReset: (errorCode: UInt64, reliableSize: UInt64)?
 
     init(window: UInt64) {
         self.window = window
@@ -56,7 +67,20 @@ struct StreamReceiveSide {
     /// Where the application has read up to, for credit: everything received
     /// counts as read once the side is abandoned or reset.
     var creditOffset: UInt64 {
-        abandoned || state == .resetReceived || state == .resetRead ? highestReceived : buffer.readOffset
+        if abandoned || state == .resetReceived || state == .resetRead { return highestReceived }
+        // Under a reliable reset the bytes above the Reliable Size will
+        // never be read either: credited now (once all below are read, this
+        // is the final size, as after a reset).
+        if let r = reliableReset, let finalSize { return buffer.readOffset + (finalSize - max(r.reliableSize, buffer.readOffset)) }
+        return buffer.readOffset
+    }
+
+    /// Bytes the application may read now: in order, and below the Reliable
+    /// Size of a pending reliable reset.
+    var readableCount: Int {
+        let n = buffer.contiguousCount
+        guard let r = reliableReset else { return n }
+        return r.reliableSize > buffer.readOffset ? min(n, Int(r.reliableSize - buffer.readOffset)) : 0
     }
 
     /// Applies a STREAM frame. Returns how much `highestReceived` grew (the
@@ -88,17 +112,28 @@ struct StreamReceiveSide {
             if let finalSize, highestReceived == finalSize { state = .dataRead }
             return (growth, false)
         }
-        let before = buffer.contiguousCount
+        let before = readableCount
+        if let r = reliableReset {
+            // Only the reliable part will be read: keep no more of it.
+            guard offset < r.reliableSize else { return (growth, false) }
+            let kept = Int(min(end, r.reliableSize) - offset)
+            buffer.write(offset: offset, UnsafeRawBufferPointer(rebasing: bytes[0..<kept]))
+            return (growth, readableCount > before)
+        }
         buffer.write(offset: offset, bytes)
         if let finalSize, buffer.readOffset + UInt64(buffer.contiguousCount) == finalSize { state = .dataReceived }
-        return (growth, buffer.contiguousCount > before || (state == .dataReceived && fin))
+        return (growth, readableCount > before || (state == .dataReceived && fin))
     }
 
-    /// Applies a RESET_STREAM (§3.2, §4.5). Returns the growth of
-    /// `highestReceived` and whether the application must be told (false
-    /// when the reset changes nothing). The bytes up to the final size will
-    /// never be read: `QUICStream.takeConnectionCredit` returns them.
-    mutating func receiveReset(finalSize size: UInt64) throws(QUICError) -> (growth: UInt64, notify: Bool) {
+    /// Applies a RESET_STREAM (§3.2, §4.5), or a RESET_STREAM_AT with its
+    /// `reliableSize` (draft-ietf-quic-reliable-stream-reset §5; 0 for
+    /// RESET_STREAM). Returns the growth of `highestReceived` and the error
+    /// code when the application must be told now (nil when the reset
+    /// changes nothing, or waits for the reliable bytes to be read:
+    /// `completeReliableReset`). The bytes that will never be read are
+    /// credited back by `QUICStream.takeConnectionCredit`.
+    mutating func receiveReset(finalSize size: UInt64, reliableSize: UInt64 = 0,
+                               errorCode: UInt64) throws(QUICError) -> (growth: UInt64, notify: UInt64?) {
         if let finalSize, finalSize != size { throw .finalSizeChanged }
         guard size >= highestReceived else { throw .finalSizeBelowReceived }
         guard size <= maxData else { throw .streamFlowControl }
@@ -107,12 +142,29 @@ struct StreamReceiveSide {
         finalSize = size
         switch state {
         case .receiving, .sizeKnown:
-            state = .resetReceived
-            buffer.discard(upTo: size)
-            return (growth, !abandoned)
+            // §5: a later reset "can only lower the reliable size".
+            if reliableReset == nil || reliableSize < reliableReset!.reliableSize {
+                reliableReset = (errorCode, reliableSize)
+            }
+            state = .sizeKnown
+            return (growth, completeReliableReset())
         default:
-            return (growth, false)
+            return (growth, nil)
         }
+    }
+
+    /// Once every byte below the Reliable Size was read, the pending reset
+    /// takes effect (Reset Recvd): returns its error code when the
+    /// application must be told (not when it abandoned the side).
+    mutating func completeReliableReset() -> UInt64? {
+        guard let r = reliableReset, state == .sizeKnown, abandoned || buffer.readOffset >= r.reliableSize else { return nil }
+        buffer.discard(upTo: finalSize!)
+        // Given up by the application (STOP_SENDING): nobody is told, and
+        // the side is done at once — "Reset Read" — so that the stream can
+        // be forgotten (a side left in Reset Recvd would keep it, and its
+        // MAX_STREAMS slot, for the connection's life).
+        state = abandoned ? .resetRead : .resetReceived
+        return abandoned ? nil : r.errorCode
     }
 
     /// The application was told of the reset.
@@ -122,11 +174,14 @@ struct StreamReceiveSide {
 
     /// Whether the FIN comes right after the readable bytes.
     var finAfterReadable: Bool {
-        guard let finalSize else { return false }
+        guard let finalSize, reliableReset == nil else { return false }
         return buffer.readOffset + UInt64(buffer.contiguousCount) == finalSize
     }
 
-    func withReadableBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R { buffer.withContiguousBytes(body) }
+    func withReadableBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        let n = readableCount
+        return buffer.withContiguousBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+    }
 
     /// The application read `n` bytes. Returns the bytes of credit released.
     mutating func consume(_ n: Int) -> UInt64 {
@@ -147,6 +202,10 @@ struct StreamReceiveSide {
         guard !abandoned else { return }
         abandoned = true
         buffer.discard(upTo: highestReceived)
+        if reliableReset != nil && state == .sizeKnown {
+            state = .resetRead  // the reset was pending; nobody is told of it now
+            return
+        }
         if state == .dataReceived || (state == .sizeKnown && highestReceived == finalSize) { state = .dataRead }
         if state == .resetReceived { state = .resetRead }
     }

@@ -17,6 +17,15 @@
 // opened or written.) A reset — ours, or ours in answer to STOP_SENDING
 // (§3.5) — abandons the buffered data: nothing more is sent or resent but
 // the RESET_STREAM, which is resent until acknowledged (§13.3).
+//
+// A reliable reset (RESET_STREAM_AT, draft-ietf-quic-reliable-stream-reset
+// §5) keeps the bytes below its Reliable Size: in Reset Sent they are still
+// sent and resent until acknowledged, the rest is dropped, and Reset Recvd
+// needs both the frame and those bytes acknowledged. Bytes below the
+// Reliable Size that were never sent count toward flow control at once
+// (the peer counts the Final Size when the frame arrives, RFC 9000 §4.5),
+// so the reliable size is capped by the credit left and the connection
+// reserves it (`resetStream`'s `reserved`).
 
 struct StreamSendSide {
     enum State: Equatable {
@@ -32,9 +41,11 @@ struct StreamSendSide {
     /// The FIN is owed (never sent, or its packet was lost).
     private(set) var finPending = false
     private var finAcked = false
-    /// Our RESET_STREAM: its code and final size; `resetPending` while owed.
-    private(set) var reset: (errorCode: UInt64, finalSize: UInt64)?
+    /// Our RESET_STREAM: its code and final size, and the Reliable Size of a
+    /// RESET_STREAM_AT (nil: a plain RESET_STREAM); `resetPending` while owed.
+    private(set) var reset: (errorCode: UInt64, finalSize: UInt64, reliableSize: UInt64?)?
     private(set) var resetPending = false
+    private var resetAcked = false
     /// A STREAM_DATA_BLOCKED at this limit is owed (§4.1, §19.13).
     var blockedPending: UInt64?
     private var blockedSentAt: UInt64?
@@ -66,16 +77,29 @@ struct StreamSendSide {
     /// Whether a STREAM frame could go out now with `connectionCredit` new
     /// bytes allowed by the connection limit.
     func hasFrameToSend(connectionCredit: UInt64) -> Bool {
-        guard state == .sending || state == .dataSent else { return false }
+        guard sendsData else { return false }
         if buffer.hasLostData || bareFinOffset != nil { return true }
+        // After a reliable reset the new bytes left were within both limits
+        // and reserved when it was made.
+        if reset != nil { return buffer.hasNewData }
         return buffer.hasNewData && buffer.nextNew < peerMaxData && connectionCredit > 0
+    }
+
+    /// STREAM frames may go out: the stream is open, or reset reliably with
+    /// bytes below the Reliable Size not yet acknowledged.
+    private var sendsData: Bool {
+        switch state {
+        case .sending, .dataSent: true
+        case .resetSent: reset?.reliableSize != nil && !buffer.allAcknowledged
+        case .dataReceived, .resetReceived: false
+        }
     }
 
     /// The next chunk to frame: at most `maxLength` bytes, new bytes within
     /// both limits. nil when only a FIN (or nothing) is owed.
     func nextChunk(maxLength: Int, connectionCredit: UInt64) -> (offset: UInt64, length: Int, isNew: Bool)? {
-        guard state == .sending || state == .dataSent else { return nil }
-        let newLimit = min(peerMaxData, buffer.nextNew + connectionCredit)
+        guard sendsData else { return nil }
+        let newLimit = reset != nil ? buffer.end : min(peerMaxData, buffer.nextNew + connectionCredit)
         return buffer.nextChunk(maxLength: maxLength, newLimit: newLimit)
     }
 
@@ -106,16 +130,20 @@ struct StreamSendSide {
     }
 
     mutating func acked(offset: UInt64, length: Int, fin: Bool) {
-        guard state == .sending || state == .dataSent else { return }
+        guard sendsData else { return }
         buffer.markAcked(offset: offset, length: length)
+        if state == .resetSent {
+            if resetAcked && buffer.allAcknowledged { state = .resetReceived }
+            return
+        }
         if fin { finAcked = true }
         if finAcked && buffer.allAcknowledged { state = .dataReceived }
     }
 
     mutating func lost(offset: UInt64, length: Int, fin: Bool) {
-        guard state == .sending || state == .dataSent else { return }
+        guard sendsData else { return }
         buffer.markLost(offset: offset, length: length)
-        if fin && !finAcked { finPending = true }
+        if fin && !finAcked && reset == nil { finPending = true }
     }
 
     /// MAX_STREAM_DATA (§19.10): limits only grow.
@@ -129,7 +157,7 @@ struct StreamSendSide {
     /// far. Returns false when it is already reset or all data was acknowledged.
     mutating func resetStream(errorCode: UInt64) -> Bool {
         guard state == .sending || state == .dataSent else { return false }
-        reset = (errorCode, buffer.nextNew)
+        reset = (errorCode, buffer.nextNew, nil)
         resetPending = true
         finPending = false
         buffer.abandon()
@@ -137,7 +165,31 @@ struct StreamSendSide {
         return true
     }
 
+    /// Resets the stream with RESET_STREAM_AT (draft-ietf-quic-reliable-
+    /// stream-reset §4, §5): the bytes below `reliableSize` are still
+    /// delivered. The reliable size is capped by what was written and by
+    /// the stream's and the connection's credit (`connectionCredit`) for
+    /// bytes not sent yet. Returns nil when it is already reset or all data
+    /// was acknowledged, else the bytes beyond those sent that the final
+    /// size covers — the caller counts them against the connection's limit.
+    mutating func resetStream(errorCode: UInt64, reliableSize: UInt64, connectionCredit: UInt64) -> UInt64? {
+        guard state == .sending || state == .dataSent else { return nil }
+        let sent = buffer.nextNew
+        let reliable = min(reliableSize, buffer.end, max(sent, min(peerMaxData, sent + connectionCredit)))
+        let finalSize = max(sent, reliable)
+        reset = (errorCode, finalSize, reliable)
+        resetPending = true
+        finPending = false
+        buffer.truncate(at: reliable)
+        state = .resetSent
+        return finalSize - sent
+    }
+
     mutating func resetStreamSent() { resetPending = false }
     mutating func resetStreamLost() { if state == .resetSent { resetPending = true } }
-    mutating func resetStreamAcked() { if state == .resetSent { state = .resetReceived } }
+    mutating func resetStreamAcked() {
+        guard state == .resetSent else { return }
+        resetAcked = true
+        if buffer.allAcknowledged { state = .resetReceived }
+    }
 }

@@ -104,6 +104,12 @@ extension TransportParameters {
             let value = try v.varint()
             guard value < Self.minAckDelayLimit else { throw .parameterOutOfRange }
             minAckDelay = value
+        case ID.resetStreamAt:
+            // draft-ietf-quic-reliable-stream-reset §3: "The reset_stream_at
+            // transport parameter is empty"; a value (left unread here) is
+            // malformed, a repeat a duplicate (§18 of RFC 9000).
+            guard !resetStreamAt else { throw .duplicateParameter }
+            resetStreamAt = true
         default:
             _ = v.rest()  // unknown or reserved: ignored (§7.4.2, §18.1)
         }

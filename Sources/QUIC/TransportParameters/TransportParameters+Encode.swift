@@ -70,6 +70,7 @@ extension TransportParameters {
         }
         if let size = maxDatagramFrameSize { body(ID.maxDatagramFrameSize, VarInt.encodedLength(size), { $0.varint(size) }) }
         if let delay = minAckDelay { body(ID.minAckDelay, VarInt.encodedLength(delay), { $0.varint(delay) }) }
+        if resetStreamAt { body(ID.resetStreamAt, 0, { _ in }) }
         if let greaseID { body(greaseID, 0, { _ in }) }
     }
 }

@@ -79,6 +79,8 @@ public struct TransportParameters: Equatable, Sendable {
         public static let maxDatagramFrameSize: UInt64 = 0x20
         /// draft-ietf-quic-ack-frequency §3.
         public static let minAckDelay: UInt64 = 0xff04de1b
+        /// draft-ietf-quic-reliable-stream-reset §3.
+        public static let resetStreamAt: UInt64 = 0x17f7586d2cb571
 
         /// §18.1: "Transport parameters with an identifier of the form
         /// 31 * N + 27 for integer values of N are reserved to exercise the
@@ -128,6 +130,9 @@ public struct TransportParameters: Equatable, Sendable {
     public var minAckDelay: UInt64?
     /// §3: "Values of 2^24 or greater are invalid".
     public static let minAckDelayLimit: UInt64 = 1 << 24
+    /// draft-ietf-quic-reliable-stream-reset §3: the empty reset_stream_at
+    /// parameter; present means the sender accepts RESET_STREAM_AT frames.
+    public var resetStreamAt = false
 
     public init() {}
 }

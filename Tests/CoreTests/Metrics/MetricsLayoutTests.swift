@@ -27,6 +27,11 @@ final class MetricsLayoutTests: XCTestCase {
             (MetricsLayout.webSocketMessagesOut, 1),
             (MetricsLayout.rejected, RejectReason.count),
             (MetricsLayout.quicPathEvents, QUICPathEvent.count),
+            (MetricsLayout.webTransportSessions, WebTransportSessionResult.count),
+            (MetricsLayout.webTransportStreams, 1),
+            (MetricsLayout.webTransportDatagramsIn, 1),
+            (MetricsLayout.webTransportDatagramsOut, 1),
+            (MetricsLayout.webTransportDatagramsDropped, WebTransportDatagramDrop.count),
             (MetricsLayout.pythonVersion, 1),
         ]
         var next = 0
@@ -44,6 +49,9 @@ final class MetricsLayoutTests: XCTestCase {
         XCTAssertEqual(TLSHandshakeOutcome.allCases.count, TLSHandshakeOutcome.count)
         XCTAssertEqual(RejectReason.allCases.count, RejectReason.count)
         XCTAssertEqual(QUICPathEvent.allCases.count, QUICPathEvent.count)
+        XCTAssertEqual(WebTransportSessionResult.allCases.count, WebTransportSessionResult.count)
+        XCTAssertEqual(WebTransportDatagramDrop.allCases.count, WebTransportDatagramDrop.count)
+        XCTAssertEqual(WebTransportDatagramDrop.allCases.map(\.label), ["queue_full", "too_large", "no_session"])
         XCTAssertEqual(H2ResetCode.names.count, H2ResetCode.count)
         XCTAssertEqual(DurationBuckets.upperBoundsMicroseconds.count + 1, DurationBuckets.count)
     }

@@ -319,6 +319,7 @@ final class WebTransportSessionTests: XCTestCase {
         g.wt.refuse(sessionID: 0)
         XCTAssertEqual(g.take(), [.abort(2, WebTransportErrorCode.bufferedStreamRejected)])
         XCTAssertEqual(g.wt.droppedDatagrams, 1)
+        XCTAssertEqual(g.wt.goneDatagramsDropped, 1, "counted as for no session")
     }
 
     // A CONNECT that turned out to be an ordinary request: what was held for

@@ -243,6 +243,7 @@ final class WebTransportStreamsTests: XCTestCase {
         let g = WTGlue(l)
         for s in ["a", "b", "c"] { g.datagram(hex("00") + bytes(s)) }
         XCTAssertEqual(g.wt.droppedDatagrams, 1)
+        XCTAssertEqual(g.wt.heldDatagramsDropped, 1, "counted as a full queue")
         g.wt.peerSettingsReceived(WTGlue.settings(draft02: true))
         g.acceptedSession(0, .draft02)
         XCTAssertEqual(g.events, [.datagram(0, "b"), .datagram(0, "c")])
@@ -254,6 +255,7 @@ final class WebTransportStreamsTests: XCTestCase {
         g.datagram(hex("00") + bytes("late"))
         XCTAssertEqual(g.take(), [])
         XCTAssertEqual(g.wt.droppedDatagrams, 1)
+        XCTAssertEqual(g.wt.goneDatagramsDropped, 1, "counted as for no session")
         XCTAssertFalse(g.wt.canSendDatagram(sessionID: 0))
     }
 

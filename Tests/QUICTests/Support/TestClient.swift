@@ -210,7 +210,8 @@ final class TestClient {
                 largestReceived[space.rawValue] = max(largestReceived[space.rawValue] ?? 0, opened.header.packetNumber)
                 var frames: [Frame] = []
                 copy.withUnsafeBytes { b in
-                    var decoder = try! FrameDecoder(opened.payload, in: b, kind: space.packetKind, options: FrameDecodingOptions(maxDatagramFrameSize: parameters.maxDatagramFrameSize, peerIsClient: false))
+                    var decoder = try! FrameDecoder(opened.payload, in: b, kind: space.packetKind, options: FrameDecodingOptions(maxDatagramFrameSize: parameters.maxDatagramFrameSize, peerIsClient: false,
+                                                                                                                                  resetStreamAt: parameters.resetStreamAt))
                     while let f = try! decoder.next() { frames.append(f) }
                 }
                 out.append(ReceivedPacket(space: space, packetNumber: opened.header.packetNumber, keyPhase: opened.header.keyPhase,
@@ -296,4 +297,12 @@ enum Frames {
     static func pathChallenge(_ data: UInt64) -> [UInt8] { build(FrameEncoder.pathFrameSize) { FrameEncoder.encodePathChallenge(data, into: $0) } }
     static func pathResponse(_ data: UInt64) -> [UInt8] { build(FrameEncoder.pathFrameSize) { FrameEncoder.encodePathResponse(data, into: $0) } }
     static func padding(_ n: Int) -> [UInt8] { [UInt8](repeating: 0, count: n) }
+}
+
+extension Frames {
+    /// draft-ietf-quic-reliable-stream-reset §4.
+    static func resetStreamAt(_ id: UInt64, code: UInt64, finalSize: UInt64, reliableSize: UInt64) -> [UInt8] {
+        let f = ResetStreamAtFrame(streamID: id, errorCode: code, finalSize: finalSize, reliableSize: reliableSize)
+        return build(FrameEncoder.resetStreamAtSize(f)) { FrameEncoder.encodeResetStreamAt(f, into: $0) }
+    }
 }

@@ -243,7 +243,9 @@ func fuzzOne(_ input: UnsafeRawBufferPointer) {
     guard input.count >= 2 + idLength else { return }
     let dcid = ConnectionID(UnsafeRawBufferPointer(rebasing: input[2..<(2 + idLength)]))!
     let body = Array(input[(2 + idLength)...])
-    let options = FrameDecodingOptions(maxDatagramFrameSize: flags & 0x08 != 0 ? 1200 : nil, peerIsClient: flags & 0x10 == 0)
+    // Bit 0x08: the negotiated extensions that change frame decoding (DATAGRAM, RESET_STREAM_AT).
+    let options = FrameDecodingOptions(maxDatagramFrameSize: flags & 0x08 != 0 ? 1200 : nil, peerIsClient: flags & 0x10 == 0,
+                                       resetStreamAt: flags & 0x08 != 0)
     if flags & 0x80 == 0 {
         let shortLengths = [0, 4, 8, 20]
         receive(body, dcid: dcid, idLength: shortLengths[Int(flags >> 5) & 3], options: options)
