@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #include "quic_tls_internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,11 +248,26 @@ int ctls_quic_tls_configure(SSL_CTX *ctx, const char *suites) {
 
 // MARK: - Connections
 
+// SSL objects of QUIC handshakes alive: what a test (and the worker's
+// stats line) checks to see TLS state freed after the handshake.
+static atomic_long live_connections;
+
+long ctls_quic_tls_live_connections(void) { return atomic_load(&live_connections); }
+
+static void ssl_free(ctls_quic_tls_conn *c) {
+    if (!c->ssl) return;
+    SSL_free(c->ssl);
+    c->ssl = NULL;
+    c->rbio = NULL;
+    atomic_fetch_sub(&live_connections, 1);
+}
+
 static ctls_quic_tls_conn *conn_new(SSL_CTX *ctx, const uint8_t *tp, size_t tp_len) {
     ctls_quic_tls_conn *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->tp = malloc(tp_len ? tp_len : 1);
     c->ssl = SSL_new(ctx);
+    if (c->ssl) atomic_fetch_add(&live_connections, 1);
     BIO *rbio = BIO_new(BIO_s_mem());
     BIO *wbio = BIO_new(BIO_s_null());
     if (!c->tp || !c->ssl || !rbio || !wbio) {
@@ -319,7 +335,7 @@ ctls_quic_tls_conn *ctls_quic_tls_conn_new_client(ctls_quic_tls_client *cl, cons
 
 void ctls_quic_tls_conn_free(ctls_quic_tls_conn *c) {
     if (!c) return;
-    SSL_free(c->ssl);
+    ssl_free(c);
     for (int i = 0; i < 4; i++) ctls_quic_aead_free(c->keys[i].aead);
     for (size_t i = c->head; i < c->nevents; i++) {
         OPENSSL_cleanse(c->events[i].data, c->events[i].len);
@@ -330,8 +346,45 @@ void ctls_quic_tls_conn_free(ctls_quic_tls_conn *c) {
     free(c->tp);
     free(c->peer_tp);
     free(c->session);
+    free(c->kept_alpn);
     free(c);
 }
+
+int ctls_quic_tls_conn_release(ctls_quic_tls_conn *c) {
+    if (!c->ssl) return 0;
+    if (!c->server || !c->complete || c->alert || c->head != c->nevents) return -1;
+    const uint8_t *proto;
+    unsigned int n = 0;
+    SSL_get0_alpn_selected(c->ssl, &proto, &n);
+    uint8_t *alpn = malloc(n ? n : 1);
+    if (!alpn) return -1;
+    if (n) memcpy(alpn, proto, n);
+    c->kept_alpn = alpn;
+    c->kept_alpn_len = n;
+    c->kept_resumed = SSL_session_reused(c->ssl);
+    c->kept_suite = ctls_quic_tls_conn_cipher_suite(c);
+    c->kept_pair = ctls_quic_tls_conn_pair_index(c);
+    ssl_free(c);
+    for (int i = 0; i < 4; i++) {
+        ctls_quic_aead_free(c->keys[i].aead);
+        c->keys[i].aead = NULL;
+    }
+    free(c->events);
+    c->events = NULL;
+    c->nevents = c->head = c->cap = 0;
+    free(c->taken);
+    c->taken = NULL;
+    free(c->tp);
+    c->tp = NULL;
+    c->tp_len = 0;
+    // The peer's transport parameters were applied when they arrived.
+    free(c->peer_tp);
+    c->peer_tp = NULL;
+    c->peer_tp_len = 0;
+    return 0;
+}
+
+int ctls_quic_tls_conn_released(ctls_quic_tls_conn *c) { return c->ssl == NULL; }
 
 // Runs OpenSSL until it waits for the peer. The handshake first; after it,
 // a read takes post-handshake messages (NewSessionTicket at a client).
@@ -417,6 +470,14 @@ static int wrap(ctls_quic_tls_conn *c, int level, const uint8_t *p, size_t n) {
 
 int ctls_quic_tls_conn_receive(ctls_quic_tls_conn *c, int level, const uint8_t *data, size_t len) {
     if (c->alert) return -1;
+    // RFC 9001 §4.1.3: CRYPTO data is handed to TLS, which after the
+    // handshake takes only post-handshake messages; a QUIC client sends
+    // none we accept (no KeyUpdate, §6; no post-handshake authentication
+    // asked for; a server's NewSessionTicket is not a client's to send).
+    // OpenSSL answered such a message with unexpected_message before it
+    // was freed; so does this.
+    if (!c->ssl)
+        return fail(c, ALERT_UNEXPECTED_MESSAGE, "CRYPTO data after the handshake (RFC 9001 §4.1.3)");
     if (level < CTLS_QUIC_LEVEL_INITIAL || level > CTLS_QUIC_LEVEL_APPLICATION || level != c->read_level)
         return fail(c, ALERT_UNEXPECTED_MESSAGE, "handshake bytes at an encryption level not being read");
     if (has_key_update(&c->framing[level], data, len))
@@ -471,20 +532,27 @@ const uint8_t *ctls_quic_tls_conn_peer_transport_parameters(ctls_quic_tls_conn *
 }
 
 void ctls_quic_tls_conn_alpn(ctls_quic_tls_conn *c, const uint8_t **proto, size_t *len) {
+    if (!c->ssl) {
+        *proto = c->kept_alpn;
+        *len = c->kept_alpn_len;
+        return;
+    }
     unsigned int n = 0;
     SSL_get0_alpn_selected(c->ssl, proto, &n);
     *len = n;
 }
 
-int ctls_quic_tls_conn_resumed(ctls_quic_tls_conn *c) { return SSL_session_reused(c->ssl); }
+int ctls_quic_tls_conn_resumed(ctls_quic_tls_conn *c) { return c->ssl ? SSL_session_reused(c->ssl) : c->kept_resumed; }
 
 int ctls_quic_tls_conn_cipher_suite(ctls_quic_tls_conn *c) {
+    if (!c->ssl) return c->kept_suite;
     const SSL_CIPHER *cipher = SSL_get_current_cipher(c->ssl);
     if (!cipher) cipher = SSL_get_pending_cipher(c->ssl);
     return cipher ? SSL_CIPHER_get_protocol_id(cipher) : 0;
 }
 
 int ctls_quic_tls_conn_pair_index(ctls_quic_tls_conn *c) {
+    if (!c->ssl) return c->kept_pair;
     return c->server ? ctls_identity_pair_of(&c->server->id, SSL_get_SSL_CTX(c->ssl)) : -1;
 }
 
@@ -499,6 +567,10 @@ void ctls_quic_tls_client_request_status(ctls_quic_tls_client *c) {
 
 const uint8_t *ctls_quic_tls_conn_stapled_ocsp(ctls_quic_tls_conn *c, size_t *len) {
     const unsigned char *p = NULL;
+    if (!c->ssl) {
+        *len = 0;
+        return NULL;
+    }
     long n = SSL_get_tlsext_status_ocsp_resp(c->ssl, &p);
     if (n <= 0 || !p) {
         *len = 0;

@@ -81,6 +81,10 @@ struct ctls_quic_tls_conn {
     const char *pending_reason;
     uint8_t *session;
     size_t session_len;
+    // What ctls_quic_tls_conn_release keeps of the freed SSL (ssl is NULL).
+    uint8_t *kept_alpn;
+    size_t kept_alpn_len;
+    int kept_resumed, kept_suite, kept_pair;
 };
 
 // What every QUIC context, server or client, has: TLS 1.3 only with

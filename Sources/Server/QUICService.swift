@@ -58,6 +58,9 @@ final class QUICService: DatagramHandler {
     /// Open HTTP/3 connections (handshake complete, not yet closed).
     private(set) var connections: [ObjectIdentifier: H3Connection] = [:]
     let limits: H3Limits
+    /// The field-section decoding list every connection of this service
+    /// (this worker thread) shares.
+    let headerScratch = H3HeaderScratch()
 
     /// `statelessSecret`: the secret all workers of this supervisor
     /// generation share; address-validation tokens and stateless reset
@@ -530,8 +533,13 @@ final class QUICService: DatagramHandler {
     var isIdle: Bool { wasCut || endpoint.openConnectionCount == 0 }
 
     /// For the stats line (WorkerStats): QUIC connections open, HTTP/3
-    /// ones (handshake complete) among them.
-    var openCounts: (quic: Int, h3: Int) { (endpoint.openConnectionCount, connections.count) }
+    /// ones (handshake complete) among them, and HTTP/3 ones still holding
+    /// their TLS state (0 unless a release failed: it is freed once the
+    /// handshake is confirmed, QUICHandshakeSession.releaseAfterHandshake).
+    var openCounts: (quic: Int, h3: Int, h3HoldingTLS: Int) {
+        let holding = connections.values.count { ($0.quic.cryptoHandshake as? QUICHandshakeSession)?.isReleased == false }
+        return (endpoint.openConnectionCount, connections.count, holding)
+    }
     private var wasCut = false
 
     /// Past --graceful-timeout: whatever is open is closed now; handshakes

@@ -582,6 +582,7 @@ final class Worker {
         if let counts = quic?.openCounts {
             stats.h3 = counts.h3
             stats.quicHandshaking = max(counts.quic - counts.h3, 0)
+            stats.h3HoldingTLS = counts.h3HoldingTLS
         }
         stats.requestsInFlight = admission.inFlight
         stats.pool = pools.bufferUsage

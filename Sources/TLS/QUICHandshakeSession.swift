@@ -86,6 +86,20 @@ public final class QUICHandshakeSession: CryptoHandshake {
 
     public var isResumed: Bool { ctls_quic_tls_conn_resumed(raw) == 1 }
 
+    /// Frees OpenSSL's connection once a server's handshake is over and its
+    /// events are taken (CTLS `ctls_quic_tls_conn_release`); the facts
+    /// above stay. Does nothing on a client (its NewSessionTicket comes
+    /// after the handshake) or before the handshake is complete.
+    public func releaseAfterHandshake() {
+        _ = ctls_quic_tls_conn_release(raw)
+    }
+
+    /// Whether `releaseAfterHandshake` has freed OpenSSL's connection.
+    public var isReleased: Bool { ctls_quic_tls_conn_released(raw) == 1 }
+
+    /// OpenSSL connections of QUIC handshakes alive in this process.
+    public static var liveCount: Int { ctls_quic_tls_live_connections() }
+
     /// Why the handshake failed, once it has.
     public var failure: HandshakeFailure? {
         var reason: UnsafePointer<CChar>?

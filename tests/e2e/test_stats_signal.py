@@ -40,6 +40,7 @@ CONNECTION_KEYS = {
     "h2",
     "h2_streams",
     "h3",
+    "h3_tls_held",
     "quic_handshaking",
     "websocket",
     "tls_handshaking",
@@ -195,6 +196,9 @@ def test_tls_handshakes_and_http3_connections(tls_server: Callable[..., Server],
 
     line = H3Client(port=server.port, ca=tls_files.ca).session(hold)
     assert line["connections"]["h3"] == 1
+    # The TLS state is freed once the handshake is confirmed (RFC 9001
+    # §4.1.2): an open HTTP/3 connection holds none.
+    assert line["connections"]["h3_tls_held"] == 0
     assert line["connections"]["tls_handshaking"] == 0
 
 

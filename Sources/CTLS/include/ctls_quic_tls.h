@@ -84,6 +84,18 @@ ctls_quic_tls_conn *ctls_quic_tls_conn_new_client(ctls_quic_tls_client *c, const
                                                   size_t tp_len, const uint8_t *session, size_t session_len,
                                                   char *err, size_t errlen);
 void ctls_quic_tls_conn_free(ctls_quic_tls_conn *c);
+// Server, once the handshake is complete and every event taken: frees the
+// OpenSSL connection (SSL, BIOs, buffers) and the record keys, keeping the
+// facts below (ALPN, resumption, cipher suite, certificate pair). In QUIC
+// a server's TLS has nothing left to do after it has written its session
+// tickets (RFC 9001 §4.1.2, §6: key updates are QUIC's). Later CRYPTO bytes
+// fail with unexpected_message (RFC 9001 §4.1.3). 0, or -1 (not complete,
+// a client, failed, or events still queued: nothing freed).
+int ctls_quic_tls_conn_release(ctls_quic_tls_conn *c);
+// 1 once ctls_quic_tls_conn_release has freed the OpenSSL connection.
+int ctls_quic_tls_conn_released(ctls_quic_tls_conn *c);
+// OpenSSL connections (SSL objects) of QUIC handshakes alive in the process.
+long ctls_quic_tls_live_connections(void);
 
 // Takes CRYPTO stream bytes the peer sent at `level`, in order, and runs
 // the handshake as far as they allow. 0, or -1 when the handshake failed

@@ -173,9 +173,9 @@ extension H3Session {
                 return (finishRequest(r), i)
             case .fieldSection(let trailers):
                 if atEnd { r.finSeen = true }
-                headerList.removeAll()
+                headerScratch.list.removeAll()
                 let decoded: Result<Bool, H3Error> = r.machine.fieldSectionBytes.withUnsafeBytes { s in
-                    do throws(H3Error) { return .success(try decoder.decodeFieldSection(s, stream: id, into: &headerList)) } catch {
+                    do throws(H3Error) { return .success(try decoder.decodeFieldSection(s, stream: id, into: &headerScratch.list)) } catch {
                         return .failure(error)
                     }
                 }
@@ -221,11 +221,11 @@ extension H3Session {
         if r.isComplete { remove(r.id) }
     }
 
-    /// The decoded section in `headerList` for the stream's pending HEADERS.
+    /// The decoded section in `headerScratch.list` for the stream's pending HEADERS.
     func acceptSection(_ r: H3RequestRecord) -> H3Event? {
         if r.machine.state == .decodingHead {
             let head: RequestHead
-            do { head = try r.machine.acceptHead(headerList) } catch { return streamFailure(r.id, error) }
+            do { head = try r.machine.acceptHead(headerScratch.list) } catch { return streamFailure(r.id, error) }
             if r.finSeen {
                 do { try r.machine.finish() } catch { return streamFailure(r.id, error) }
                 endRequest(r)
@@ -233,7 +233,7 @@ extension H3Session {
             return .request(streamID: r.id, head: head, endStream: r.finSeen)
         }
         let trailers: RequestHead
-        do { trailers = try r.machine.acceptTrailers(headerList) } catch { return streamFailure(r.id, error) }
+        do { trailers = try r.machine.acceptTrailers(headerScratch.list) } catch { return streamFailure(r.id, error) }
         // §4.1.2: the body is complete once the trailers are here.
         if let length = r.machine.contentLength, length != r.machine.bodyReceived {
             return streamFailure(r.id, .contentLengthMismatch)
@@ -295,9 +295,9 @@ extension H3Session {
             }
             // A stream given up meanwhile was cancelled at the decoder too.
             guard let r = requests[id], !r.requestDone, r.isDecoding else { continue }
-            headerList.removeAll()
+            headerScratch.list.removeAll()
             r.awaitingInserts = false
-            do { try decoder.decodeUnblocked(stream: id, into: &headerList) } catch {
+            do { try decoder.decodeUnblocked(stream: id, into: &headerScratch.list) } catch {
                 return sectionFailure(r, error, trailers: r.machine.state == .decodingTrailers)
             }
             if let event = acceptSection(r) { return event }

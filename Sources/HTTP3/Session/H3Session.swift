@@ -69,7 +69,9 @@ public final class H3Session {
 
     var decoder: QPACKDecoder
     let encoder = QPACKEncoder()
-    var headerList = HeaderList(reservingBytes: 1024, fields: 32)
+    /// Where field sections are decoded; shared by the sessions of a thread
+    /// (H3HeaderScratch.swift).
+    let headerScratch: H3HeaderScratch
     let frameLimits: H3FrameReader.Limits
 
     // MARK: the client's unidirectional streams
@@ -132,7 +134,10 @@ public final class H3Session {
     /// - Parameter greaseSeed: picks the reserved setting, frame type and
     ///   frame payload (RFC 9114 §7.2.4.1, §7.2.8: values should vary, so
     ///   peers cannot come to depend on one); pass a random number.
-    public init(limits: H3Limits, greaseSeed: UInt64 = 0) {
+    /// `headerScratch`: one per thread, shared by its sessions (a session
+    /// of its own when not given).
+    public init(limits: H3Limits, greaseSeed: UInt64 = 0, headerScratch: H3HeaderScratch = H3HeaderScratch()) {
+        self.headerScratch = headerScratch
         let l = limits.clamped
         self.limits = l
         localSettings = H3Settings(qpackMaxTableCapacity: UInt64(l.qpackMaxTableCapacity),

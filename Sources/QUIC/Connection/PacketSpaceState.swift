@@ -31,6 +31,7 @@ struct PacketSpaceState {
         cryptoReceive = ReassemblyBuffer()
         cryptoSend = SendBuffer()
         sent.resolveAll { _ in }
+        sent = SentPacketLog()  // its arrays' capacity too
         received = ReceivedPackets()
         probesOwed = 0
         discarded = true

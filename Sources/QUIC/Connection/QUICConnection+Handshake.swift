@@ -30,6 +30,9 @@ extension QUICConnection {
                 try completeHandshake(now: now)
             }
         }
+        // A server's handshake is confirmed once complete (RFC 9001 §4.1.2)
+        // and its session tickets are now CRYPTO data to send: TLS is done.
+        if isHandshakeComplete { handshake.releaseAfterHandshake() }
     }
 
     private func completeHandshake(now: Instant) throws(QUICError) {

@@ -92,4 +92,11 @@ public protocol CryptoHandshake: AnyObject {
 
     /// Whether the handshake resumed a session (no certificate was sent).
     var isResumed: Bool { get }
+
+    /// Server, once the handshake is complete and every event (the session
+    /// tickets among them) has been taken: TLS has nothing left to do in
+    /// QUIC (key updates are QUIC's, RFC 9001 §6), so it may free its state,
+    /// keeping `negotiatedProtocol` and `isResumed`. Any CRYPTO bytes
+    /// `receive` takes afterwards fail with unexpected_message (§4.1.3).
+    func releaseAfterHandshake()
 }

@@ -48,12 +48,16 @@ public struct SentPacketLedger: Sendable {
     /// every packet below it was settled.
     private var forgottenBelow: UInt64 = 0
 
-    public init(initialCapacity: Int = 64) {
+    /// 8 records to start with: a handshake space rarely holds more, and
+    /// an idle connection keeps little (issue 15: an idle HTTP/3 connection
+    /// in a few KiB); a busier space doubles to its peak once.
+    public init(initialCapacity: Int = 8) {
         precondition(initialCapacity > 0)
-        let placeholder = SentPacket(packetNumber: 0, timeSent: Instant(nanoseconds: 0), bytes: 0,
-                                     ackEliciting: false, inFlight: false, state: .acknowledged)
-        ring = ContiguousArray(repeating: placeholder, count: initialCapacity)
+        ring = ContiguousArray(repeating: Self.placeholder, count: initialCapacity)
     }
+
+    private static let placeholder = SentPacket(packetNumber: 0, timeSent: Instant(nanoseconds: 0), bytes: 0,
+                                                ackEliciting: false, inFlight: false, state: .acknowledged)
 
     /// Slots allocated (tests pin that steady state does not grow it).
     public var capacity: Int { ring.count }
@@ -157,6 +161,8 @@ public struct SentPacketLedger: Sendable {
         ackElicitingInFlight = 0
         timeOfLastAckEliciting = nil
         lossTime = nil
+        // The space is gone (its keys discarded, RFC 9001 §4.9): its ring too.
+        ring = ContiguousArray(repeating: Self.placeholder, count: 1)
         return removed
     }
 }

@@ -59,6 +59,23 @@ final class H3SessionRequestTests: XCTestCase {
 
     /// The end of the request is reported once, on the last piece of body
     /// when the FIN comes with it, or as an empty `.data` otherwise.
+    /// The sessions of a thread decode into one shared list
+    /// (H3HeaderScratch): interleaved requests and trailers on two
+    /// connections each get their own fields, and the list a session
+    /// decoded into is not what a head it reported still shows.
+    func testSessionsSharingAHeaderScratchKeepTheirOwnFields() {
+        let scratch = H3HeaderScratch()
+        let a = Glue(headerScratch: scratch)
+        let b = Glue(headerScratch: scratch)
+        a.deliver(0, Wire.headers(Wire.post("/up", [("content-length", "3")])), fin: false)
+        b.deliver(0, Wire.headers(Wire.get), fin: true)
+        a.deliver(0, Wire.data("abc") + Wire.headers([("x-checksum", "abc")]), fin: true)
+        b.deliver(4, Wire.headers(Wire.post("/up", [])), fin: false)
+        XCTAssertEqual(a.take(), [.request(0, postHead + ["content-length: 3"], end: false), .data(0, "abc", end: false),
+                                  .trailers(0, ["x-checksum: abc"])])
+        XCTAssertEqual(b.take(), [.request(0, getHead, end: true), .request(4, postHead, end: false)])
+    }
+
     func testEndOfRequestIsReportedOnce() {
         let body = Wire.headers(Wire.post()) + Wire.data("abc")
         let together = Glue()

@@ -87,8 +87,8 @@ final class Glue {
     /// (and all delivered later); the session is never fed them.
     private(set) var handedOff: [UInt64: [UInt8]] = [:]
 
-    init(_ limits: H3Limits = H3Limits(), greaseSeed: UInt64 = 0) {
-        session = H3Session(limits: limits, greaseSeed: greaseSeed)
+    init(_ limits: H3Limits = H3Limits(), greaseSeed: UInt64 = 0, headerScratch: H3HeaderScratch = H3HeaderScratch()) {
+        session = H3Session(limits: limits, greaseSeed: greaseSeed, headerScratch: headerScratch)
     }
 
     /// New bytes (and maybe the FIN) for stream `id`; runs it.

@@ -90,6 +90,10 @@ final class ConnectionHarness {
         collectEvents()
     }
 
+    /// Drops the harness's reference to the connection (the endpoint may
+    /// still hold it until it is closed and drained).
+    func forgetConnection() { connection = nil }
+
     func takeEvents() -> [QUICEvent] {
         defer { events.removeAll() }
         return events

@@ -44,6 +44,10 @@ final class FakeCryptoHandshake: CryptoHandshake {
     private(set) var peerTransportParameters: [UInt8]?
     private(set) var negotiatedProtocol: [UInt8]?
     var isResumed: Bool { false }
+    /// Whether the connection released the handshake, and whether events
+    /// were still queued then (a bug: the tickets would be lost).
+    private(set) var released = false
+    private(set) var releasedWithEventsQueued = false
 
     init(serverTransportParameters: [UInt8]) {
         self.serverTransportParameters = serverTransportParameters
@@ -62,8 +66,15 @@ final class FakeCryptoHandshake: CryptoHandshake {
         replacedParameters += 1
     }
 
+    func releaseAfterHandshake() {
+        if !events.isEmpty { releasedWithEventsQueued = true }
+        released = true
+    }
+
     func receive(_ bytes: UnsafeRawBufferPointer, at level: EncryptionLevel) throws(HandshakeFailure) {
         receivedLevels.append(level)
+        // As QUICHandshakeSession after its release (RFC 9001 §4.1.3).
+        if released { throw HandshakeFailure(alert: 10, reason: "CRYPTO data after the handshake") }
         buffers[level, default: []].append(contentsOf: bytes)
         while let b = buffers[level], b.count >= 3 {
             let length = Int(b[1]) << 8 | Int(b[2])
