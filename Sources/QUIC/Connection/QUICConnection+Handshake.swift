@@ -45,11 +45,13 @@ extension QUICConnection {
         // the TLS handshake is confirmed."
         discardSpace(.initial)
         discardSpace(.handshake)
-        // §7.2 / §5.1: the client's original Destination Connection ID routes
-        // to us only until the handshake is confirmed.
-        if context.routes[initialDestinationID] === self && !localIDs.active.contains(where: { $0.id == initialDestinationID }) {
-            context.routes[initialDestinationID] = nil
-        }
+        // The client's original Destination Connection ID keeps routing to
+        // this connection until it ends (QUICConnection+Timers removes it),
+        // though the client stops using it now (§7.2): a retransmitted
+        // Initial still queued in the socket, or late on the network, must
+        // reach us and be dropped (its keys are gone, RFC 9001 §4.9.1), not
+        // start a second, half-open connection holding a whole TLS state
+        // until it times out (a burst of 200 clients made 48-66 of those).
         context.halfOpenEnded(self)
         issueConnectionIDs()
         // §8.1.3: a token for the client's next connection, bound to its

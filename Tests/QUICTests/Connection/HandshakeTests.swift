@@ -76,12 +76,18 @@ final class HandshakeTests: XCTestCase {
         XCTAssertTrue(c.spaces[0].discarded)
         XCTAssertTrue(c.spaces[1].discarded)
         XCTAssertFalse(answer.contains { $0.space != .application })
-        // The client's original DCID no longer routes (§7.2 after confirmation); ours does.
-        XCTAssertNil(h.endpoint.context.routes[h.client.originalDestinationID])
+        // Ours routes; the client's original DCID still does, to this
+        // connection, so that a late Initial from the client is dropped (no
+        // keys, RFC 9001 §4.9.1), silently, and starts no second connection.
         XCTAssertTrue(h.endpoint.context.routes[h.client.serverSourceID!] === c)
-        // A late Initial from the client is dropped (no keys), silently.
+        XCTAssertTrue(h.endpoint.context.routes[h.client.originalDestinationID] === c)
         h.deliver(h.client.initialDatagram(Frames.ping))
+        // The client's first Initial again, to its original DCID, as a
+        // retransmission still queued in the socket would come.
+        h.deliver(h.client.packet(.initial, Frames.ping + [UInt8](repeating: 0, count: 1200),
+                                  destination: h.client.originalDestinationID))
         XCTAssertTrue(h.drain().isEmpty)
+        XCTAssertEqual(h.endpoint.context.connections.count, 1, "no second, half-open connection")
     }
 
     /// §7.3: initial_source_connection_id must match the client's SCID.
