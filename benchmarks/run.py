@@ -256,6 +256,10 @@ def check_tools(blocks: list[Block]) -> None:
         )
 
 
+#: The share of a peer's HTTP/3 requests whose connection the peer closed that still leaves its round measured.
+PEER_H3_ERROR_SHARE = 0.01
+
+
 def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -> dict[str, object]:
     """Start the job's server, validate, warm up, measure one round, validate again, stop. Failures are recorded."""
     server, app, protocol = job.server, job.app, job.protocol
@@ -303,15 +307,25 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
     # wrk's socket errors are counted but do not fail a round (as before); h2load's failed requests do (and
     # ws_load's errors, though those end it with a failure first).
     failed = result.errors if result.client != "wrk" else 0
+    # A peer whose HTTP/3 server drops a few connections under this load (hypercorn does: its connections
+    # close under 256 requests in flight) is still measured, with its errors on record; peregrine never is.
+    tolerated = (
+        result.client == "h3load"
+        and not server.name.startswith("peregrine")
+        and result.non_2xx == 0
+        and 0 < failed <= PEER_H3_ERROR_SHARE * max(result.requests, 1)
+    )
     record.update(
-        ok=result.non_2xx == 0 and failed == 0,
+        ok=result.non_2xx == 0 and (failed == 0 or tolerated),
         server_cpu_seconds=cpu,
         server_cpu_fraction=cpu / wall,
         cpu_us_per_request=cpu / result.requests * 1e6 if result.requests else None,
     )
     if result.body_bytes is not None and protocol.bulk:
         record.update(bulk_figures(result.body_bytes, result.seconds, cpu))
-    if result.non_2xx or failed:
+    if tolerated:
+        record["tolerated_errors"] = failed
+    elif result.non_2xx or failed:
         what = "2xx" if result.client == "h3load" else "2xx/3xx"
         record["error"] = f"{result.non_2xx} responses were not {what}, {failed} requests failed"
     latency = (
