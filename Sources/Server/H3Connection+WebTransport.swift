@@ -8,9 +8,10 @@ import QUIC
 /// `WebTransportRegistry` (sans-I/O, Sources/HTTP3/WebTransport) and QUIC,
 /// the CONNECT streams, and the gateway (`H3WebTransportSession`).
 ///
-/// On: --http3, an ASGI application, not --no-webtransport
-/// (Worker.enableHTTP3 sets `H3Limits.webTransport`, QUIC's
-/// max_datagram_frame_size and more unidirectional streams). Then:
+/// On: --http3, not --no-webtransport (Worker.enableHTTP3 sets
+/// `H3Limits.webTransport`, QUIC's max_datagram_frame_size and more
+/// unidirectional streams); a WSGI application's sessions are refused with
+/// 501. Then:
 ///   * a CONNECT whose `:protocol` is `webtransport` (draft-02) or
 ///     `webtransport-h3` goes to the registry; once the client's SETTINGS
 ///     classified it, the application gets a `webtransport` scope;
@@ -195,7 +196,12 @@ extension H3Connection {
     private func handleWebTransport(_ e: WebTransportEvent, _ wt: H3WebTransport) {
         switch e {
         case .sessionRequested(let sid, let draft):
-            guard let session = wt.sessions[sid], let asgi = worker.asgi else { return }
+            guard let session = wt.sessions[sid] else { return }
+            guard let asgi = worker.asgi else {
+                // WSGI has no WebTransport interface: 501 (Not Implemented).
+                _ = session.rejectSession(status: 501, fields: UnsafeBufferPointer(start: nil, count: 0))
+                return
+            }
             let info = WebTransportScopeInfo(draft: draft == .draft02 ? "draft02" : "h3", maxDatagramSize: session.maxDatagramSize)
             asgi.startWebTransport(session.stream.request, info: info, exchange: session)
         case .sessionRefused(let sid, let code):

@@ -183,9 +183,13 @@ final class Worker {
         // RFC 9220 §3: WebSockets over HTTP/3, for ASGI applications only
         // (as over HTTP/2); without it `:protocol` makes a request malformed.
         limits.enableConnectProtocol = asgi != nil && config.websockets
-        // WebTransport (H3Connection+WebTransport): ASGI only; setting it
-        // also turns on extended CONNECT (H3Limits).
-        let webTransport = asgi != nil && config.webTransport
+        // WebTransport (H3Connection+WebTransport): sessions for ASGI
+        // applications; a WSGI application has no interface for one, and its
+        // clients' sessions are refused with 501 (so it is offered to both:
+        // a client that asks gets an answer, not a malformed request).
+        // Setting it also turns on extended CONNECT (H3Limits), which answers
+        // a WebSocket CONNECT to a WSGI application with 501 too.
+        let webTransport = config.webTransport
         if webTransport { limits.webTransport = WebTransportLimits() }
         let service = QUICService(worker: self, socket: datagrams.socket, tls: tls, statelessSecret: statelessSecret,
                                   configuration: QUICService.configuration(config, webTransport: webTransport), limits: limits)

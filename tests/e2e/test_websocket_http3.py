@@ -1,7 +1,8 @@
 """WebSocket over HTTP/3 (RFC 9220) for ASGI applications, driven by aioquic's HTTP/3 client with hand-made frames.
 
-- SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 9220 §3): advertised for an ASGI application, not with
-  --no-websockets or for WSGI (an extended CONNECT is then malformed, H3_MESSAGE_ERROR);
+- SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 9220 §3): advertised for an ASGI application, and for a WSGI one
+  while WebTransport is offered (a WebSocket then gets 501); not with --no-websockets --no-webtransport, nor
+  for WSGI with --no-webtransport (an extended CONNECT is then malformed, H3_MESSAGE_ERROR);
 - the opening: :status 200 (never 101, no Sec-WebSocket-Accept), the `websocket` scope with http_version
   "3" and scheme wss, refusals (version → 400 naming 13, other :protocol → 501, 403 before accept);
 - the conversation: echo, fragments, large messages both ways, ping, close codes both ways, protocol
@@ -90,7 +91,8 @@ def test_settings_advertise_extended_connect(server: Server, tls_files: TLSFiles
 
 
 @pytest.mark.parametrize(
-    ("target", "options"), [(APP, ("--no-websockets", "--no-webtransport")), ("wsgi_apps:app", ())]
+    ("target", "options"),
+    [(APP, ("--no-websockets", "--no-webtransport")), ("wsgi_apps:app", ("--no-webtransport",))],
 )
 def test_not_advertised_without_websockets(
     h3_server: Callable[..., Server], tls_files: TLSFiles, target: str, options: tuple[str, ...]
@@ -119,6 +121,19 @@ def test_no_websockets_with_webtransport(h3_server: Callable[..., Server], tls_f
         assert (await ws.wait_response()).status == 501
 
     run(h3_server("--no-websockets"), tls_files, work)
+
+
+def test_wsgi_gets_501_for_a_websocket(h3_server: Callable[..., Server], tls_files: TLSFiles) -> None:
+    # WebTransport is offered to a WSGI application too (its sessions refused with 501), so extended CONNECT is
+    # advertised; a WebSocket, which WSGI cannot serve either, gets 501, and the connection goes on.
+    async def work(conn: H3ClientConnection) -> None:
+        assert (await server_settings(conn)).get(ENABLE_CONNECT_PROTOCOL) == 1
+        ws = H3WebSocket.open(conn)
+        assert (await ws.wait_response()).status == 501
+        r = await conn.request("GET", "/hello", conn.authority.decode(), [], None)
+        assert r.status < 500
+
+    run(h3_server(target="wsgi_apps:app"), tls_files, work)
 
 
 # --- the opening ------------------------------------------------------------------------------------------

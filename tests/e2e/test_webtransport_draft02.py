@@ -210,9 +210,14 @@ def test_wsgi_application(tls_server: Callable[..., Server]) -> None:
     async def scenario(session: WTSession) -> None:
         raise AssertionError("accepted")
 
-    # No extended CONNECT for WSGI (RFC 9220 §3 / RFC 8441 §4): the CONNECT is malformed and its stream reset.
-    with pytest.raises((SessionRefusedError, ConnectionError, asyncio.TimeoutError)):
-        WebTransportClient(server.port).run("/echo", scenario, timeout=5)
+    # WebTransport is offered, and a WSGI application, which has no interface for a session, refuses it: 501.
+    with pytest.raises(SessionRefusedError) as refused:
+        WebTransportClient(server.port).run("/echo", scenario, timeout=10)
+    assert refused.value.status == 501
+    # And the next one the same way: the worker keeps serving.
+    with pytest.raises(SessionRefusedError) as again:
+        WebTransportClient(server.port).run("/echo", scenario, timeout=10)
+    assert again.value.status == 501
 
 
 def control_events(server: Server, files: TLSFiles, ident: str, count: int) -> list[list[Any]]:
