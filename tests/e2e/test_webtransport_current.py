@@ -94,6 +94,16 @@ def test_chromium_echo(server: Server, tls_files: TLSFiles, tmp_path: Path) -> N
 
 
 @chromium_only
+def test_chromium_closes_with_a_code_and_reason(server: Server, tls_files: TLSFiles, tmp_path: Path) -> None:
+    # The page's WebTransport.close({closeCode, reason}) reaches the application as webtransport.disconnect.
+    spec = {"bidi": ["x"], "close": {"code": 77, "reason": "client bye"}}
+    result = chromium_echo(server.port, "/echo?id=chromium-cclose", spec, tls_files.cert, tmp_path)
+    assert result["status"] == 200
+    assert result["bidi"] == ["x"]
+    assert wait_record(server, tls_files, "chromium-cclose", "disconnect") == [77, "client bye"]
+
+
+@chromium_only
 def test_chromium_sees_the_server_close(server: Server, tls_files: TLSFiles, tmp_path: Path) -> None:
     path = "/close?id=chromium-close&code=4000&reason=server+bye"
     result = chromium_echo(server.port, path, {"await_close": True}, tls_files.cert, tmp_path)
