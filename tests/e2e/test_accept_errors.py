@@ -135,15 +135,29 @@ def assert_saturated_but_serving(server: Server, open_connections: list[RawConne
     for connection in open_connections:
         assert ask(connection, "/pid") == str(pid).encode(), "an open connection was not served"
     assert server.stderr.wait_for(lambda line: SHORTAGE_LOGGED in line, 5) is not None, server.excerpt()
-    assert count(server, SHORTAGE_LOGGED) == 1, f"logged once per episode, not per failure: {server.excerpt()}"
+    assert_logged_once_per_episode(server, in_shortage=True)
 
 
 def assert_next_client_served(server: Server, pid: int) -> None:
     with RawConnection.to(server) as connection:
         assert ask(connection, "/pid") == str(pid).encode()
     assert server.stderr.wait_for(lambda line: RECOVERY_LOGGED in line, 5) is not None, server.excerpt()
-    assert count(server, SHORTAGE_LOGGED) == 1, server.excerpt()
+    assert_logged_once_per_episode(server, in_shortage=False)
     server.check_alive()
+
+
+def assert_logged_once_per_episode(server: Server, *, in_shortage: bool) -> None:
+    """One shortage line per episode, not one per failed accept: shortage and recovery lines alternate.
+
+    Usually there is one episode, but a loaded machine can make two: a descriptor the worker itself used briefly
+    (CI saw one freed about 3 s and, in another run, 6 s into the saturation) lets one accept through, and the next
+    client starts a new episode. That is still once per episode.
+    """
+    lines = [line for line in list(server.stderr.lines) if SHORTAGE_LOGGED in line or RECOVERY_LOGGED in line]
+    kinds = ["shortage" if SHORTAGE_LOGGED in line else "recovery" for line in lines]
+    expected = ["shortage", "recovery"] * (len(kinds) // 2) + (["shortage"] if in_shortage else [])
+    assert kinds, server.excerpt()
+    assert kinds == expected, f"logged once per episode, not per failure: {server.excerpt()}"
 
 
 def test_emfile_from_connections_pauses_accepting_until_one_closes(limited_server: Server) -> None:
