@@ -65,6 +65,9 @@ struct WebTransportFlowControl {
         }
     }
 
+    /// How many more stream body bytes the peer may send now.
+    var receiveAllowance: UInt64 { localMaxData - received }
+
     /// Stream body bytes arrived. Over the limit → violation.
     mutating func receivedData(_ n: Int) throws(Violation) {
         let total = received + UInt64(n)

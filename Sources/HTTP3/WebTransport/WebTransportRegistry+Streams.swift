@@ -66,10 +66,18 @@ extension WebTransportRegistry {
             peerStreamBytes[id] = (headerLength, 0)
         }
         guard let session = attached[id], let s = sessions[session] else { return (nil, bytes.count) }
-        let body = UnsafeRawBufferPointer(rebasing: bytes[i...])
-        guard count(UInt64(body.count), on: id, in: s) else { return (nil, bytes.count) }
-        guard !body.isEmpty || fin else { return (nil, bytes.count) }
-        return (.streamData(sessionID: session, streamID: id, bytes: body, fin: fin), bytes.count)
+        var body = UnsafeRawBufferPointer(rebasing: bytes[i...])
+        var ends = fin
+        if let allowed = count(UInt64(body.count), on: id, in: s) {
+            // Over the session's limit: the bytes within it are still
+            // delivered, then the session has failed (whatever the cuts, the
+            // application sees the same bytes: fuzz-h3-session,
+            // regression-wt-flow-limit-split).
+            body = UnsafeRawBufferPointer(rebasing: body[..<allowed])
+            ends = false
+        }
+        guard !body.isEmpty || ends else { return (nil, bytes.count) }
+        return (.streamData(sessionID: session, streamID: id, bytes: body, fin: ends), bytes.count)
     }
 
     /// Whether a peer stream whose header names `session` may wait for it;
@@ -95,18 +103,20 @@ extension WebTransportRegistry {
     }
 
     /// Counts body bytes of peer stream `id` against the session's data
-    /// limit; false if that failed the session.
-    private func count(_ n: UInt64, on id: UInt64, in s: WebTransportSessionRecord) -> Bool {
+    /// limit. Nil if they fit; otherwise the session has failed, and the
+    /// result is how many of them were within the limit.
+    private func count(_ n: UInt64, on id: UInt64, in s: WebTransportSessionRecord) -> Int? {
         if let b = peerStreamBytes[id] { peerStreamBytes[id] = (b.header, b.body + n) }
-        guard s.flow != nil else { return true }
+        guard s.flow != nil else { return nil }
+        let allowance = s.flow!.receiveAllowance
         do { try s.flow!.receivedData(Int(n)) } catch {
             // §5.6.4: "If an endpoint receives Stream Body data in excess of
             // this limit, it MUST close the WebTransport session with a
             // WT_FLOW_CONTROL_ERROR error code."
             fail(s, code: WebTransportErrorCode.flowControlError)
-            return false
+            return Int(allowance)
         }
-        return true
+        return nil
     }
 
     /// The peer reset its side of stream `id` (RESET_STREAM) at `finalSize`
@@ -123,7 +133,7 @@ extension WebTransportRegistry {
         if let finalSize, let b = peerStreamBytes[id], let s = sessions[session] {
             let body = finalSize > UInt64(b.header) ? finalSize - UInt64(b.header) : 0
             if body > b.body {
-                guard count(body - b.body, on: id, in: s) else { return }
+                guard count(body - b.body, on: id, in: s) == nil else { return }
                 // Never read: the application cannot consume it; credit it now.
                 dataConsumed(sessionID: session, count: Int(body - b.body))
             }

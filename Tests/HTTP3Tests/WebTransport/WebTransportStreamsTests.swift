@@ -184,6 +184,31 @@ final class WebTransportStreamsTests: XCTestCase {
         XCTAssertEqual(g.take(), [.abort(2, gone), .failed(0, fcError)])
     }
 
+    /// The bytes within WT_MAX_DATA are delivered, then the session fails:
+    /// the same bytes whether the crossing read is whole or cut
+    /// (fuzz-h3-session: regression-wt-flow-limit-split).
+    func testTheBytesWithinTheLimitAreDeliveredWhateverTheCuts() {
+        var l = WebTransportLimits()
+        l.initialMaxData = 4
+        var seen: [String] = []
+        for cut in [false, true] {
+            let g = h3Session(l, client: WTGlue.settings(h3: true, maxData: 1))
+            g.open(2, bidirectional: false)
+            if cut {
+                g.deliver(2, hex("00") + bytes("abc"))
+                g.deliver(2, bytes("def"))
+            } else {
+                g.deliver(2, hex("00") + bytes("abcdef"))
+            }
+            seen.append(g.take().map { if case .data(_, _, let text, _) = $0 { text } else { "" } }.joined())
+        }
+        XCTAssertEqual(seen, ["abcd", "abcd"])
+        let g = h3Session(l, client: WTGlue.settings(h3: true, maxData: 1))
+        g.open(2, bidirectional: false)
+        g.deliver(2, hex("00") + bytes("abcdef"), fin: true)
+        XCTAssertEqual(g.take(), [.data(0, 2, "abcd", fin: false), .abort(2, gone), .failed(0, fcError)])
+    }
+
     func testConsumedDataRaisesWTMaxData() {
         var l = WebTransportLimits()
         l.initialMaxData = 10
