@@ -224,3 +224,31 @@ void conn_check(struct conn *c, int64_t now) {
     }
     conn_restart(c, now, 1);
 }
+
+int conn_probe_pipelining(struct conn *c) {
+    int64_t now = now_ns(), limit = now + g.timeout_ns;
+    c->due[c->head] = c->due[(c->head + 1) % QUEUE] = now;
+    c->count = 2;
+    conn_pump(c, now); /* both in one write */
+    struct epoll_event events[64];
+    while (c->count > 0 && c->fd >= 0 && c->retry_at == 0 && now_ns() < limit) {
+        int n = epoll_wait(g.epfd, events, 64, 10);
+        for (int i = 0; i < n; i++) {
+            if (events[i].data.ptr != NULL) conn_event(events[i].data.ptr, events[i].events);
+        }
+    }
+    int answered = c->count == 0 && c->fd >= 0;
+    if (!answered) {
+        c->count = 0;
+        c->answered = 1; /* the server answers: reconnect at once */
+        conn_restart(c, now_ns(), 1);
+        int64_t deadline = now_ns() + g.timeout_ns;
+        while (!c->connected && now_ns() < deadline) {
+            int n = epoll_wait(g.epfd, events, 64, 10);
+            for (int i = 0; i < n; i++) {
+                if (events[i].data.ptr != NULL) conn_event(events[i].data.ptr, events[i].events);
+            }
+        }
+    }
+    return answered;
+}

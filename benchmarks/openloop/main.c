@@ -123,12 +123,13 @@ static void report(double rate, double seconds, double cpu) {
     const char *names[] = {"p50", "p90", "p99", "p99_9"};
     printf("{\"connections\": %d, \"rate\": %.1f, \"seconds\": %.3f, \"scheduled\": %llu, \"requests\": %llu, "
            "\"rps\": %.1f, \"status\": {\"2xx\": %llu, \"3xx\": %llu, \"4xx\": %llu, \"5xx\": %llu}, "
-           "\"errors\": %llu, \"dropped\": %llu, \"reconnects\": %llu, \"fallbacks\": %llu, \"latency_us\": {",
+           "\"errors\": %llu, \"dropped\": %llu, \"reconnects\": %llu, \"pipelining\": %s, \"fallbacks\": %llu, "
+           "\"latency_us\": {",
            g.nconns, rate, seconds, (unsigned long long)g.scheduled, (unsigned long long)g.latency.total,
            seconds > 0 ? (double)g.completed_in_window / seconds : 0.0, (unsigned long long)g.status[2],
            (unsigned long long)g.status[3], (unsigned long long)g.status[4], (unsigned long long)g.status[5],
            (unsigned long long)g.errors, (unsigned long long)g.dropped, (unsigned long long)g.reconnects,
-           (unsigned long long)g.fallbacks);
+           g.pipelining ? "true" : "false", (unsigned long long)g.fallbacks);
     for (int i = 0; i < 4; i++) {
         printf("\"%s\": %llu, ", names[i], (unsigned long long)histogram_quantile(&g.latency, qs[i]));
     }
@@ -193,6 +194,21 @@ int main(int argc, char **argv) {
             fprintf(stderr, "openloop: %d of %d connections up after %.0f s\n", up, nconns, timeout);
             return 1;
         }
+    }
+    /* Does the server answer pipelined requests (RFC 9112 §9.3.2)? One that loses them would shift every later
+     * response onto the wrong request; this run then writes one request at a time on every connection. */
+    if (!g.queue_only && !stopping) {
+        g.pipelining = conn_probe_pipelining(&g.conns[0]);
+        if (!g.pipelining) {
+            fprintf(stderr, "openloop: the server did not answer two pipelined requests: one request at a time\n");
+            g.queue_only = 1;
+            for (int i = 0; i < nconns; i++) g.conns[i].queueing = 1;
+        }
+    }
+    g.errors = g.reconnects = g.fallbacks = g.messages = 0; /* the connects and the probe are not measured */
+    if (!g.conns[0].connected) {
+        fprintf(stderr, "openloop: could not reconnect after the pipelining probe\n");
+        return 1;
     }
     /* Request j (of all connections) is due at t0 + j / R, on connection j mod N: each connection's requests are
      * N / R apart, the connections' schedules staggered evenly. */
