@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Coroutine, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "benchmarks" / "openloop" / "build.sh"
@@ -134,7 +134,8 @@ class _Connection(asyncio.Protocol):
             head = f"HTTP/1.1 {behaviour.status} X\r\n" + ("Connection: close\r\n" if close else "")
             body = b"Hello, world!"
             if behaviour.chunked:
-                message = (head + "Transfer-Encoding: chunked\r\n\r\n").encode() + b"5\r\nHello\r\n8\r\n, world!\r\n0\r\n\r\n"
+                chunks = b"5\r\nHello\r\n8\r\n, world!\r\n0\r\n\r\n"
+                message = (head + "Transfer-Encoding: chunked\r\n\r\n").encode() + chunks
             else:
                 message = (head + f"Content-Length: {len(body)}\r\n\r\n").encode() + body
             assert self.transport is not None
@@ -169,7 +170,7 @@ def serving(behaviour: Behaviour) -> Iterator[int]:
         thread.join(10)
 
 
-def _run(loop: asyncio.AbstractEventLoop, main: Any) -> None:
+def _run(loop: asyncio.AbstractEventLoop, main: Callable[[], Coroutine[Any, Any, None]]) -> None:
     asyncio.set_event_loop(loop)
     task = loop.create_task(main())
     loop.run_forever()
