@@ -133,6 +133,8 @@ class Protocol:
     http3: bool = False
     #: Bulk download: the apps are the `bulk-*` apps, each request a 32 MiB response.
     bulk: bool = False
+    #: Open loop (benchmarks/open_loop.py): HTTP/1.1 at a fixed rate, latency from each request's intended send time.
+    open_loop: bool = False
 
     @property
     def scheme(self) -> str:
@@ -152,6 +154,8 @@ PROTOCOLS: dict[str, Protocol] = {
         # HTTP/3 (issue 15 item 7): many small requests over many connections, and bulk downloads.
         Protocol("h3", "h3load", tls=True, http2=False, http3=True),
         Protocol("h3-bulk", "h3load", tls=True, http2=False, http3=True, bulk=True),
+        # Issue 20 point 4: fixed-rate latency at a share of each server's closed-loop maximum (any h1 server).
+        Protocol("h1-openloop", "openloop", tls=False, http2=False, open_loop=True),
     )
 }
 H1 = PROTOCOLS["h1"]
@@ -177,8 +181,8 @@ class Server:
         return (app.wsgi if self.interface == "wsgi" else app.asgi) is not None
 
     def speaks(self, protocol: Protocol) -> bool:
-        """Whether this server is measured in `protocol`'s mode."""
-        return protocol.name in self.protocols
+        """Whether this server is measured in `protocol`'s mode (the open-loop one: every server of plain h1)."""
+        return protocol.name in self.protocols or (protocol.open_loop and "h1" in self.protocols)
 
     def target(self, app: App) -> str:
         """MODULE:ATTR of `app` for this server's interface."""
@@ -312,6 +316,8 @@ class Environment:
     ws_load: Path | None = None
     #: The compiled HTTP/3 load generator for the `h3` and `h3-bulk` modes (and memory.py --h3).
     h3load: Path | None = None
+    #: The compiled open-loop client (benchmarks/openloop/) for the `h1-openloop` mode.
+    openloop: Path | None = None
     #: aioquic's examples/http3_server.py (fetch_aioquic_server), for the `aioquic` server.
     aioquic_server: Path | None = None
 

@@ -108,6 +108,8 @@ def summarize(records: list[Record]) -> dict[str, dict[str, Record]]:
                     gbit_per_s_per_core=_median(good, "gbit_per_s_per_core"),
                     negotiated=sorted({str(record["negotiated"]) for record in good if record.get("negotiated")}),
                 )
+                if protocol == OPEN_LOOP:
+                    entry.update(open_loop_figures(good))
                 entry["client_saturated"] = float(entry["client_cpu_fraction"]) >= CLIENT_SATURATED  # type: ignore[arg-type]
             summary.setdefault(group_key(protocol, app), {})[server] = entry
     return summary
@@ -186,8 +188,8 @@ def render_protocol_table(summary: dict[str, dict[str, Record]]) -> str:
         "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |",
     ]
     for key, protocol, app in _groups(summary, h1=False):
-        if protocol in {"ws", "h3-bulk"}:
-            continue  # render_ws_table, render_bulk_table
+        if protocol in {"ws", "h3-bulk", OPEN_LOOP}:
+            continue  # render_ws_table, render_bulk_table, render_open_loop_table
         mode = f"{protocol} ({RATE_MEANING[protocol]})" if protocol in RATE_MEANING else protocol
         for server in _ordered(list(summary[key]), SERVER_ORDER):
             entry = summary[key][server]
@@ -264,6 +266,90 @@ def render_bulk_table(summary: dict[str, dict[str, Record]]) -> str:
                 f"| {_number(entry, 'gbit_per_s'):.2f} | {_number(entry, 'cpu_ms_per_mib'):.2f} "
                 f"| {_number(entry, 'gbit_per_s_per_core'):.2f} | {_number(entry, 'server_cpu_fraction'):.0%} "
                 f"| {_number(entry, 'client_cpu_fraction'):.0%} | {_notes(entry)} |"
+            )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+#: The open-loop mode (benchmarks/open_loop.py): fixed-rate latency at a share of each server's closed-loop maximum.
+OPEN_LOOP = "h1-openloop"
+#: Issue 20 point 4: at 64 connections (closed loop), our p99 no worse than any peer's, per app and interface.
+LATENCY_PEERS = {
+    ("hello", "peregrine-asgi"): ["uvicorn", "granian-asgi", "hypercorn"],
+    ("hello", "peregrine-wsgi"): ["bjoern", "granian-wsgi", "gunicorn-sync"],
+    ("fastapi", "peregrine-asgi"): ["uvicorn", "granian-asgi", "hypercorn"],
+}
+
+
+def open_loop_figures(good: list[Record]) -> Record:
+    """An open-loop group's figures over its good rounds: medians of the rate and latencies, sums of the events."""
+    return {
+        "max_rps": _median(good, "max_rps"),
+        "target_rate": _median(good, "target_rate"),
+        "open_loop_load": _median(good, "open_loop_load"),
+        "p90_us": _median(good, "p90_us"),
+        "p999_us": _median(good, "p999_us"),
+        "send_lag_p99_us": _median(good, "send_lag_p99_us"),
+        "fallbacks": sum(int(_number(record, "fallbacks")) for record in good if "fallbacks" in record),
+        "pipelining": all(record.get("pipelining", True) for record in good),
+        "max_rps_source": sorted({str(record.get("max_rps_source")) for record in good}),
+    }
+
+
+def render_open_loop_table(summary: dict[str, dict[str, Record]]) -> str:
+    """The open-loop mode: per app and server, the rate asked and achieved and the latency quantiles ("" if none).
+
+    Latency is from each request's intended send time (wrk2's correction for coordinated omission). A large send
+    lag (openloop's own lateness in writing requests) means the client, not the server, fell behind.
+    """
+    lines = [
+        (
+            "| app | server | closed-loop max req/s | rate asked | achieved | p50 ms | p90 ms | p99 ms | p99.9 ms "
+            "| max ms | errors | server CPU | openloop CPU | notes |"
+        ),
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for key, protocol, app in _groups(summary, h1=False):
+        if protocol != OPEN_LOOP:
+            continue
+        for server in _ordered(list(summary[key]), SERVER_ORDER):
+            entry = summary[key][server]
+            if "rps" not in entry:
+                lines.append(f"| {app} | {server} | failed | | | | | | | | | | | {entry['failed']} failed round(s) |")
+                continue
+            notes = [_notes(entry)] if _notes(entry) else []
+            if not entry.get("pipelining", True):
+                notes.append("no pipelining: one request at a time per connection")
+            if entry.get("fallbacks"):
+                notes.append(f"{entry['fallbacks']} connection(s) fell back to one request at a time")
+            lag = _number(entry, "send_lag_p99_us")
+            if not math.isnan(lag) and lag >= 1000:
+                notes.append(f"client late: send lag p99 {lag / 1000:.1f} ms")
+            if any("probe" in source for source in _strings(entry.get("max_rps_source"))):
+                notes.append("max from a wrk probe")
+            lines.append(
+                f"| {app} | {server} | {_number(entry, 'max_rps'):,.0f} "
+                f"| {_number(entry, 'target_rate'):,.0f} ({_number(entry, 'open_loop_load'):.0%}) "
+                f"| {_number(entry, 'rps'):,.0f} | {_ms(entry, 'p50_us')} | {_ms(entry, 'p90_us')} "
+                f"| {_ms(entry, 'p99_us')} | {_ms(entry, 'p999_us')} | {_ms(entry, 'max_us')} "
+                f"| {int(_number(entry, 'socket_errors'))} | {_number(entry, 'server_cpu_fraction'):.0%} "
+                f"| {_number(entry, 'client_cpu_fraction'):.0%} | {', '.join(notes)} |"
+            )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def render_latency_targets(summary: dict[str, dict[str, Record]]) -> str:
+    """Issue 20 point 4: p99 at 64 connections (the closed-loop h1 rounds) no worse than any peer's ("" if none)."""
+    lines = ["| target | our p99 ms | peer p99 ms | verdict |", "| --- | ---: | ---: | --- |"]
+    for (app, ours), peers in LATENCY_PEERS.items():
+        ours_p99 = _number(summary.get(app, {}).get(ours, {}), "p99_us")
+        for peer in peers:
+            peer_p99 = _number(summary.get(app, {}).get(peer, {}), "p99_us")
+            if math.isnan(ours_p99) or math.isnan(peer_p99):
+                continue
+            verdict = "pass" if ours_p99 <= peer_p99 else "FAIL"
+            lines.append(
+                f"| {app}: {ours} p99 ≤ {peer}'s (closed loop) | {ours_p99 / 1000:.2f} | {peer_p99 / 1000:.2f} "
+                f"| {verdict} |"
             )
     return "\n".join(lines) if len(lines) > 2 else ""
 
@@ -540,9 +626,11 @@ def render_run(result: dict[str, object]) -> str:
         render_protocol_table(summary),
         render_ws_table(summary),
         render_bulk_table(summary),
+        render_open_loop_table(summary),
         render_side_by_side(summary),
         render_targets(summary),
         render_bulk_targets(summary),
+        render_latency_targets(summary),
     )
     return "\n\n".join(part for part in parts if part)
 

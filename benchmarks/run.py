@@ -5,6 +5,7 @@ Usage: python3 benchmarks/run.py            # full run (sets up benchmarks/.venv
     python3 benchmarks/run.py --protocols h1-tls,h2c,h2-tls,tls-handshake   # the TLS and HTTP/2 modes
     python3 benchmarks/run.py --protocols ws     # WebSocket echo and broadcast (benchmarks/ws_load.c)
     python3 benchmarks/run.py --protocols h3,h3-bulk,h2-tls   # HTTP/3 (benchmarks/h3load/) beside HTTP/2 over TLS
+    python3 benchmarks/run.py --open-loop   # h1, then fixed-rate latency at 50% of each server's h1 maximum
 
 See BENCHMARKS.md for the method.
 """
@@ -26,11 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import harness
+import open_loop
 import report
 from harness import APPS, PROTOCOLS, SERVERS, App, Environment, Job, Protocol, Server, log
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
 #: What a full run measures, in this order; every server that serves an app runs it.
 FULL_APPS = ["hello", "12k", "echo", "fastapi"]
@@ -103,6 +105,8 @@ class Settings:
     broadcast_window: int
     server_cpu: int | None
     client_cpu: int | None
+    #: The open-loop mode's rate as a share of each server's closed-loop maximum.
+    open_loop_load: float = open_loop.DEFAULT_LOAD
 
 
 @dataclasses.dataclass
@@ -140,6 +144,17 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--protocols",
         help=f"comma-separated modes, of {','.join(PROTOCOLS)} (default h1; quick: {','.join(QUICK_PROTOCOLS)})",
+    )
+    parser.add_argument(
+        "--open-loop",
+        action="store_true",
+        help="add the h1-openloop mode (and h1 before it, whose maxima set its rates) to the chosen modes",
+    )
+    parser.add_argument(
+        "--open-loop-load",
+        type=float,
+        default=open_loop.DEFAULT_LOAD,
+        help="h1-openloop: the fixed rate as a share of the server's closed-loop maximum (default 0.5)",
     )
     parser.add_argument("--apps", help=f"comma-separated subset of {','.join(APPS)} (other modes than h1: hello)")
     parser.add_argument("--servers", help=f"comma-separated subset of {','.join(SERVERS)}")
@@ -182,6 +197,7 @@ def settings_for(arguments: argparse.Namespace) -> Settings:
         broadcast_window=arguments.broadcast_window,
         server_cpu=harness.SERVER_CPU if pin else None,
         client_cpu=harness.CLIENT_CPU if pin else None,
+        open_loop_load=arguments.open_loop_load,
     )
 
 
@@ -235,6 +251,8 @@ def check_tools(blocks: list[Block]) -> None:
     for block in blocks:
         if block.protocol.http3:
             needed |= {"cc", "gtlsclient"}  # h3load is compiled; gtlsclient validates the responses
+        elif block.protocol.open_loop:
+            needed |= {"cc", "wrk"}  # openloop is compiled; wrk probes a maximum the run did not measure
         else:
             needed.add("cc" if block.protocol.websocket else block.protocol.client)
         if any(server.name == "caddy" for server in block.servers):
@@ -260,8 +278,14 @@ def check_tools(blocks: list[Block]) -> None:
 PEER_H3_ERROR_SHARE = 0.01
 
 
-def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -> dict[str, object]:
-    """Start the job's server, validate, warm up, measure one round, validate again, stop. Failures are recorded."""
+def measure_once(
+    job: Job, env: Environment, settings: Settings, block: Block, maximum: float | None = None
+) -> dict[str, object]:
+    """Start the job's server, validate, warm up, measure one round, validate again, stop. Failures are recorded.
+
+    The open-loop mode loads the server at `settings.open_loop_load` x `maximum` (its closed-loop req/s in this
+    run), or x what a short wrk probe of the same server process finds when `maximum` is None.
+    """
     server, app, protocol = job.server, job.app, job.protocol
     record: dict[str, object] = {
         "server": server.name,
@@ -281,17 +305,11 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
                 marks["cpu"] = harness.tree_cpu_seconds(running.pid)
                 marks["time"] = time.monotonic()
 
-            if protocol.client == "h2load":
-                result = harness.run_h2load(load, block.duration, block.warmup, mark)
-            elif protocol.client == "h3load":
-                result = harness.run_h3load(load, block.duration, block.warmup, mark, env)
-            elif protocol.websocket:
-                result = harness.run_ws_load(load, block.duration, block.warmup, mark, env)
+            if protocol.open_loop:
+                rate = open_loop.choose_rate(load, env, maximum, settings.open_loop_load, record)
+                result: harness.LoadResult = open_loop.run(load, rate, (block.duration, block.warmup), mark, env)
             else:
-                if block.warmup > 0:
-                    harness.run_wrk(load, block.warmup, env)
-                mark()
-                result = harness.run_wrk(load, block.duration, env)
+                result = run_load(load, block, mark, env)
             after = harness.tree_cpu_seconds(running.pid)
             if "time" not in marks:
                 raise RuntimeError(f"{protocol.client} ended before its warm-up was over")
@@ -343,6 +361,21 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
     return record
 
 
+def run_load(load: harness.Load, block: Block, mark: Callable[[], None], env: Environment) -> harness.LoadResult:
+    """One closed-loop round of the block's client (`mark` called when its warm-up is over)."""
+    protocol = load.protocol
+    if protocol.client == "h2load":
+        return harness.run_h2load(load, block.duration, block.warmup, mark)
+    if protocol.client == "h3load":
+        return harness.run_h3load(load, block.duration, block.warmup, mark, env)
+    if protocol.websocket:
+        return harness.run_ws_load(load, block.duration, block.warmup, mark, env)
+    if block.warmup > 0:
+        harness.run_wrk(load, block.warmup, env)
+    mark()
+    return harness.run_wrk(load, block.duration, env)
+
+
 def load_for(app: App, protocol: Protocol, port: int, settings: Settings) -> harness.Load:
     """How a round loads `app` in `protocol`'s mode: connections and requests (or messages) in flight on each."""
     if app.ws_mode == "broadcast":
@@ -386,7 +419,10 @@ def run_rounds(blocks: list[Block], env: Environment, settings: Settings) -> lis
                 order = contenders[shift:] + contenders[:shift]
                 log(f"{block.protocol.name} {app.name}: round {round_index + 1}/{settings.rounds}")
                 for server in order:
-                    record = measure_once(Job(server, app, block.protocol), env, settings, block)
+                    maximum = (
+                        open_loop.maximum_rate(records, server.name, app.name) if block.protocol.open_loop else None
+                    )
+                    record = measure_once(Job(server, app, block.protocol), env, settings, block, maximum)
                     record["round"] = round_index + 1
                     records.append(record)
     return records
@@ -396,6 +432,7 @@ def plan(arguments: argparse.Namespace, settings: Settings) -> list[Block]:
     """The modes to run, each with its apps, servers and durations, from the command line."""
     quick = arguments.quick
     protocols = choose(arguments.protocols, QUICK_PROTOCOLS if quick else DEFAULT_PROTOCOLS, PROTOCOLS)
+    protocols = open_loop.with_mode(protocols, added=arguments.open_loop)
     blocks = []
     for name in protocols:
         protocol = PROTOCOLS[name]
@@ -407,17 +444,21 @@ def plan(arguments: argparse.Namespace, settings: Settings) -> list[Block]:
         elif protocol.http3:
             default_apps = PROTOCOL_APPS if quick else H3_APPS
         else:
-            default_apps = (QUICK_APPS if quick else FULL_APPS) if h1 else PROTOCOL_APPS
+            default_apps = (
+                open_loop.APPS if protocol.open_loop else (QUICK_APPS if quick else FULL_APPS) if h1 else PROTOCOL_APPS
+            )
         if quick:
             default_servers = QUICK_SERVERS if h1 else QUICK_H3_SERVERS if protocol.http3 else QUICK_H2_SERVERS
         else:
-            default_servers = list(SERVERS)
+            default_servers = open_loop.SERVERS if protocol.open_loop else list(SERVERS)
         default_servers = [server for server in default_servers if server not in harness.BASELINE_SERVERS]
         # WebSocket apps run in the ws mode only, bulk downloads in h3-bulk only, and the other apps elsewhere.
         apps = [
             APPS[app]
             for app in choose(arguments.apps, default_apps, APPS)
-            if APPS[app].websocket == protocol.websocket and APPS[app].bulk == protocol.bulk
+            if APPS[app].websocket == protocol.websocket
+            and APPS[app].bulk == protocol.bulk
+            and (APPS[app].method == "GET" or not protocol.open_loop)  # openloop sends GETs
         ]
         names = choose(arguments.servers, default_servers, SERVERS)
         # The baseline runs beside each peregrine server that runs, and only when one is given.
@@ -510,6 +551,9 @@ def versions(env: Environment, quick: bool, blocks: list[Block]) -> dict[str, st
     if "h2load" in clients:
         found["h2load"] = harness.command_output(["h2load", "--version"])
         found["curl"] = harness.command_output(["curl", "--version"])
+    if "openloop" in clients:
+        found["openloop"] = "benchmarks/openloop/, " + harness.command_output(["cc", "--version"])
+        found.setdefault("wrk", harness.command_output(["wrk", "-v"]))
     if "ws_load" in clients:
         found["ws_load"] = "benchmarks/ws_load.c, " + harness.command_output(["cc", "--version"])
     if "h3load" in clients:
@@ -580,6 +624,11 @@ def prepare(
         log(f"handshake client check: {result['handshake_check']}")
     if any(block.protocol.websocket for block in blocks):
         env.ws_load = harness.build_ws_load(scratch)
+    if any(block.protocol.open_loop for block in blocks):
+        try:
+            env.openloop = open_loop.build(scratch)
+        except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
+            sys.exit(f"the open-loop mode cannot run: openloop did not build: {error} {getattr(error, 'stderr', '')}")
     if any(block.protocol.http3 for block in blocks):
         try:
             env.h3load = harness.build_h3load(scratch)

@@ -12,9 +12,15 @@
 /* A closed connection that had answered nothing is retried after this long (the server may be gone). */
 #define RETRY_NS 100000000LL
 
+/* Registers c's interest: readable always, writable while connecting or while output waits. A syscall only when
+ * that changes (not once per request). */
 static void watch(struct conn *c, int op) {
-    uint32_t events = EPOLLIN | (!c->connected || c->wlen > 0 ? EPOLLOUT : 0);
-    struct epoll_event ev = {.events = events, .data.ptr = c};
+    int out = !c->connected || c->wlen > 0;
+    if (op == EPOLL_CTL_MOD && out == c->watching_out) {
+        return;
+    }
+    c->watching_out = out;
+    struct epoll_event ev = {.events = EPOLLIN | (out ? EPOLLOUT : 0), .data.ptr = c};
     epoll_ctl(g.epfd, op, c->fd, &ev);
 }
 

@@ -19,6 +19,7 @@ struct conn {
     int fd, id;
     int connected;          /* the connect completed */
     int queueing;           /* the fallback: one request in flight at a time */
+    int watching_out;       /* EPOLLOUT is in the epoll interest */
     int64_t retry_at;       /* closed: reconnect at this time */
     int64_t progress_at;    /* last byte read, or when the oldest request in flight was written */
     uint64_t answered;      /* responses since the last connect */

@@ -10,7 +10,6 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -113,9 +112,13 @@ static int parse_url(const char *url) {
     return 0;
 }
 
-static void arm(int timer, int64_t at) {
-    struct itimerspec spec = {.it_value = {.tv_sec = at / 1000000000LL, .tv_nsec = at % 1000000000LL}};
-    timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, NULL);
+/* Waits for events until `until` (ns on the monotonic clock; epoll_pwait2's nanosecond timeout, so a request is
+ * written when it is due, not at the next millisecond). */
+static int wait_until(struct epoll_event *events, int max, int64_t until) {
+    int64_t left = until - now_ns();
+    if (left < 0) left = 0;
+    struct timespec timeout = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
+    return epoll_pwait2(g.epfd, events, max, &timeout, NULL);
 }
 
 static void report(double rate, double seconds, double cpu) {
@@ -164,13 +167,10 @@ int main(int argc, char **argv) {
     g.timeout_ns = (int64_t)(timeout * 1e9);
     g.conns = calloc((size_t)nconns, sizeof(struct conn));
     g.epfd = epoll_create1(EPOLL_CLOEXEC);
-    int timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (g.conns == NULL || g.epfd < 0 || timer < 0) {
+    if (g.conns == NULL || g.epfd < 0) {
         perror("openloop");
         return 1;
     }
-    struct epoll_event tev = {.events = EPOLLIN, .data.ptr = NULL};
-    epoll_ctl(g.epfd, EPOLL_CTL_ADD, timer, &tev);
     g.t_measure = g.t_end = INT64_MAX; /* nothing is measured while connecting */
     for (int i = 0; i < nconns; i++) {
         g.conns[i].id = i;
@@ -248,16 +248,10 @@ int main(int argc, char **argv) {
             checked = now;
             for (int i = 0; i < nconns; i++) conn_check(&g.conns[i], now);
         }
-        if (drain_until == 0) arm(timer, cpu_start < 0 && g.t_measure < due ? g.t_measure : due);
-        int n = epoll_wait(g.epfd, events, 256, 50);
-        for (int i = 0; i < n; i++) {
-            if (events[i].data.ptr == NULL) {
-                uint64_t expirations;
-                if (read(timer, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN) perror("timerfd");
-            } else {
-                conn_event(events[i].data.ptr, events[i].events);
-            }
-        }
+        int64_t wake = checked + 50000000LL; /* the next stall check */
+        if (drain_until == 0 && due < wake) wake = cpu_start < 0 && g.t_measure < due ? g.t_measure : due;
+        int n = wait_until(events, 256, wake);
+        for (int i = 0; i < n; i++) conn_event(events[i].data.ptr, events[i].events);
     }
     uint64_t unfinished = g.scheduled - g.done;
     g.errors += unfinished; /* due in the window, never answered */
