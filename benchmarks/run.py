@@ -422,7 +422,7 @@ def run_rounds(blocks: list[Block], env: Environment, settings: Settings) -> lis
                     maximum = (
                         open_loop.maximum_rate(records, server.name, app.name) if block.protocol.open_loop else None
                     )
-                    record = measure_once(Job(server, app, block.protocol), env, settings, block, maximum)
+                    record = measure_once(Job(server, app, block.protocol), env, settings, block, maximum=maximum)
                     record["round"] = round_index + 1
                     records.append(record)
     return records
