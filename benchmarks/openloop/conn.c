@@ -11,6 +11,8 @@
 
 /* A closed connection that had answered nothing is retried after this long (the server may be gone). */
 #define RETRY_NS 100000000LL
+/* How long the pipelining probe waits for its two answers (at most; -t if shorter): part of the warm-up. */
+#define PROBE_NS 1000000000LL
 
 /* Registers c's interest: readable always, writable while connecting or while output waits. A syscall only when
  * that changes (not once per request). */
@@ -232,7 +234,7 @@ void conn_check(struct conn *c, int64_t now) {
 }
 
 int conn_probe_pipelining(struct conn *c) {
-    int64_t now = now_ns(), limit = now + g.timeout_ns;
+    int64_t now = now_ns(), limit = now + (g.timeout_ns < PROBE_NS ? g.timeout_ns : PROBE_NS);
     c->due[c->head] = c->due[(c->head + 1) % QUEUE] = now;
     c->count = 2;
     conn_pump(c, now); /* both in one write */

@@ -56,8 +56,8 @@ int conn_open(struct conn *c);
 void conn_pump(struct conn *c, int64_t now);
 void conn_event(struct conn *c, uint32_t events);
 void conn_check(struct conn *c, int64_t now);
-/* Writes two requests at once on c and waits for both answers (up to the timeout): whether the server answers
- * pipelined requests. If not, c is reconnected with nothing queued. */
+/* Writes two requests at once on c and waits for both answers (up to 1 s, or -t if shorter): whether the server
+ * answers pipelined requests. If not, c is reconnected with nothing queued. */
 int conn_probe_pipelining(struct conn *c);
 /* A request of connection c intended at `intended` has ended (answered with `status`, or failed when 0). */
 void request_ended(int64_t intended, int status, int64_t now);
