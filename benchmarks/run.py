@@ -41,8 +41,8 @@ QUICK_SERVERS = ["peregrine-wsgi", "peregrine-asgi"]
 #: The modes a run measures unless --protocols says otherwise: HTTP/1.1 in clear text, as before modes existed.
 DEFAULT_PROTOCOLS = ["h1"]
 #: The smoke test also runs HTTP/2 (h2c and over TLS) and WebSocket echo briefly, on peregrine's ASGI server,
-#: and HTTP/3 `hello` on both peregrine servers and Caddy.
-QUICK_PROTOCOLS = ["h1", "h2c", "h2-tls", "ws", "h3"]
+#: and HTTP/3 `hello` on both peregrine servers and Caddy, and the open-loop client at half the ASGI server's h1 rate.
+QUICK_PROTOCOLS = ["h1", "h2c", "h2-tls", "ws", "h3", "h1-openloop"]
 QUICK_H2_SERVERS = ["peregrine-asgi"]
 QUICK_H3_SERVERS = ["peregrine-wsgi", "peregrine-asgi", "caddy"]
 #: Debian packages of the HTTP/3 modes' client side whose versions a result records (gtlsclient validates).
@@ -444,9 +444,8 @@ def plan(arguments: argparse.Namespace, settings: Settings) -> list[Block]:
         elif protocol.http3:
             default_apps = PROTOCOL_APPS if quick else H3_APPS
         else:
-            default_apps = (
-                open_loop.APPS if protocol.open_loop else (QUICK_APPS if quick else FULL_APPS) if h1 else PROTOCOL_APPS
-            )
+            default_apps = (QUICK_APPS if quick else FULL_APPS) if h1 else PROTOCOL_APPS
+            default_apps = open_loop.APPS if protocol.open_loop and not quick else default_apps
         if quick:
             default_servers = QUICK_SERVERS if h1 else QUICK_H3_SERVERS if protocol.http3 else QUICK_H2_SERVERS
         else:

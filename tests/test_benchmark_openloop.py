@@ -134,6 +134,16 @@ def test_the_mode_runs_after_h1_on_its_servers(bench: tuple[ModuleType, ...]) ->
     assert not mode.http2
     assert all(harness.SERVERS[name].speaks(mode) for name in open_loop.SERVERS)
     assert not harness.SERVERS["caddy"].speaks(mode)  # HTTP/3 only here
+    quick = run.parse_arguments(["--quick"])
+    smoke_blocks = run.plan(quick, run.settings_for(quick))
+    smoke = smoke_blocks[-1]  # last: after h1, whose round gives its rate
+    assert smoke.protocol.open_loop
+    assert ([app.name for app in smoke.apps], [server.name for server in smoke.servers]) == (
+        ["hello"],
+        ["peregrine-asgi"],
+    )
+    assert (smoke.duration, smoke.warmup) == (1.0, 0.5)
+    assert smoke_blocks[0].protocol.name == "h1"
     arguments = run.parse_arguments(["--protocols", "h1-openloop", "--open-loop-load", "0.7"])
     settings = run.settings_for(arguments)
     assert settings.open_loop_load == 0.7
