@@ -4,7 +4,7 @@ point 4), against small asyncio servers whose delays are known, so its figures c
 - its histogram and response parser pass their unit checks (check.c: quantiles within 1%, exact below 1 ms;
   Content-Length, chunked, 1xx, 204/304, Connection: close; whole, split at every byte, with trailing bytes;
   every malformed case an error);
-- a server that delays every 20th response by 50 ms: p90 well under the delay, p99 at or above it, the achieved
+- a server that delays every 20th response by 150 ms: p90 well under the delay, p99 at or above it, the achieved
   rate the scheduled one, no errors;
 - coordinated omission: one connection, one request at a time (-q), a server that stalls once for a second.
   The requests that fell due during the stall wait behind it and are measured from when they were due (wrk2's
@@ -15,7 +15,7 @@ point 4), against small asyncio servers whose delays are known, so its figures c
 - chunked responses, and a server that closes every 7th connection with `Connection: close`: no error;
 - non-2xx statuses are counted by class; a refused connection is an error (exit 1); a bad command line exits 2.
 
-Bounds are generous (a loaded 2-core CI machine): the delays are tens of milliseconds or a second, the rates low.
+Bounds are generous (a loaded 2-core CI machine): the delays are 150 ms or more, the rates low.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ class Behaviour:
     stalled: tuple[float, float] | None = None
     connections: int = 0
     answered: int = 0
+    closed: int = 0
 
 
 class _Connection(asyncio.Protocol):
@@ -142,6 +143,7 @@ class _Connection(asyncio.Protocol):
             self.transport.write(message)
             self.busy = not self.pending.empty()
             if close:
+                behaviour.closed += 1
                 self.transport.close()
                 return
 
@@ -197,26 +199,27 @@ def test_histogram_and_parser_unit_checks(openloop: Path) -> None:
     assert (checked.returncode, checked.stdout) == (0, "ok\n"), checked.stdout
 
 
-def test_every_20th_response_delayed_50ms_shows_at_p99_not_p90(openloop: Path) -> None:
-    # 100 requests/s over 10 connections: a connection's requests are 100 ms apart, more than the delay, so a
-    # delayed response holds up no other; exactly 5% of the responses are late by 50 ms.
-    behaviour = Behaviour(delay_every=20, delay=0.05)
+def test_every_20th_response_delayed_shows_at_p99_not_p90(openloop: Path) -> None:
+    # 100 requests/s over 20 connections: a connection's requests are 200 ms apart, more than the 150 ms delay, so
+    # a delayed response holds up no other; exactly 5% of the responses are late by 150 ms. The delay is long and
+    # the p90 bound half of it, so a loaded machine's scheduling hiccups (tens of ms) cannot cross either bound.
+    behaviour = Behaviour(delay_every=20, delay=0.15)
     with serving(behaviour) as port:
-        report, status, stderr = run(openloop, port, "-R", "100", "-c", "10", "-d", "3", "-w", "0.5")
-    assert status == 0, stderr
-    assert report["errors"] == 0
-    assert report["scheduled"] == 300
-    assert report["requests"] == 300
-    assert report["status"]["2xx"] == 300
-    assert 90 <= report["rps"] <= 101
+        report, status, stderr = run(openloop, port, "-R", "100", "-c", "20", "-d", "3", "-w", "0.5")
+    assert status == 0, (stderr, report)
+    assert report["errors"] == 0, report
+    assert report["scheduled"] == 300, report
+    assert report["requests"] == 300, report
+    assert report["status"]["2xx"] == 300, report
+    assert 85 <= report["rps"] <= 105, report
     latency = report["latency_us"]
-    assert latency["p50"] < 25_000
-    assert latency["p90"] < 25_000
-    assert latency["p99"] >= 50_000
-    assert latency["max"] >= 50_000
+    assert latency["p50"] < 75_000, report
+    assert latency["p90"] < 75_000, report
+    assert latency["p99"] >= 150_000, report
+    assert latency["max"] >= 150_000, report
     assert latency["p50"] <= latency["p90"] <= latency["p99"] <= latency["p99_9"] <= latency["max"]
-    assert report["connections"] == 10
-    assert behaviour.connections == 10
+    assert report["connections"] == 20
+    assert behaviour.connections == 20
     assert report["reconnects"] == 0
     assert report["cpu_seconds"] > 0
 
@@ -300,7 +303,7 @@ def test_chunked_responses_and_connection_close(openloop: Path) -> None:
     assert report["requests"] == report["scheduled"] == 400
     assert report["status"]["2xx"] == 400
     assert report["reconnects"] >= 400 // 7 - 4
-    assert behaviour.connections == 4 + report["reconnects"]
+    assert report["reconnects"] == behaviour.closed  # one new connection for each the server closed
 
 
 def test_statuses_are_counted_by_class(openloop: Path) -> None:
