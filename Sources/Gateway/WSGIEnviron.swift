@@ -2,6 +2,7 @@ import CPython
 import CPyShim
 import Core
 import PyBridge
+
 /// Builds the PEP 3333 environ for one request.
 ///
 /// The constant part (wsgi.version, wsgi.errors, SCRIPT_NAME, ...) is a

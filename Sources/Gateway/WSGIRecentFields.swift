@@ -1,5 +1,6 @@
 import CPython
 import PyBridge
+
 /// The environ key and value strs made for each request field position of
 /// the last request that had it, for the next request whose field at that
 /// position has the very same name and value bytes.
