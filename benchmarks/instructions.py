@@ -1,8 +1,11 @@
-"""User-space instructions per request of a peregrine worker, counted with callgrind.
+"""User-space instructions per request of a server (peregrine or a peer), counted with callgrind.
 
 Usage: python3 benchmarks/instructions.py --peregrine PATH [--app hello|12k|echo|fastapi]
                                            [--interface wsgi|asgi] [--protocol h1|h2c] [--python PATH]
                                            [--requests 20000] [--connections 8] [--keep FILE]
+       python3 benchmarks/instructions.py --server bjoern|uvicorn|granian-wsgi|granian-asgi [--venv DIR]
+                                           [--app ...] [--requests 20000] [--connections 8]
+       either, with --cpu-split: no valgrind; user and system CPU seconds over the same load instead
 
 Requests per second move with whatever else the machine runs; instructions do
 not: callgrind counts the same total for the same binary and load whatever
@@ -27,6 +30,24 @@ without it, from PEREGRINE_PYTHON_EXECUTABLE if set, else the build's own.
 FastAPI is not a dependency of peregrine, so `fastapi` needs an interpreter
 that has it: by default the harness's venv, `benchmarks/.venv/bin/python`
 (`run.py --setup` creates it).
+
+`--server` measures a peer the same way: the harness's command line for it
+(harness.server_command, as run.py starts it: bjoern through
+apps/bjoern_run.py, uvicorn on uvloop and httptools, granian with one worker
+process and its default threads), from the harness's venv (`--venv`), over
+HTTP/1.1, with the same warm-up and load. Every process of the server's tree
+runs under callgrind (granian's main process forks its worker; uvicorn and
+bjoern are one process) and all of them are zeroed and dumped, each process
+counting all of its threads; the figure is their sum, and the per-process
+counts are printed beside it. For peregrine that sum includes the idle
+supervisor (a few instructions per request).
+
+`--cpu-split` runs the same server and load without valgrind and prints the
+tree's user and system CPU time over the measured requests (utime and stime
+from /proc/PID/stat, threads included): the kernel's share of a request,
+where `perf stat -e instructions:k` is not available (it is not in this
+machine's containers). Those are clock-tick samples (10 ms), so give it
+enough requests (100,000 or more) for the split to settle.
 """
 
 from __future__ import annotations
@@ -42,6 +63,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import harness
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 BENCHMARKS = Path(__file__).resolve().parent
 HOST = "127.0.0.1"
@@ -57,6 +84,8 @@ APPS: dict[str, tuple[str | None, str | None, bytes | None]] = {
 HARNESS_PYTHON = BENCHMARKS / ".venv" / "bin" / "python"
 #: Apps that import packages peregrine does not depend on (and the module to check for).
 NEEDS_PACKAGE = {"fastapi": "fastapi"}
+#: The peers `--server` runs (harness.SERVERS names); their interface is the harness's.
+PEERS = ("bjoern", "uvicorn", "granian-wsgi", "granian-asgi")
 SUCCEEDED = re.compile(r"requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded")
 LISTENING = re.compile(r"listening on https?://[^\s]*:(\d+)")
 TOTALS = re.compile(r"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
@@ -124,11 +153,13 @@ def worker_python(app: str, given: Path | None) -> Path | None:
     return python
 
 
-def wait_until_serving(server: subprocess.Popen[str], port: int, timeout: float = 120.0) -> None:
+def wait_until_serving(server: subprocess.Popen[str], port: int, timeout: float = 300.0) -> None:
     """Return once a request to `port` succeeds; exit if the server exits first or `timeout` passes."""
     deadline = time.monotonic() + timeout
     while True:
-        probe = subprocess.run(["curl", "-sf", "-o", "/dev/null", f"http://{HOST}:{port}/"], check=False, timeout=60)
+        # Each probe gives up after 30 s and the next one waits on: a server under valgrind may accept
+        # connections long before it answers (granian's listener is up before its worker has started).
+        probe = subprocess.run(["curl", "-sf", "-m", "30", "-o", "/dev/null", f"http://{HOST}:{port}/"], check=False)
         if probe.returncode == 0:
             return
         if server.poll() is not None:
@@ -138,48 +169,155 @@ def wait_until_serving(server: subprocess.Popen[str], port: int, timeout: float 
         time.sleep(0.5)
 
 
-def measure(args: argparse.Namespace) -> float:
-    """Instructions per request for one configuration."""
-    wsgi, asgi, payload = APPS[args.app]
+def peregrine_command(args: argparse.Namespace, scratch: Path, port: int) -> tuple[list[str], dict[str, str]]:
+    """The argument vector for peregrine (a stripped copy under valgrind, else the given one), its environment."""
+    wsgi, asgi, _ = APPS[args.app]
     target = wsgi if args.interface == "wsgi" else asgi
     if target is None:
         other = "asgi" if args.interface == "wsgi" else "wsgi"
         raise SystemExit(f"{args.app} has no {args.interface.upper()} application (pass --interface {other})")
+    if args.peregrine is None:
+        raise SystemExit("--peregrine is required unless --server names a peer")
     python = worker_python(args.app, args.python)
+    given = Path(args.peregrine).resolve()
+    executable = given if args.cpu_split else stripped_copy(given, scratch)
+    command = [
+        str(executable), "--host", HOST, "--port", str(port), "--workers", "1", "--worker-timeout", "0",
+        "--log-level", "warning", "--protocol", args.interface, "--python-path", str(BENCHMARKS),
+        *args.server_option, target,
+    ]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(BENCHMARKS))
+    if python is not None:
+        env["PEREGRINE_PYTHON_EXECUTABLE"] = str(python)
+    return command, env
+
+
+def peer_command(args: argparse.Namespace, scratch: Path, port: int) -> tuple[list[str], dict[str, str]]:
+    """The harness's argument vector and environment for the peer `args.server` (run.py starts it so)."""
+    server = harness.SERVERS[args.server]
+    app = harness.APPS[args.app]
+    if not server.serves(app):
+        raise SystemExit(f"{args.server} does not serve {args.app}")
+    if args.protocol != "h1":
+        raise SystemExit("the peers are measured over HTTP/1.1 only (--protocol h1)")
+    venv = args.venv.resolve()
+    if not (venv / "bin" / "python").exists():
+        raise SystemExit(f"no harness venv at {venv} (run.py --setup creates it; or pass --venv)")
+    job = harness.Job(server, app)
+    environment = harness.Environment(peregrine="", venv=venv)
+    return harness.server_command(job, port, environment, scratch), harness.server_environment(job, scratch)
+
+
+def cpu_ticks(root: int) -> dict[int, tuple[int, int]]:
+    """(utime, stime) clock ticks of each process in `root`'s tree, all its threads included."""
+    ticks: dict[int, tuple[int, int]] = {}
+    for pid in harness.descendants(root):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks[pid] = (int(fields[11]), int(fields[12]))
+    return ticks
+
+
+def thread_counts(pids: list[int]) -> dict[int, int]:
+    """Threads of each process now (for the report: how a peer is configured)."""
+    counts: dict[int, int] = {}
+    for pid in pids:
+        try:
+            counts[pid] = len(list(Path(f"/proc/{pid}/task").iterdir()))
+        except OSError:
+            continue
+    return counts
+
+
+def serving_tree(server: subprocess.Popen[str], port: int) -> list[int]:
+    """The server's processes once it answers: its root and, for a supervisor or a granian, the workers."""
+    wait_until_serving(server, port)
+    if server.poll() is not None:
+        raise SystemExit("the server exited")
+    return harness.descendants(server.pid)
+
+
+def count_instructions(
+    pids: list[int], scratch: Path, run_load: Callable[[], None], keep: Path | None
+) -> dict[int, int]:
+    """Zero every callgrind process in `pids`, run the load, dump them; instructions by pid.
+
+    `keep` receives the dump of the busiest process (peregrine's worker, granian's worker).
+    """
+    zeroed = [
+        pid
+        for pid in pids
+        if subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, check=False).returncode == 0
+    ]
+    if not zeroed:
+        raise SystemExit("no process of the server runs under callgrind")
+    before = {pid: set(scratch.glob(f"callgrind.{pid}.*")) for pid in zeroed}
+    run_load()
+    counts: dict[int, int] = {}
+    busiest: Path | None = None
+    for pid in zeroed:
+        subprocess.run(["callgrind_control", "-d", "measured", str(pid)], check=True, capture_output=True)
+        dumps = sorted(set(scratch.glob(f"callgrind.{pid}.*")) - before[pid])
+        if not dumps:
+            raise SystemExit(f"callgrind wrote no dump for {pid}")
+        totals = TOTALS.search(dumps[-1].read_text(errors="replace"))
+        if totals is None:
+            raise SystemExit(f"no totals in the callgrind dump of {pid}")
+        counts[pid] = int(totals[1])
+        if counts[pid] == max(counts.values()):
+            busiest = dumps[-1]
+    if keep is not None and busiest is not None:
+        shutil.copy(busiest, keep)
+    return counts
+
+
+def measure(args: argparse.Namespace) -> str:
+    """One configuration's figures, as the line to print."""
+    payload = APPS[args.app][2]
     port = free_port()
-    with tempfile.TemporaryDirectory() as scratch:
-        executable = stripped_copy(Path(args.peregrine).resolve(), Path(scratch))
-        out = Path(scratch) / "callgrind.%p"
+    with tempfile.TemporaryDirectory() as directory:
+        scratch = Path(directory)
+        if args.server == "peregrine":
+            command, env = peregrine_command(args, scratch, port)
+        else:
+            command, env = peer_command(args, scratch, port)
+        if not args.cpu_split:
+            out = scratch / "callgrind.%p"
+            command = ["valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={out}", *command]
         body = None
         if payload is not None:
-            body = Path(scratch) / "body"
+            body = scratch / "body"
             body.write_bytes(payload)
-        command = [
-            "valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={out}",
-            str(executable), "--host", HOST, "--port", str(port), "--workers", "1", "--worker-timeout", "0",
-            "--log-level", "warning", "--protocol", args.interface, "--python-path", str(BENCHMARKS),
-            *args.server_option, target,
-        ]  # fmt: skip
-        env = dict(os.environ, PYTHONPATH=str(BENCHMARKS))
-        if python is not None:
-            env["PEREGRINE_PYTHON_EXECUTABLE"] = str(python)
         server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         try:
-            pid = worker_pid(server.pid)
-            wait_until_serving(server, port)
+            if args.server == "peregrine":
+                worker_pid(server.pid)
+            pids = serving_tree(server, port)
             h2load(port, args.protocol, WARMUP, args.connections, body)
-            subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
-            h2load(port, args.protocol, args.requests, args.connections, body)
-            subprocess.run(["callgrind_control", "-d", "measured", str(pid)], check=True, capture_output=True)
-            dumps = sorted(Path(scratch).glob(f"callgrind.{pid}.*"))
-            if not dumps:
-                raise SystemExit("callgrind wrote no dump for the worker")
-            if args.keep is not None:
-                shutil.copy(dumps[-1], args.keep)
-            totals = TOTALS.search(dumps[-1].read_text(errors="replace"))
-            if totals is None:
-                raise SystemExit("no totals in the callgrind dump")
-            return int(totals[1]) / int(args.requests)
+            threads = thread_counts(pids)
+            shape = ", ".join(f"{pid}: {threads.get(pid, '?')} threads" for pid in pids)
+
+            def load() -> None:
+                h2load(port, args.protocol, args.requests, args.connections, body)
+
+            if args.cpu_split:
+                before = cpu_ticks(server.pid)
+                load()
+                after = cpu_ticks(server.pid)
+                user = sum(ticks[0] - before.get(pid, (0, 0))[0] for pid, ticks in after.items())
+                system = sum(ticks[1] - before.get(pid, (0, 0))[1] for pid, ticks in after.items())
+                per = 1e6 / harness.CLOCK_TICKS / args.requests
+                share = system / (user + system) if user + system else 0.0
+                return (
+                    f"user {user * per:.2f} µs, system {system * per:.2f} µs per request "
+                    f"(kernel {share:.0%}; {user}+{system} ticks; {shape})"
+                )
+            counts = count_instructions(pids, scratch, load, args.keep)
+            total = sum(counts.values()) / args.requests
+            each = ", ".join(f"{pid}: {count / args.requests:,.0f}" for pid, count in counts.items())
+            return f"{total:,.0f} instructions per request ({each}; {shape})"
         finally:
             server.send_signal(signal.SIGTERM)
             try:
@@ -191,7 +329,9 @@ def measure(args: argparse.Namespace) -> float:
 def main() -> None:
     """Parse the options, measure, print one line."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--peregrine", required=True, help="the supervisor executable (peregrine-worker beside it)")
+    parser.add_argument("--server", choices=["peregrine", *PEERS], default="peregrine")
+    parser.add_argument("--peregrine", help="the supervisor executable (peregrine-worker beside it)")
+    parser.add_argument("--venv", type=Path, default=harness.VENV_DIR, help="the harness's venv, for the peers")
     parser.add_argument("--app", choices=sorted(APPS), default="hello")
     parser.add_argument("--interface", choices=["wsgi", "asgi"], default="wsgi")
     parser.add_argument("--protocol", choices=["h1", "h2c"], default="h1")
@@ -210,9 +350,12 @@ def main() -> None:
         help="an extra argument for peregrine (repeatable), e.g. --server-option=--metrics-port --server-option=9100",
     )
     parser.add_argument("--keep", type=Path, help="copy the measured callgrind dump here (for callgrind_annotate)")
+    parser.add_argument("--cpu-split", action="store_true", help="no valgrind: user and system CPU time instead")
     args = parser.parse_args()
-    per_request = measure(args)
-    sys.stdout.write(f"{args.interface} {args.app} {args.protocol}: {per_request:,.0f} instructions per request\n")
+    if args.server != "peregrine":
+        args.interface = harness.SERVERS[args.server].interface
+    line = measure(args)
+    sys.stdout.write(f"{args.server} {args.interface} {args.app} {args.protocol}: {line}\n")
 
 
 if __name__ == "__main__":

@@ -22,12 +22,6 @@ enum WSGICallables {
         return w.build()
     }())
 
-    static func make(_ type: ProcessObject, for gateway: WSGIGateway, token: UInt64) -> PyOwned? {
-        guard let o = nativeAllocate(type.ref) else { return nil }
-        nativePayload(o, as: Payload.self).initialize(to: Payload(gateway: gateway, token: token))
-        return PyOwned(stealing: o)
-    }
-
     static func gateway(_ object: PyRef?, _ what: String) -> WSGIGateway? {
         guard let object, let g = nativePayload(object, as: Payload.self).pointee.gateway,
               nativePayload(object, as: Payload.self).pointee.token == g.token else {
@@ -72,8 +66,7 @@ enum WSGICallables {
         guard g.startResponse(status: statusObj, headers: headersObj, excInfo: exc == Py.none ? nil : exc) else {
             return nil
         }
-        guard let write = make(writeType, for: g, token: g.token) else { return nil }
-        return write.take()  // start_response's result, the caller's
+        return g.writeObject()  // start_response's result, the caller's
     }
 
     /// write(data): the legacy imperative output path of PEP 3333.

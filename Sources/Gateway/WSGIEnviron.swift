@@ -8,6 +8,16 @@ import PyBridge
 /// The constant part (wsgi.version, wsgi.errors, SCRIPT_NAME, ...) is a
 /// template dict made once per worker; each request starts from a copy of it
 /// and sets only what varies.
+///
+/// The keys every request sets from its request line, its connection and
+/// the server (REQUEST_METHOD, PATH_INFO, QUERY_STRING, RAW_URI,
+/// REQUEST_URI, SERVER_PROTOCOL, REMOTE_*, SERVER_*, wsgi.input) are set in
+/// the template itself, before the copy, and only when the value differs
+/// from what it holds: requests in a row mostly repeat them (the same
+/// method, path, listener, client; the same wsgi.input object, see
+/// WSGIObjectSlot), and a dict assignment was the largest share of building
+/// an environ (about 165 instructions each, a dozen per request). The copy
+/// then carries them; the application gets its own dict as before.
 struct WSGIEnvironBuilder: ~Copyable {
     let keys: WSGIKeys
     let template: PyRef
@@ -17,6 +27,14 @@ struct WSGIEnvironBuilder: ~Copyable {
     private var recentRemoteAddress = RecentString<String>(Py.str)
     private var recentServerName = RecentString<String>(Py.str)
     private var recentServerPort = RecentString<Int> { pshim_unicode_decimal(Int64($0))! }
+    private var remotePorts = PortStrings()
+    private var recentFields = RecentFields()
+    private var recentPath = RecentLatin1()
+    private var recentQuery = RecentLatin1()
+    private var recentTarget = RecentLatin1()
+    /// What the template holds under the per-request keys (borrowed: the
+    /// template keeps each alive, so an equal pointer is the same object).
+    private var held = HeldValues()
     /// `--scheme`: wsgi.url_scheme is the template's whatever a proxy says.
     let schemeForced: Bool
     /// The template's wsgi.url_scheme is https.
@@ -71,66 +89,60 @@ struct WSGIEnvironBuilder: ~Copyable {
         PyDict_SetItem(env, key, value.ref)
     }
 
+    /// Puts `value` (borrowed) in the template under `key` unless it holds
+    /// it already; false (exception set) if it could not.
+    @inline(__always)
+    private static func put(_ template: PyRef, _ key: PyRef, _ held: inout PyRef?, _ value: PyRef?) -> Bool {
+        guard let value else { return false }
+        if held == value { return true }
+        guard PyDict_SetItem(template, key, value) == 0 else { return false }
+        held = value
+        return true
+    }
+
     /// A new environ dict, or nil with a Python exception set.
     mutating func build(_ request: GatewayRequest, input: PyRef) -> PyOwned? {
-        guard let owner = PyOwned(stealing: PyDict_Copy(template)) else { return nil }
+        guard setRequestLine(request), setPeer(request.peer),
+              Self.put(template, keys.wsgiInput, &held.input, input),
+              let owner = PyOwned(stealing: PyDict_Copy(template)) else { return nil }
         let env = owner.ref
-        Self.set(env, keys.requestMethod, keys.method(request.bytes(request.method)))
-        setPath(env, request)
-        let q = request.bytes(request.query)
-        if q.isEmpty {
-            PyDict_SetItem(env, keys.queryString, keys.emptyString)
-        } else {
-            Self.set(env, keys.queryString, Py.latin1(q))
-        }
-        if let target = PyOwned(stealing: Py.latin1(request.bytes(request.target))) {
-            PyDict_SetItem(env, keys.rawURI, target.ref)
-            PyDict_SetItem(env, keys.requestURI, target.ref)
-        }
-        let proto: PyRef
-        switch request.httpVersion.utf8CodeUnitCount {
-        case 8 where request.httpVersion.utf8Start[7] == 0x30: proto = keys.http10
-        case 8: proto = keys.http11
-        default: proto = request.httpVersion.utf8Start[5] == 0x33 ? keys.http3 : keys.http2
-        }
-        PyDict_SetItem(env, keys.serverProtocol, proto)
-        setPeer(env, request.peer)
         if let tls = request.peer.tls, let variables = tls.wsgiVariables() { PyDict_Update(env, variables) }
         if let ssl = request.peer.proxySSL, let value = PyOwned(stealing: ssl.pythonDict()) {
             PyDict_SetItemString(env, "peregrine.proxy_ssl", value.ref)
         }
-        PyDict_SetItem(env, keys.wsgiInput, input)
 
         for i in 0..<request.fieldCount {
             let f = request.fields[i]
             let name = request.bytes(f.name)
             let value = request.bytes(f.value)
-            let keyOwner: PyOwned
-            if name.equalsIgnoringASCIICase("content-type") {
-                keyOwner = PyOwned(borrowing: keys.contentType)
-            } else if name.equalsIgnoringASCIICase("content-length") {
-                keyOwner = PyOwned(borrowing: keys.contentLength)
+            // Borrowed from `recentFields`, which keeps them until field `i`
+            // of a later request differs.
+            let key: PyRef, v: PyRef
+            if let same = recentFields.cached(i, name: name, value: value) {
+                (key, v) = same
             } else {
-                guard let k = PyOwned(stealing: headerKeys.key(for: name)) else { continue }
-                keyOwner = k
+                guard let madeKey = fieldKey(name) else { continue }
+                guard let madeValue = PyOwned(stealing: Py.latin1(value)) else { PyErr_Clear(); continue }
+                (key, v) = recentFields.keep(i, name: name, value: value, key: madeKey, value: madeValue)
             }
-            let key = keyOwner.ref
-            guard let v = PyOwned(stealing: Py.latin1(value)) else { PyErr_Clear(); continue }
-            // Borrowed: `env` is not yet the application's.
-            if let existing = PyDict_GetItemWithError(env, key) {
+            // One lookup: stores `v` unless the key is there already, and
+            // returns what the dict holds (borrowed: `env` is not yet the
+            // application's). The size tells which: a one-character value
+            // is a str CPython shares, so two fields may give the same `v`.
+            let before = PyDict_Size(env)
+            guard let existing = PyDict_SetDefault(env, key, v) else { PyErr_Clear(); continue }
+            if PyDict_Size(env) == before {
                 // Repeated fields are one field with a list value (RFC 9110
                 // §5.3); cookies are joined the way the Cookie header joins
                 // them (RFC 6265 §5.4).
                 let separator = name.equalsIgnoringASCIICase("cookie") ? "; " : ", "
                 let sep = PyOwned(stealing: Py.str(separator))
                 if let joined = PyOwned(stealing: PyUnicode_Concat(existing, sep.ref)),
-                   let full = PyOwned(stealing: PyUnicode_Concat(joined.ref, v.ref)) {
+                   let full = PyOwned(stealing: PyUnicode_Concat(joined.ref, v)) {
                     PyDict_SetItem(env, key, full.ref)
                 }
                 // Content-Length and Content-Type are single-valued; the
                 // parser has already refused differing Content-Lengths.
-            } else {
-                PyDict_SetItem(env, key, v.ref)
             }
         }
         // A generated request id replaces whatever the client sent under
@@ -143,6 +155,18 @@ struct WSGIEnvironBuilder: ~Copyable {
         // After the fields: a forwarded host replaces HTTP_HOST.
         if let forwarded = request.forwarded { applyForwarded(env, forwarded) }
         return owner
+    }
+
+    /// The environ key of a request field (a new reference), or nil (the
+    /// field is skipped) if it could not be made.
+    private mutating func fieldKey(_ name: UnsafeRawBufferPointer) -> PyOwned? {
+        if name.count == 12 && name.equalsIgnoringASCIICase("content-type") {
+            return PyOwned(borrowing: keys.contentType)
+        }
+        if name.count == 14 && name.equalsIgnoringASCIICase("content-length") {
+            return PyOwned(borrowing: keys.contentLength)
+        }
+        return PyOwned(stealing: headerKeys.key(for: name))
     }
 
     /// A trusted proxy's word (`--forwarded-allow-ips`): REMOTE_ADDR, and
@@ -179,23 +203,48 @@ struct WSGIEnvironBuilder: ~Copyable {
         }
     }
 
-    /// REMOTE_* and SERVER_*: the address strings repeat from request to
-    /// request (one listener, few client addresses), so the last of each is
-    /// kept; the client's port is new with every connection.
-    private mutating func setPeer(_ env: PyRef, _ peer: PeerInfo) {
-        PyDict_SetItem(env, keys.remoteAddr, recentRemoteAddress.object(peer.isUnix ? "" : peer.remoteAddress))
-        if !peer.isUnix, let port = PyOwned(stealing: pshim_unicode_decimal(Int64(peer.remotePort))) {
-            PyDict_SetItem(env, keys.remotePort, port.ref)
+    /// REQUEST_METHOD, PATH_INFO, QUERY_STRING, RAW_URI, REQUEST_URI and
+    /// SERVER_PROTOCOL into the template; false with an exception set.
+    private mutating func setRequestLine(_ request: GatewayRequest) -> Bool {
+        guard let method = PyOwned(stealing: keys.method(request.bytes(request.method))),
+              Self.put(template, keys.requestMethod, &held.method, method.ref) else { return false }
+        let path = request.bytes(request.path)
+        let pathInfo = recentPath.cached(path) ?? recentPath.keep(path, decodedPath(path))
+        guard Self.put(template, keys.pathInfo, &held.path, pathInfo) else { return false }
+        let q = request.bytes(request.query)
+        let query = q.isEmpty ? keys.emptyString : recentQuery.cached(q) ?? recentQuery.keep(q, Py.latin1(q))
+        guard Self.put(template, keys.queryString, &held.query, query) else { return false }
+        let t = request.bytes(request.target)
+        let target = recentTarget.cached(t) ?? recentTarget.keep(t, Py.latin1(t))
+        guard Self.put(template, keys.rawURI, &held.rawURI, target),
+              Self.put(template, keys.requestURI, &held.requestURI, target) else { return false }
+        let proto: PyRef
+        switch request.httpVersion.utf8CodeUnitCount {
+        case 8 where request.httpVersion.utf8Start[7] == 0x30: proto = keys.http10
+        case 8: proto = keys.http11
+        default: proto = request.httpVersion.utf8Start[5] == 0x33 ? keys.http3 : keys.http2
         }
-        PyDict_SetItem(env, keys.serverName, recentServerName.object(peer.serverName))
-        PyDict_SetItem(env, keys.serverPort, recentServerPort.object(peer.serverPort))
+        return Self.put(template, keys.serverProtocol, &held.proto, proto)
+    }
+
+    /// REMOTE_* and SERVER_* into the template: the address strings repeat
+    /// from request to request (one listener, few client addresses), so the
+    /// last of each is kept, and the client ports of recent connections;
+    /// false with an exception set.
+    private mutating func setPeer(_ peer: PeerInfo) -> Bool {
+        let remotePort = peer.isUnix ? keys.emptyString : remotePorts.object(peer.remotePort)
+        return Self.put(template, keys.remoteAddr, &held.remoteAddr,
+                        recentRemoteAddress.object(peer.isUnix ? "" : peer.remoteAddress))
+            && Self.put(template, keys.remotePort, &held.remotePort, remotePort)
+            && Self.put(template, keys.serverName, &held.serverName, recentServerName.object(peer.serverName))
+            && Self.put(template, keys.serverPort, &held.serverPort, recentServerPort.object(peer.serverPort))
     }
 
     /// PATH_INFO is the percent-decoded path as latin-1 (PEP 3333 "native
     /// strings": bytes carried in a str one-to-one), with --root-path taken
-    /// off the front when the path is under it.
-    private mutating func setPath(_ env: PyRef, _ request: GatewayRequest) {
-        let raw = request.bytes(request.path)
+    /// off the front when the path is under it. A new reference, or nil
+    /// with an exception set.
+    private mutating func decodedPath(_ raw: UnsafeRawBufferPointer) -> PyRef? {
         let n = percentDecode(raw, into: &decoded)
         var start = 0
         if !rootPath.isEmpty && n >= rootPath.count {
@@ -203,10 +252,64 @@ struct WSGIEnvironBuilder: ~Copyable {
             for j in 0..<rootPath.count where decoded[j] != rootPath[j] { under = false; break }
             if under && (n == rootPath.count || decoded[rootPath.count] == 0x2F) { start = rootPath.count }
         }
-        let value = decoded.withUnsafeBytes { b in
+        return decoded.withUnsafeBytes { b in
             Py.latin1(UnsafeRawBufferPointer(rebasing: b[start..<n]))
         }
-        Self.set(env, keys.pathInfo, value)
+    }
+}
+
+/// The objects the environ template holds under the keys set per request.
+struct HeldValues {
+    var method: PyRef?
+    var path: PyRef?
+    var query: PyRef?
+    var rawURI: PyRef?
+    var requestURI: PyRef?
+    var proto: PyRef?
+    var remoteAddr: PyRef?
+    var remotePort: PyRef?
+    var serverName: PyRef?
+    var serverPort: PyRef?
+    var input: PyRef?
+}
+
+/// The str made last from some bytes (a path, a query, a request target),
+/// for the next request that brings the same bytes. Bytes longer than the
+/// buffer are not kept (their str is made each time).
+struct RecentLatin1: ~Copyable {
+    private static let capacity = 256
+    private let stored: UnsafeMutablePointer<UInt8>
+    private var count = -1
+    private var object: PyRef?
+
+    init() { stored = .allocate(capacity: Self.capacity) }
+
+    /// The kept str (borrowed, valid until `keep`) if `bytes` are the ones
+    /// it was made from.
+    func cached(_ bytes: UnsafeRawBufferPointer) -> PyRef? {
+        guard bytes.count == count, let object else { return nil }
+        if let b = bytes.baseAddress, !sameBytes(stored, b, count) { return nil }
+        return object
+    }
+
+    /// Keeps `made` (a new reference, or nil on failure) as the str of
+    /// `bytes`; returns it borrowed.
+    mutating func keep(_ bytes: UnsafeRawBufferPointer, _ made: PyRef?) -> PyRef? {
+        guard let made else { return nil }
+        Py.xdecref(object)
+        object = made
+        if bytes.count <= Self.capacity {
+            if let base = bytes.baseAddress { stored.update(from: base.assumingMemoryBound(to: UInt8.self), count: bytes.count) }
+            count = bytes.count
+        } else {
+            count = -1
+        }
+        return made
+    }
+
+    deinit {
+        Py.xdecref(object)
+        stored.deallocate()
     }
 }
 
@@ -226,5 +329,43 @@ struct RecentString<Value: Equatable>: ~Copyable {
         cached = PyOwned(stealing: fresh)
         value = v
         return fresh
+    }
+}
+
+/// REMOTE_PORT strs of the connections served lately: a request on a
+/// kept-alive connection finds its port's str instead of formatting a new
+/// one (a new str and its free were a fiftieth of a small WSGI request).
+/// Direct-mapped by a hash of the port: a few connections served in turn
+/// usually have ports in distinct slots.
+struct PortStrings: ~Copyable {
+    private static let slots = 64
+    private let ports: UnsafeMutablePointer<Int>
+    private let strings: UnsafeMutablePointer<PyRef?>
+
+    init() {
+        ports = .allocate(capacity: Self.slots)
+        ports.initialize(repeating: -1, count: Self.slots)
+        strings = .allocate(capacity: Self.slots)
+        strings.initialize(repeating: nil, count: Self.slots)
+    }
+
+    /// The str of `port` (borrowed, valid until the next call), or nil with
+    /// an exception set.
+    mutating func object(_ port: Int) -> PyRef? {
+        // Fibonacci hashing: Linux hands out ephemeral ports of one parity,
+        // so the low bits alone would use half the slots.
+        let i = Int(truncatingIfNeeded: (UInt32(truncatingIfNeeded: port) &* 0x9E37_79B1) >> 26)
+        if ports[i] == port, let cached = strings[i] { return cached }
+        guard let fresh = pshim_unicode_decimal(Int64(port)) else { return nil }
+        Py.xdecref(strings[i])
+        strings[i] = fresh
+        ports[i] = port
+        return fresh
+    }
+
+    deinit {
+        for i in 0..<Self.slots { Py.xdecref(strings[i]) }
+        ports.deallocate()
+        strings.deallocate()
     }
 }

@@ -68,6 +68,19 @@ public final class WSGIGateway {
 
     private var fields: UnsafeMutablePointer<ResponseField>
     private var fieldCapacity = 32
+    /// The headers tuple `fields[0..<fieldsUsed]` was made from (views into
+    /// its strs, alive while `checked` holds it); nil when `fields` holds
+    /// something else.
+    private var fieldsSource: PyRef?
+    private var fieldsUsed = 0
+    /// What the last accepted start_response found (see WSGICheckedResponse).
+    private var checked = WSGICheckedResponse()
+
+    /// wsgi.input, start_response and write, reused from request to request
+    /// while the application keeps none of them.
+    private var inputSlot = WSGIObjectSlot(WSGIInput.type, ownReferences: 2)
+    private var startSlot = WSGIObjectSlot(WSGICallables.startResponseType)
+    private var writeSlot = WSGIObjectSlot(WSGICallables.writeType)
 
     /// `multithread`: other worker contexts in this process call the same
     /// application from other threads (wsgi.multithread). `schemeForced`:
@@ -126,10 +139,19 @@ public final class WSGIGateway {
     /// start_response are released when the call returns (the application
     /// keeps its own references if it wants them); nil with the exception set.
     private func callApplication(_ request: GatewayRequest, token: UInt64) -> PyOwned? {
-        guard let input = WSGIInput.make(for: self, token: token),
-              let start = WSGICallables.make(WSGICallables.startResponseType, for: self, token: token),
-              let env = environ.build(request, input: input.ref) else { return nil }
-        return PyOwned(stealing: pshim_call2(app, env.ref, start.ref))
+        // Borrowed from the slots, which keep them past the call.
+        guard let input = inputSlot.object(for: self, token: token),
+              let start = startSlot.object(for: self, token: token),
+              let env = environ.build(request, input: input) else { return nil }
+        return PyOwned(stealing: pshim_call2(app, env.ref, start))
+    }
+
+    /// The `write` callable start_response returns (a new reference), bound
+    /// to the current request.
+    func writeObject() -> PyRef? {
+        guard let write = writeSlot.object(for: self, token: token) else { return nil }
+        Py.incref(write)
+        return write
     }
 
     private func endRequest() {
@@ -263,8 +285,23 @@ public final class WSGIGateway {
     private func emitHead(knownLength: Int64?) -> Bool {
         guard let exchange, let headersRef = headersRef.ref, let statusRef = statusRef.ref else { return false }
         headSent = true
-        // A tuple start_response checked (and made, from a list): its pairs
-        // and their strs live as long as it does, so borrowing is safe.
+        // The same tuple as the last request's (an application answering
+        // with the same headers list): `fields` already holds its views.
+        if headersRef != fieldsSource { collectFields(headersRef) }
+        let used = fieldsUsed
+        let statusText = latin1View(statusRef)
+        let reason = UnsafeRawBufferPointer(rebasing: statusText[min(4, statusText.count)...])
+        let head = ResponseHead(status: status, reason: reason,
+                                fields: UnsafeBufferPointer(start: fields, count: used),
+                                contentLength: declaredLength ?? knownLength, close: closeRequested)
+        if !exchange.sendHead(head) { connectionLost = true; return false }
+        return true
+    }
+
+    /// Fills `fields` from a headers tuple start_response checked (and made,
+    /// from a list): its pairs and their strs live as long as it does, so
+    /// borrowing is safe; `checked` keeps the tuple for the next request.
+    private func collectFields(_ headersRef: PyRef) {
         let n = pshim_tuple_size(headersRef)
         if n > fieldCapacity {
             fields.deallocate()
@@ -283,13 +320,8 @@ public final class WSGIGateway {
             fields[used] = ResponseField(name: name, value: value)
             used += 1
         }
-        let statusText = latin1View(statusRef)
-        let reason = UnsafeRawBufferPointer(rebasing: statusText[min(4, statusText.count)...])
-        let head = ResponseHead(status: status, reason: reason,
-                                fields: UnsafeBufferPointer(start: fields, count: used),
-                                contentLength: declaredLength ?? knownLength, close: closeRequested)
-        if !exchange.sendHead(head) { connectionLost = true; return false }
-        return true
+        fieldsUsed = used
+        fieldsSource = headersRef == checked.headers ? headersRef : nil
     }
 
     /// Sends one block (the exchange holds it to the Content-Length).
@@ -339,6 +371,7 @@ public final class WSGIGateway {
         guard let exchange else { return }
         status = code
         headSent = true
+        fieldsSource = nil  // fields[0] is overwritten below
         let reason = ReasonPhrase.reason(code)
         let body = reason
         let contentType: StaticString = "content-type"
@@ -375,24 +408,21 @@ public final class WSGIGateway {
             Py.raise(Py.assertionError, "start_response called a second time without exc_info")
             return false
         }
-        guard pshim_unicode_check(statusObj) != 0 else {
-            Py.raise(Py.typeError, "status must be a str, not \(Py.typeName(statusObj))")
-            return false
-        }
-        let text = latin1View(statusObj)
-        guard text.count >= 4, isDigit(text[0]), isDigit(text[1]), isDigit(text[2]), text[3] == 0x20,
-              ResponseFields.isValidValue(UnsafeRawBufferPointer(rebasing: text[4...])) else {
-            Py.raise(Py.valueError, "status must look like '200 OK', got \(Py.describe(statusObj))")
-            return false
-        }
-        let code = Int(text[0] - 0x30) * 100 + Int(text[1] - 0x30) * 10 + Int(text[2] - 0x30)
-        guard code >= 200 else {
-            Py.raise(Py.valueError, "status \(code): WSGI responses must be final (200-999)")
-            return false
-        }
+        guard let code = checkedStatus(statusObj) else { return false }
         guard pshim_list_check(headers) != 0 || pshim_tuple_check(headers) != 0 else {
             Py.raise(Py.typeError, "response_headers must be a list of (name, value) tuples, not \(Py.typeName(headers))")
             return false
+        }
+        if let known = checked.sameHeaders(headers) {
+            // The pairs the last call checked, in the same order: the same
+            // immutable tuples of immutable strs, so the same verdicts.
+            statusRef = PyOwned(borrowing: statusObj)
+            headersRef = PyOwned(borrowing: known)
+            status = code
+            declaredLength = checked.declared
+            closeRequested = checked.close
+            startCalled = true
+            return true
         }
         var declared: Int64?
         var close = false
@@ -449,6 +479,9 @@ public final class WSGIGateway {
         } else {
             snapshot = PyOwned(borrowing: headers)
         }
+        // `fields` may hold views into the tuple remembered now, which goes.
+        fieldsSource = nil
+        checked.remember(headers: snapshot.ref, declared: declared, close: close)
         statusRef = PyOwned(borrowing: statusObj)
         headersRef = consume snapshot
         status = code
@@ -456,6 +489,31 @@ public final class WSGIGateway {
         closeRequested = close
         startCalled = true
         return true
+    }
+
+    /// The status code of a start_response status str, or nil with an
+    /// exception set. The last str accepted is remembered (strs are
+    /// immutable): an application passing the same object again, as one
+    /// returning a constant does, is not parsed again.
+    private func checkedStatus(_ statusObj: PyRef) -> Int? {
+        if statusObj == checked.status { return checked.code }
+        guard pshim_unicode_check(statusObj) != 0 else {
+            Py.raise(Py.typeError, "status must be a str, not \(Py.typeName(statusObj))")
+            return nil
+        }
+        let text = latin1View(statusObj)
+        guard text.count >= 4, isDigit(text[0]), isDigit(text[1]), isDigit(text[2]), text[3] == 0x20,
+              ResponseFields.isValidValue(UnsafeRawBufferPointer(rebasing: text[4...])) else {
+            Py.raise(Py.valueError, "status must look like '200 OK', got \(Py.describe(statusObj))")
+            return nil
+        }
+        let code = Int(text[0] - 0x30) * 100 + Int(text[1] - 0x30) * 10 + Int(text[2] - 0x30)
+        guard code >= 200 else {
+            Py.raise(Py.valueError, "status \(code): WSGI responses must be final (200-999)")
+            return nil
+        }
+        checked.remember(status: statusObj, code: code)
+        return code
     }
 
     func writeCallable(_ data: PyRef) -> Bool {

@@ -13,7 +13,8 @@ import PyBridge
 /// connection, which by then may carry another request.
 enum WSGIInput {
     /// Lives in the Python object's memory: zeroed by tp_alloc, set up by
-    /// `make`, torn down by `dealloc`.
+    /// `WSGIObjectSlot` (which sets a new token when it reuses the object),
+    /// torn down by `dealloc`.
     struct Payload {
         var gateway: WSGIGateway?
         var token: UInt64
@@ -30,12 +31,6 @@ enum WSGIInput {
         b.slot(Py_tp_dealloc, unsafeBitCast(dealloc, to: UnsafeMutableRawPointer.self))
         return b.build()
     }())
-
-    static func make(for gateway: WSGIGateway, token: UInt64) -> PyOwned? {
-        guard let o = nativeAllocate(type.ref) else { return nil }
-        nativePayload(o, as: Payload.self).initialize(to: Payload(gateway: gateway, token: token))
-        return PyOwned(stealing: o)
-    }
 
     /// The gateway serving this object's request, or nil with an exception set.
     static func gateway(_ object: PyRef?) -> WSGIGateway? {

@@ -558,6 +558,45 @@ def mutated_headers(environ: Environ, start_response: StartResponse) -> Iterable
     return [b"body"]
 
 
+#: One list for every /shared-headers request, changed in place: the server must check it again each time, however
+#: often it sees the same list.
+_SHARED_HEADERS = [("Content-Type", "text/plain"), ("X-Round", "0")]
+
+
+@route(
+    "shared-headers",
+    validated=False,
+    why_not="the crlf case would be refused by the validator first; the server's own check is what is tested",
+)
+def shared_headers(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+    """/shared-headers/VALUE: the module-level list with its second pair replaced by (X-Round, VALUE) first.
+
+    VALUE "crlf" puts a value with CR LF there; "grown" appends a pair (and takes it out again after the call).
+    """
+    value = environ["PATH_INFO"].split("/")[2]
+    _SHARED_HEADERS[1] = ("X-Round", "a\r\nSet-Cookie: injected=1" if value == "crlf" else value)
+    if value == "grown":
+        _SHARED_HEADERS.append(("X-Grown", "yes"))
+    try:
+        start_response("200 OK", _SHARED_HEADERS)
+    finally:
+        if value == "grown":
+            _SHARED_HEADERS.pop()
+    return [b"shared"]
+
+
+@route("scribble")
+def scribble(environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+    """Changes its environ (values replaced, keys removed and added): the next request's must not show it."""
+    environ["PATH_INFO"] = "/scribbled"
+    environ["REQUEST_METHOD"] = "SCRIBBLED"
+    environ["X_ADDED"] = "added"
+    del environ["QUERY_STRING"]
+    del environ["REMOTE_PORT"]
+    environ["wsgi.input"] = None
+    return text(start_response, b"scribbled")
+
+
 def factory() -> WSGIApp:
     """For --factory: build the router."""
     record("factory called")

@@ -273,3 +273,39 @@ def test_method_longer_than_any_implemented_is_refused_501(wsgi_server: Server) 
         assert connection.read_response().status == 501
         assert connection.closed_by_server()
     assert not [call for call in wsgi_server.calls() if "long-method" in call]
+
+
+def test_requests_in_a_row_on_one_connection_each_see_their_own_request_line(wsgi_server: Server) -> None:
+    # The server keeps the last request's method, path, query and target strs for the next request that repeats
+    # them; each request must still see exactly its own, and nothing an earlier application wrote into its environ.
+    sent = [
+        ("GET", "/environ/a?x=1"),
+        ("GET", "/environ/a?x=1"),
+        ("POST", "/environ/a?x=1"),
+        ("GET", "/environ/b"),
+        ("GET", "/scribble?q=1"),
+        ("GET", "/environ/a?x=2"),
+        ("PUT", "/environ/caf%C3%A9"),
+        ("GET", "/environ/a?x=1"),
+    ]
+    with RawConnection.to(wsgi_server) as connection:
+        seen = []
+        for method, target in sent:
+            if target.startswith("/scribble"):
+                connection.send(request(method, target))
+                assert connection.read_response().body == b"scribbled"
+                continue
+            environ = values(environ_of(wsgi_server, request(method, target), connection))
+            seen.append(environ)
+    expected = [(m, t) for m, t in sent if not t.startswith("/scribble")]
+    for environ, (method, target) in zip(seen, expected, strict=True):
+        path, _, query = target.partition("?")
+        assert environ["REQUEST_METHOD"] == method
+        assert environ["RAW_URI"] == target
+        assert environ["REQUEST_URI"] == target
+        assert environ["QUERY_STRING"] == query
+        assert environ["PATH_INFO"] == path.replace("%C3%A9", "\xc3\xa9")
+        assert "X_ADDED" not in environ
+        assert isinstance(environ["REMOTE_PORT"], str)
+        assert environ["REMOTE_PORT"] == seen[0]["REMOTE_PORT"]
+        assert environ["wsgi.input"] is not None

@@ -223,6 +223,24 @@ def test_headers_changed_after_start_response_are_sent_as_checked(wsgi_server: S
     assert_still_serving(wsgi_server)
 
 
+def test_the_same_headers_list_changed_in_place_is_checked_each_time(wsgi_server: Server) -> None:
+    # The server skips checking pairs it checked for the previous call when they are the very same (immutable)
+    # objects; a list changed in place between calls holds other pairs, and those are checked (PEP 3333: the
+    # server must not send what the application may not send).
+    with RawConnection.to(wsgi_server) as connection:
+        rounds = []
+        for value in ("1", "2", "2", "crlf", "3", "grown", "4"):
+            connection.send(request("GET", f"/shared-headers/{value}"))
+            rounds.append(connection.read_response())
+    seen = [(r.status, r.header("X-Round"), r.header("X-Grown")) for r in rounds]
+    assert seen[:3] == [(200, "1", None), (200, "2", None), (200, "2", None)]
+    assert seen[3][0] == 500
+    assert rounds[3].header("Set-Cookie") is None
+    assert seen[4:] == [(200, "3", None), (200, "grown", "yes"), (200, "4", None)]
+    assert all(r.body == b"shared" for i, r in enumerate(rounds) if i != 3)
+    assert_still_serving(wsgi_server)
+
+
 def test_response_bytes_are_exact_for_a_simple_response(wsgi_server: Server) -> None:
     with RawConnection.to(wsgi_server) as connection:
         connection.send(request("GET", "/hello"))
