@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 #: What a full run measures, in this order; every server that serves an app runs it.
 FULL_APPS = ["hello", "12k", "echo", "fastapi"]
 QUICK_APPS = ["hello", "12k", "echo"]
-QUICK_SERVERS = ["peregrine-wsgi", "peregrine-asgi"]
+#: peregrine-asgi-asyncio: the ASGI server on plain asyncio beside the default install's uvloop (harness.SERVERS).
+QUICK_SERVERS = ["peregrine-wsgi", "peregrine-asgi", "peregrine-asgi-asyncio"]
 #: The modes a run measures unless --protocols says otherwise: HTTP/1.1 in clear text, as before modes existed.
 DEFAULT_PROTOCOLS = ["h1"]
 #: The smoke test also runs HTTP/2 (h2c and over TLS) and WebSocket echo briefly, on peregrine's ASGI server,
@@ -208,7 +209,12 @@ def setup_venv(reinstall_peregrine: bool) -> None:
 
 
 def install_peregrine() -> None:
-    """Build the committed HEAD (`git archive`, so work in progress stays out) into the venv; note its revision."""
+    """Build the committed HEAD (`git archive`, so work in progress stays out) into the venv; note its revision.
+
+    Installed as a user's `pip install .` installs it, dependencies included (uvloop where it has a wheel), so
+    peregrine-asgi measures the default install; the old copy is removed first rather than force-reinstalled,
+    which would reinstall the peers' shared dependencies too.
+    """
     revision = harness.command_output(["git", "-C", str(harness.REPO_DIR), "rev-parse", "HEAD"])
     log(f"building and installing peregrine {revision[:12]} (a release build: a few minutes)")
     with tempfile.TemporaryDirectory(prefix="peregrine-src-") as source:
@@ -216,7 +222,8 @@ def install_peregrine() -> None:
             ["git", "-C", str(harness.REPO_DIR), "archive", "--format=tar", "HEAD"], capture_output=True, check=True
         ).stdout
         subprocess.run(["tar", "-x", "-C", source], input=archive, check=True)
-        pip("install", "--force-reinstall", "--no-deps", source)
+        pip("uninstall", "--yes", "peregrine")
+        pip("install", source)
     (harness.VENV_DIR / PEREGRINE_REVISION).write_text(revision + "\n")
 
 
@@ -525,6 +532,7 @@ def versions(env: Environment, quick: bool, blocks: list[Block]) -> dict[str, st
         found["nginx"] = harness.command_output(["nginx", "-v"])
     python = env.tool("python") if not quick else sys.executable
     found["python"] = harness.command_output([python, "-c", "import sys; print(sys.version)"])
+    found["peregrine_requires"] = peregrine_requires(env.peregrine)
     if not quick:
         listed = subprocess.run(
             [python, "-m", "pip", "list", "--format", "json"], capture_output=True, text=True, check=False
@@ -533,6 +541,31 @@ def versions(env: Environment, quick: bool, blocks: list[Block]) -> dict[str, st
             if package["name"].lower() in PACKAGES:
                 found[package["name"].lower()] = package["version"]
     return found
+
+
+#: Prints the installed peregrine's Requires-Dist, "; "-separated ("nothing": none; "not installed").
+REQUIRES_PROBE = (
+    "import importlib.metadata as m\n"
+    "try:\n"
+    "    print('; '.join(m.requires('peregrine') or []) or 'nothing')\n"
+    "except m.PackageNotFoundError:\n"
+    "    print('not installed')\n"
+)
+
+
+def peregrine_requires(peregrine: str) -> str:
+    """What the measured peregrine's install declared it needs (uvloop, unless built free-threaded or opted out).
+
+    Asked of the console script's interpreter (its shebang); "unknown" for a bare binary.
+    """
+    try:
+        with Path(peregrine).open("rb") as head:
+            first = head.readline()
+    except OSError as error:
+        return f"unknown ({error.strerror})"
+    if not (first.startswith(b"#!") and b"python" in first):
+        return "unknown (not a console script)"
+    return harness.command_output([first[2:].decode().strip(), "-c", REQUIRES_PROBE])
 
 
 def choose(names: str | None, default: list[str], known: Mapping[str, object]) -> list[str]:
