@@ -308,7 +308,7 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
             record["processes"] = len(harness.descendants(running.pid))
     except (OSError, RuntimeError, harness.ValidationError) as error:
         record.update(ok=False, error=f"{type(error).__name__}: {error}")
-        log(f"  {protocol.name:13} {server.name:15} {app.name:8} FAILED: {error}")
+        log(f"  {protocol.name:13} {server.name:22} {app.name:8} FAILED: {error}")
         return record
     record.update(dataclasses.asdict(result))
     # wrk's socket errors are counted but do not fail a round (as before); h2load's failed requests do (and
@@ -342,7 +342,7 @@ def measure_once(job: Job, env: Environment, settings: Settings, block: Block) -
     )
     unit = "msg" if protocol.websocket else "req"
     log(
-        f"  {protocol.name:13} {server.name:15} {app.name:8} {result.rps:9.0f} {unit}/s  "
+        f"  {protocol.name:13} {server.name:22} {app.name:8} {result.rps:9.0f} {unit}/s  "
         f"{record['cpu_us_per_request'] or 0:6.1f} µs CPU/{unit}  {latency}  server CPU {cpu / wall:4.0%}  "
         f"{result.client} CPU {result.client_cpu_fraction:4.0%}"
         + (f"  errors {result.errors}" if result.errors else "")
