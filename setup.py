@@ -84,10 +84,13 @@ class BuildPyWithSwift(build_py):
         return [*super().get_outputs(include_bytecode), *extra]
 
 
-setup(
-    distclass=BinaryDistribution,
-    cmdclass={"build_py": BuildPyWithSwift},
-    install_requires=dependencies.install_requires(
-        free_threaded=bool(sysconfig.get_config_var("Py_GIL_DISABLED")), environ=os.environ
-    ),
-)
+def install_requires() -> list[str]:
+    """This interpreter's runtime dependencies, or stop with one line if PEREGRINE_NO_UVLOOP is malformed."""
+    try:
+        free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+        return dependencies.install_requires(free_threaded=free_threaded, environ=os.environ)
+    except dependencies.OptOutValueError as error:
+        raise SystemExit(f"peregrine build: {error}") from None
+
+
+setup(distclass=BinaryDistribution, cmdclass={"build_py": BuildPyWithSwift}, install_requires=install_requires())

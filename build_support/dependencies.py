@@ -20,7 +20,9 @@ build of uvloop:
   supports: CPython on Linux, and CPython versions uvloop publishes wheels for
   (3.11 to 3.14 in 0.23.0; raise the bound once a newer CPython has them);
 - `PEREGRINE_NO_UVLOOP=1` in the environment of `pip install`: no uvloop (a
-  user who wants plain asyncio; `--no-uvloop` refuses it at run time instead).
+  user who wants plain asyncio). It is the run-time variable of `--no-uvloop`
+  too (CONFIG.md, "Configuration file and environment"), read the same way:
+  one setting in a shell means asyncio at both times.
 """
 
 from __future__ import annotations
@@ -35,13 +37,28 @@ UVLOOP_REQUIREMENT = "uvloop>=0.19"
 #: PEP 508 §"Environment Markers": where uvloop has wheels. Checked for 0.23.0 with
 #: `pip download --only-binary :all: --python-version 3.X uvloop`: cp311 to cp314, not cp315 yet.
 UVLOOP_MARKER = "platform_python_implementation == 'CPython' and sys_platform == 'linux' and python_version < '3.15'"
-#: Set to anything but "" or "0" while installing to leave uvloop out.
+#: The environment variable of `--no-uvloop`, which the install reads too.
 OPT_OUT_VARIABLE = "PEREGRINE_NO_UVLOOP"
+#: A flag's values in the environment, as the server reads them (Sources/Options/ConfigSources+Entries.swift):
+#: any case; empty counts as unset.
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
+
+
+class OptOutValueError(ValueError):
+    """PEREGRINE_NO_UVLOOP holds something the server would refuse as well."""
 
 
 def opted_out(environ: Mapping[str, str]) -> bool:
-    """Whether the person installing asked for no uvloop."""
-    return environ.get(OPT_OUT_VARIABLE, "") not in ("", "0")
+    """Whether the person installing asked for no uvloop; refuses a value the server would refuse."""
+    value = environ.get(OPT_OUT_VARIABLE, "")
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise OptOutValueError(
+        f"environment variable {OPT_OUT_VARIABLE} must be 1, true, yes, on, 0, false, no or off, got '{value}'"
+    )
 
 
 def install_requires(*, free_threaded: bool, environ: Mapping[str, str]) -> list[str]:

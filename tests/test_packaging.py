@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,8 @@ sys.path.insert(0, str(REPO / "build_support"))
 
 import dependencies
 
+#: How the server, and so the install, words the values a flag's environment variable takes.
+ALLOWED = "must be 1, true, yes, on, 0, false, no or off"
 #: The free-threaded interpreter scripts/build-free-threaded-python.sh caches (CI's free-threaded leg).
 FREE_THREADED_PYTHON = Path.home() / ".cache" / "peregrine" / "python3.13t" / "bin" / "python3.13t"
 
@@ -68,14 +71,21 @@ def test_a_free_threaded_build_requires_nothing() -> None:
     assert dependencies.install_requires(free_threaded=True, environ={}) == []
 
 
-@pytest.mark.parametrize("value", ["1", "yes", "true"])
+# The variable is --no-uvloop's at run time too: the same values, read the same way (CONFIG.md).
+@pytest.mark.parametrize("value", ["1", "true", "yes", "on", "TRUE", "Yes", "On"])
 def test_the_opt_out_variable_leaves_uvloop_out(value: str) -> None:
     assert _uvloop(PEREGRINE_NO_UVLOOP=value) is None
 
 
-@pytest.mark.parametrize("value", ["", "0"])
-def test_an_empty_or_zero_opt_out_variable_keeps_uvloop(value: str) -> None:
+@pytest.mark.parametrize("value", ["", "0", "false", "no", "off", "OFF", "False"])
+def test_an_empty_or_false_opt_out_variable_keeps_uvloop(value: str) -> None:
     assert _uvloop(PEREGRINE_NO_UVLOOP=value) is not None
+
+
+@pytest.mark.parametrize("value", ["2", "y", "uvloop", " 1"])
+def test_an_opt_out_value_the_server_would_refuse_is_refused(value: str) -> None:
+    with pytest.raises(dependencies.OptOutValueError, match=re.escape(f"{ALLOWED}, got '{value}'")):
+        _uvloop(PEREGRINE_NO_UVLOOP=value)
 
 
 def test_other_variables_do_not_opt_out() -> None:
@@ -145,6 +155,23 @@ def test_metadata_for_this_interpreter_requires_uvloop() -> None:
 
 def test_metadata_with_the_opt_out_requires_nothing() -> None:
     assert _requires_dist(Path(sys.executable), PEREGRINE_NO_UVLOOP="1") == []
+
+
+def test_a_malformed_opt_out_stops_the_install_with_one_line() -> None:
+    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--no-deps", "--ignore-installed"]
+    result = subprocess.run(
+        [*command, str(REPO)],
+        capture_output=True,
+        text=True,
+        env=clean_environment(PEREGRINE_NO_UVLOOP="maybe"),
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode != 0
+    lines = [line.strip() for line in (result.stdout + result.stderr).splitlines()]
+    messages = [line for line in lines if line.startswith("peregrine build:")]
+    expected = f"peregrine build: environment variable PEREGRINE_NO_UVLOOP {ALLOWED}, got 'maybe'"
+    assert messages == [expected], "\n".join(lines[-40:])
 
 
 def test_metadata_for_a_free_threaded_interpreter_requires_nothing() -> None:
