@@ -107,9 +107,10 @@ def test_binary_ships_executable_inside_the_package(installed_venv: Venv) -> Non
 def test_wheel_is_tagged_for_the_interpreter_abi(installed_venv: Venv) -> None:
     wheel_file = next(_site_packages(installed_venv).glob("peregrine-*.dist-info")) / "WHEEL"
     tags = re.findall(r"^Tag: (.+)$", wheel_file.read_text(), re.MULTILINE)
-    abi = installed_venv.run("-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')")
-    cp = abi.stdout.strip()
-    assert tags == [f"{cp}-{cp}-linux_{os.uname().machine}"]
+    # The ABI tag carries the interpreter's ABI flags (PEP 3149): `t` for a free-threaded build (cp313-cp313t).
+    abi = installed_venv.run("-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}', sys.abiflags)")
+    cp, *flags = abi.stdout.split()
+    assert tags == [f"{cp}-{cp}{''.join(flags)}-linux_{os.uname().machine}"]
 
 
 @pytest.mark.install
