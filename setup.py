@@ -10,7 +10,10 @@ setuptools cannot say:
   interpreter they were built for;
 - the distribution claims to have extension modules, so the wheel is tagged
   for this CPython ABI and platform (cp311-cp311-linux_x86_64): the binary
-  links this interpreter's libpython.
+  links this interpreter's libpython;
+- the runtime dependencies are this interpreter's (build_support/dependencies.py):
+  uvloop, except on a free-threaded build, which PEP 508 markers cannot tell
+  apart and for which uvloop publishes no wheel, or with PEREGRINE_NO_UVLOOP=1.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "build_support"))
 
-import preflight  # noqa: E402  (found through the sys.path entry above)
+import dependencies  # noqa: E402  (found through the sys.path entry above)
+import preflight  # noqa: E402
 import pyflags  # noqa: E402
 import swiftbuild  # noqa: E402
 
@@ -80,4 +84,13 @@ class BuildPyWithSwift(build_py):
         return [*super().get_outputs(include_bytecode), *extra]
 
 
-setup(distclass=BinaryDistribution, cmdclass={"build_py": BuildPyWithSwift})
+def install_requires() -> list[str]:
+    """This interpreter's runtime dependencies, or stop with one line if PEREGRINE_NO_UVLOOP is malformed."""
+    try:
+        free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+        return dependencies.install_requires(free_threaded=free_threaded, environ=os.environ)
+    except dependencies.OptOutValueError as error:
+        raise SystemExit(f"peregrine build: {error}") from None
+
+
+setup(distclass=BinaryDistribution, cmdclass={"build_py": BuildPyWithSwift}, install_requires=install_requires())

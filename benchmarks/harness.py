@@ -201,6 +201,10 @@ SERVERS: dict[str, Server] = {
         Server("granian-wsgi", "wsgi"),
         Server("gunicorn-sync", "wsgi"),
         Server("peregrine-asgi", "asgi", _ALL_PROTOCOLS),
+        # peregrine-asgi is what `pip install .` gives: uvloop, a dependency wherever it has a wheel
+        # (build_support/dependencies.py). This is the same server on plain asyncio (`--no-uvloop`), what a
+        # free-threaded build or a PEREGRINE_NO_UVLOOP=1 install serves ASGI on: the loop's share, measured.
+        Server("peregrine-asgi-asyncio", "asgi"),
         # uvicorn has no HTTP/2; its WebSockets are websockets' (the sans-I/O protocol, its default).
         Server("uvicorn", "asgi", _HTTP1_PROTOCOLS | {"ws"}),
         # granian has no HTTP/3.
@@ -443,7 +447,7 @@ def server_command(job: Job, port: int, env: Environment, scratch: Path) -> list
         *_tls_options(env, protocol, "--ssl-certificate", "--ssl-keyfile"),
     ]
 
-    def peregrine(executable: str | None, interface: str) -> list[str]:
+    def peregrine(executable: str | None, interface: str, *options: str) -> list[str]:
         if executable is None:
             raise ValueError(f"{server.name} needs run.py --baseline")
         # --http3 serves QUIC on the TCP listener's port number; the worker count is left at its default, one.
@@ -462,6 +466,7 @@ def server_command(job: Job, port: int, env: Environment, scratch: Path) -> list
             *(["--keep-alive", str(ka * 1000)] if ka else []),
             *peregrine_tls,
             *(["--http3"] if protocol.http3 else []),
+            *options,
             server.target(app),
         ]
 
@@ -494,6 +499,7 @@ def server_command(job: Job, port: int, env: Environment, scratch: Path) -> list
         "nginx": lambda: ["nginx", "-p", str(scratch), "-e", "stderr", "-c", str(nginx_config(scratch, app, port))],
         "peregrine-wsgi": lambda: peregrine(env.peregrine, "wsgi"),
         "peregrine-asgi": lambda: peregrine(env.peregrine, "asgi"),
+        "peregrine-asgi-asyncio": lambda: peregrine(env.peregrine, "asgi", "--no-uvloop"),
         "peregrine-wsgi-baseline": lambda: peregrine(env.baseline, "wsgi"),
         "peregrine-asgi-baseline": lambda: peregrine(env.baseline, "asgi"),
         "bjoern": lambda: [

@@ -26,6 +26,7 @@ SERVER_ORDER = [
     "gunicorn-sync",
     "peregrine-asgi",
     "peregrine-asgi-baseline",
+    "peregrine-asgi-asyncio",
     "uvicorn",
     "granian-asgi",
     "hypercorn",

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 #: What a full run measures, in this order; every server that serves an app runs it.
 FULL_APPS = ["hello", "12k", "echo", "fastapi"]
 QUICK_APPS = ["hello", "12k", "echo"]
-QUICK_SERVERS = ["peregrine-wsgi", "peregrine-asgi"]
+#: peregrine-asgi-asyncio: the ASGI server on plain asyncio beside the default install's uvloop (harness.SERVERS).
+QUICK_SERVERS = ["peregrine-wsgi", "peregrine-asgi", "peregrine-asgi-asyncio"]
 #: The modes a run measures unless --protocols says otherwise: HTTP/1.1 in clear text, as before modes existed.
 DEFAULT_PROTOCOLS = ["h1"]
 #: The smoke test also runs HTTP/2 (h2c and over TLS) and WebSocket echo briefly, on peregrine's ASGI server,
@@ -224,7 +225,12 @@ def setup_venv(reinstall_peregrine: bool) -> None:
 
 
 def install_peregrine() -> None:
-    """Build the committed HEAD (`git archive`, so work in progress stays out) into the venv; note its revision."""
+    """Build the committed HEAD (`git archive`, so work in progress stays out) into the venv; note its revision.
+
+    Installed as a user's `pip install .` installs it, dependencies included (uvloop where it has a wheel), so
+    peregrine-asgi measures the default install; the old copy is removed first rather than force-reinstalled,
+    which would reinstall the peers' shared dependencies too.
+    """
     revision = harness.command_output(["git", "-C", str(harness.REPO_DIR), "rev-parse", "HEAD"])
     log(f"building and installing peregrine {revision[:12]} (a release build: a few minutes)")
     with tempfile.TemporaryDirectory(prefix="peregrine-src-") as source:
@@ -232,7 +238,8 @@ def install_peregrine() -> None:
             ["git", "-C", str(harness.REPO_DIR), "archive", "--format=tar", "HEAD"], capture_output=True, check=True
         ).stdout
         subprocess.run(["tar", "-x", "-C", source], input=archive, check=True)
-        pip("install", "--force-reinstall", "--no-deps", source)
+        pip("uninstall", "--yes", "peregrine")
+        pip("install", source)
     (harness.VENV_DIR / PEREGRINE_REVISION).write_text(revision + "\n")
 
 
@@ -319,7 +326,7 @@ def measure_once(
             record["processes"] = len(harness.descendants(running.pid))
     except (OSError, RuntimeError, harness.ValidationError) as error:
         record.update(ok=False, error=f"{type(error).__name__}: {error}")
-        log(f"  {protocol.name:13} {server.name:15} {app.name:8} FAILED: {error}")
+        log(f"  {protocol.name:13} {server.name:22} {app.name:8} FAILED: {error}")
         return record
     record.update(dataclasses.asdict(result))
     # wrk's socket errors are counted but do not fail a round (as before); h2load's failed requests do (and
@@ -353,7 +360,7 @@ def measure_once(
     )
     unit = "msg" if protocol.websocket else "req"
     log(
-        f"  {protocol.name:13} {server.name:15} {app.name:8} {result.rps:9.0f} {unit}/s  "
+        f"  {protocol.name:13} {server.name:22} {app.name:8} {result.rps:9.0f} {unit}/s  "
         f"{record['cpu_us_per_request'] or 0:6.1f} µs CPU/{unit}  {latency}  server CPU {cpu / wall:4.0%}  "
         f"{result.client} CPU {result.client_cpu_fraction:4.0%}"
         + (f"  errors {result.errors}" if result.errors else "")
@@ -568,6 +575,7 @@ def versions(env: Environment, quick: bool, blocks: list[Block]) -> dict[str, st
         found["nginx"] = harness.command_output(["nginx", "-v"])
     python = env.tool("python") if not quick else sys.executable
     found["python"] = harness.command_output([python, "-c", "import sys; print(sys.version)"])
+    found["peregrine_requires"] = peregrine_requires(env.peregrine)
     if not quick:
         listed = subprocess.run(
             [python, "-m", "pip", "list", "--format", "json"], capture_output=True, text=True, check=False
@@ -576,6 +584,31 @@ def versions(env: Environment, quick: bool, blocks: list[Block]) -> dict[str, st
             if package["name"].lower() in PACKAGES:
                 found[package["name"].lower()] = package["version"]
     return found
+
+
+#: Prints the installed peregrine's Requires-Dist, "; "-separated ("nothing": none; "not installed").
+REQUIRES_PROBE = (
+    "import importlib.metadata as m\n"
+    "try:\n"
+    "    print('; '.join(m.requires('peregrine') or []) or 'nothing')\n"
+    "except m.PackageNotFoundError:\n"
+    "    print('not installed')\n"
+)
+
+
+def peregrine_requires(peregrine: str) -> str:
+    """What the measured peregrine's install declared it needs (uvloop, unless built free-threaded or opted out).
+
+    Asked of the console script's interpreter (its shebang); "unknown" for a bare binary.
+    """
+    try:
+        with Path(peregrine).open("rb") as head:
+            first = head.readline()
+    except OSError as error:
+        return f"unknown ({error.strerror})"
+    if not (first.startswith(b"#!") and b"python" in first):
+        return "unknown (not a console script)"
+    return harness.command_output([first[2:].decode().strip(), "-c", REQUIRES_PROBE])
 
 
 def choose(names: str | None, default: list[str], known: Mapping[str, object]) -> list[str]:

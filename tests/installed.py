@@ -131,13 +131,16 @@ class Venv:
         )
 
 
+#: Variables a test's interpreters and installs do not inherit: another interpreter's paths, a chosen binary,
+#: and PEREGRINE_NO_UVLOOP (an install made here gets the dependencies a newcomer's would).
+_NOT_INHERITED = frozenset(
+    {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONNOUSERSITE", "PEREGRINE_BINARY", "PEREGRINE_NO_UVLOOP"}
+)
+
+
 def clean_environment(**extra: str) -> dict[str, str]:
     """os.environ without anything that would make one interpreter see another's packages."""
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONNOUSERSITE", "PEREGRINE_BINARY"}
-    }
+    environment = {key: value for key, value in os.environ.items() if key not in _NOT_INHERITED}
     environment["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     environment["PIP_NO_INPUT"] = "1"
     environment.update(extra)

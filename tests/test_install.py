@@ -17,6 +17,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -106,9 +107,10 @@ def test_binary_ships_executable_inside_the_package(installed_venv: Venv) -> Non
 def test_wheel_is_tagged_for_the_interpreter_abi(installed_venv: Venv) -> None:
     wheel_file = next(_site_packages(installed_venv).glob("peregrine-*.dist-info")) / "WHEEL"
     tags = re.findall(r"^Tag: (.+)$", wheel_file.read_text(), re.MULTILINE)
-    abi = installed_venv.run("-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')")
-    cp = abi.stdout.strip()
-    assert tags == [f"{cp}-{cp}-linux_{os.uname().machine}"]
+    # The ABI tag carries the interpreter's ABI flags (PEP 3149): `t` for a free-threaded build (cp313-cp313t).
+    abi = installed_venv.run("-c", "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}', sys.abiflags)")
+    cp, *flags = abi.stdout.split()
+    assert tags == [f"{cp}-{cp}{''.join(flags)}-linux_{os.uname().machine}"]
 
 
 @pytest.mark.install
@@ -191,6 +193,45 @@ def test_application_imports_resolve_like_the_venv(installed_venv: Venv, import_
     assert answer["from_python_path"] == "python-path"
     assert Path(answer["prefix"]).resolve() == venv_root
     assert returncode == 0, server.output  # SIGTERM is a graceful stop
+
+
+ASGI_APP = """
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+    await send({"type": "http.response.body", "body": b"ok"})
+"""
+
+
+@pytest.mark.install
+def test_plain_install_serves_asgi_on_the_loop_its_dependencies_bring(installed_venv: Venv, tmp_path: Path) -> None:
+    """`pip install .` alone brings uvloop on a GIL build, and the worker's start-up line says it runs on it.
+
+    A free-threaded build gets no uvloop (build_support/dependencies.py) and says asyncio.
+    """
+    probe = installed_venv.run(
+        "-c",
+        "import importlib.util, sysconfig; "
+        "print(bool(sysconfig.get_config_var('Py_GIL_DISABLED')), importlib.util.find_spec('uvloop') is not None)",
+        env=clean_environment(),
+    )
+    free_threaded, has_uvloop = (word == "True" for word in probe.stdout.split())
+    assert has_uvloop is not free_threaded, probe.stdout + probe.stderr
+    expected = "(ASGI on asyncio)" if free_threaded else "(ASGI on uvloop)"
+    (tmp_path / "hello_asgi.py").write_text(ASGI_APP)
+    server = RunningServer([str(installed_venv.peregrine), "--port", "0", "hello_asgi:app"], cwd=tmp_path)
+    try:
+        status, body = http_get(server.port)
+        # The worker logs its loop before it serves; the reader thread may still be a line behind.
+        deadline = time.monotonic() + 30
+        while expected not in server.output and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        returncode = server.stop()
+    assert (status, body) == (200, "ok"), server.output
+    assert expected in server.output, server.output
+    assert returncode == 0, server.output
 
 
 # --- preflight: one line naming what is missing ---------------------------------------
