@@ -95,6 +95,11 @@ step "benchmark smoke (benchmarks/run.py --quick)"
 step "pywebtransport venv (WebTransport client of the current draft)"
 scripts/pywebtransport-venv.sh | tail -n 1
 
+# The free-threaded interpreter is built (or found in its cache) before pytest: tests/test_packaging.py
+# checks the metadata pip prepares for it; the free-threaded step below reuses it.
+step "free-threaded CPython 3.13t (build or cache)"
+scripts/build-free-threaded-python.sh | tail -n 1
+
 step "pytest"
 matrix="$root/.build/framework-matrix.json"
 rm -f "$matrix"
