@@ -385,9 +385,9 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
 
     /// The application's task finished: log its failure, and make sure the
     /// response is finished one way or another.
-    func taskDone(_ task: PyRef) {
+    func taskDone(_ outcome: PyRef) {
         taskFinished = true
-        let failure = gateway.taskException(task)
+        let failure = gateway.taskException(outcome)
         if let failure {
             if let exchange, headSent {
                 Log.error("the ASGI application raised \(failure.exceptionName) after the response began; connection aborted\n\(failure.text)")
