@@ -389,7 +389,11 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
         taskFinished = true
         let failure = gateway.taskException(outcome)
         if let failure {
-            if let exchange, headSent {
+            if complete {
+                // The whole response is with the transport (perhaps still
+                // held for this loop iteration's write): it goes out.
+                Log.error("the ASGI application raised \(failure.exceptionName) after its response: \(failure.message)\n\(failure.text)")
+            } else if let exchange, headSent {
                 Log.error("the ASGI application raised \(failure.exceptionName) after the response began; connection aborted\n\(failure.text)")
                 exchange.abort()
             } else if exchange != nil {
