@@ -122,6 +122,11 @@ PyObject *pshim_call3(PyObject *callable, PyObject *a, PyObject *b, PyObject *c)
     return PyObject_Vectorcall(callable, args + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
+PyObject *pshim_call5(PyObject *callable, PyObject *a, PyObject *b, PyObject *c, PyObject *d, PyObject *e) {
+    PyObject *args[6] = {NULL, a, b, c, d, e};
+    return PyObject_Vectorcall(callable, args + 1, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
 #ifndef PEREGRINE_BUILD_PYTHON
 #define PEREGRINE_BUILD_PYTHON ""
 #endif
@@ -182,6 +187,7 @@ void pshim_restore_exception(PyObject *exc) {
 }
 
 PyObject *pshim_exc_type_error(void) { return PyExc_TypeError; }
+PyObject *pshim_exc_exception(void) { return PyExc_Exception; }
 PyObject *pshim_exc_value_error(void) { return PyExc_ValueError; }
 PyObject *pshim_exc_runtime_error(void) { return PyExc_RuntimeError; }
 PyObject *pshim_exc_os_error(void) { return PyExc_OSError; }

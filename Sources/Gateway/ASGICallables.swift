@@ -10,11 +10,13 @@ protocol ASGIConversation: AnyObject {
     /// the message it takes now, or a new future to wait on.
     func receiveResumed() -> ReceiveStep
     func send(_ message: PyRef) -> PyRef?
-    func taskDone(_ task: PyRef)
+    /// The application's task ended: `outcome` is None or the exception it
+    /// raised (see `run_asgi`, `ASGIGateway.taskException`).
+    func taskDone(_ outcome: PyRef)
 }
 
 /// The C-level `receive` and `send` callables handed to an ASGI application,
-/// and the done-callback of its task. Each holds a strong reference to its
+/// and the `done` its task (`run_asgi`) calls at its end. Each holds a strong reference to its
 /// conversation (`ASGIRequest`, `ASGIWebSocket`); that, not a connection, is
 /// what they reach, and a conversation whose exchange has ended never
 /// touches a connection again.
@@ -64,7 +66,7 @@ enum ASGICallables {
             guard n == 1 else { Py.raise(Py.typeError, "send(message) takes exactly one argument"); return nil }
             return request.send(pshim_tuple_item(args, 0)!)
         case .done:
-            guard n == 1 else { Py.raise(Py.typeError, "done callback takes the task"); return nil }
+            guard n == 1 else { Py.raise(Py.typeError, "done(outcome) takes None or the exception"); return nil }
             request.taskDone(pshim_tuple_item(args, 0)!)
             return Py.newNone()
         }

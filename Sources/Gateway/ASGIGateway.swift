@@ -18,16 +18,20 @@ public final class ASGIGateway {
     /// The WebTransport extension's keys (ASGIWebTransport), made on first use.
     lazy var webTransportKeys = WebTransportKeys()
     private var createFuture: PyRef?
-    private var createTask: PyRef?
+    private var loop: PyRef?
+    /// `asyncio.Task`, and `{"loop": loop, "name": taskName}` for it.
+    private var taskType: PyRef?
+    private var taskArguments: PyRef?
+    /// `_peregrine.run_asgi`: the coroutine each task runs (see `run`).
+    private let runASGI: PyRef
+    private let getTaskFactoryName = Py.intern("get_task_factory")
+    private let createTaskName = Py.intern("create_task")
     private(set) var lifespanState: PyRef?
-    private let doneName = Py.intern("add_done_callback")
     private let setResultName = Py.intern("set_result")
     private let setExceptionName = Py.intern("set_exception")
     private let doneQuery = Py.intern("done")
     /// Finished requests for reuse.
     var requests = ASGIRequestPool()
-    private let cancelledQuery = Py.intern("cancelled")
-    private let exceptionQuery = Py.intern("exception")
     /// `peregrine.ClientDisconnected` (an OSError): raised by `send()` once
     /// the client has gone.
     let clientDisconnected: PyRef
@@ -46,6 +50,7 @@ public final class ASGIGateway {
         _ = ASGIPendingReceive.type
         ReadyAwaitable.prepare()
         clientDisconnected = Runtime.attribute("ClientDisconnected").take()  // kept for the gateway's life
+        runASGI = Runtime.attribute("run_asgi").take()  // likewise
     }
 
     /// The lifespan state this gateway copies into each scope (nil: none),
@@ -57,7 +62,19 @@ public final class ASGIGateway {
     /// state (None when lifespan is off or unsupported).
     public func attach(loop: PyRef, state: PyRef?) {
         createFuture = PyObject_GetAttrString(loop, "create_future")
-        createTask = PyObject_GetAttrString(loop, "create_task")
+        Py.incref(loop)
+        self.loop = loop
+        // Every task gets the same name: without one, Task.__init__ formats
+        // "Task-<n>" per request (1,450 instructions of 40k for hello).
+        if let asyncio = PyOwned(stealing: PyImport_ImportModule("asyncio")),
+           let task = PyObject_GetAttrString(asyncio.ref, "Task"), let arguments = PyDict_New() {
+            let name = PyOwned(stealing: Py.str("peregrine-asgi"))
+            PyDict_SetItemString(arguments, "loop", loop)
+            PyDict_SetItemString(arguments, "name", name.ref)
+            taskType = task
+            taskArguments = arguments
+        }
+        PyErr_Clear()
         if let state, state != Py.none {
             Py.incref(state)
             lifespanState = state
@@ -79,32 +96,46 @@ public final class ASGIGateway {
         run(r, scope: scopeDict, receive: receive, send: send)
     }
 
-    /// Calls the application and runs the coroutine as a task whose end
-    /// goes to `conversation.taskDone`.
+    /// Runs the application as a task: `run_asgi(app, scope, receive, send,
+    /// done)`, which calls and awaits it and hands how it ended to
+    /// `conversation.taskDone` from inside the task. The application is
+    /// called in the task (a call that raises, or returns no awaitable, is
+    /// a failure of the task like any other).
+    ///
+    /// The task is made as `asyncio.Task(coro, loop=loop, name=...)`, what
+    /// `loop.create_task` does, minus the per-request name; a task factory
+    /// the application installed (`loop.set_task_factory`) is honoured
+    /// through `create_task`.
     func run(_ conversation: ASGIConversation, scope scopeDict: consuming PyOwned,
                      receive: consuming PyOwned, send: consuming PyOwned) {
-        let called = PyOwned(stealing: pshim_call3(app, scopeDict.ref, receive.ref, send.ref))
-        // The application keeps what it needs of them.
-        _ = consume scopeDict; _ = consume receive; _ = consume send
-        guard let coroutine = called else {
-            // The call itself raised (a synchronous callable, wrong arity).
-            let tb = takeTraceback()
-            Log.error("the ASGI application raised \(tb.exceptionName): \(tb.message)\n\(tb.text)")
+        guard let done = ASGICallables.make(.done, for: conversation),
+              let coroutine = PyOwned(stealing: pshim_call5(runASGI, app, scopeDict.ref, receive.ref, send.ref, done.ref)) else {
+            logFailure("cannot start the ASGI application")
             conversation.taskDone(Py.none)
             return
         }
-        let created = PyOwned(stealing: pshim_call1(createTask!, coroutine.ref))
-        _ = consume coroutine  // the task holds it
-        guard let task = created else {
-            let tb = takeTraceback()
-            Log.error("the ASGI application did not return an awaitable: \(tb.message)")
+        // The coroutine keeps what it needs of them.
+        _ = consume scopeDict; _ = consume receive; _ = consume send; _ = consume done
+        guard PyOwned(stealing: newTask(coroutine.ref)) != nil else {
+            // Only if the loop refused it (closed) or memory ran out: the
+            // coroutine never ran, so nobody else finishes the request.
+            logFailure("cannot start the ASGI application's task")
             conversation.taskDone(Py.none)
             return
         }
-        if let done = ASGICallables.make(.done, for: conversation),
-           PyOwned(stealing: PyObject_CallMethodOneArg(task.ref, doneName, done.ref)) == nil {
-            PyErr_Clear()
+    }
+
+    /// A task running `coroutine` on the loop (new reference), or nil with
+    /// the exception set.
+    private func newTask(_ coroutine: PyRef) -> PyRef? {
+        guard let loop, let taskType, let taskArguments else { return nil }
+        guard let factory = PyOwned(stealing: PyObject_CallMethodNoArgs(loop, getTaskFactoryName)) else { return nil }
+        if factory.ref != Py.none {
+            return PyObject_CallMethodOneArg(loop, createTaskName, coroutine)
         }
+        guard let args = PyOwned(stealing: PyTuple_New(1)) else { return nil }
+        pshim_tuple_set_item(args.ref, 0, PyOwned(borrowing: coroutine).take())
+        return PyObject_Call(taskType, args.ref, taskArguments)
     }
 
     /// Starts the application for a WebSocket opening handshake the
@@ -170,18 +201,13 @@ public final class ASGIGateway {
         if PyOwned(stealing: PyObject_CallMethodOneArg(future, setExceptionName, exc.ref)) == nil { PyErr_Clear() }
     }
 
-    /// The exception a finished task ended with, formatted; nil if it
-    /// returned normally or was cancelled.
-    func taskException(_ task: PyRef) -> PythonTraceback? {
-        guard task != Py.none else { return nil }
-        if let cancelled = PyOwned(stealing: PyObject_CallMethodNoArgs(task, cancelledQuery)) {
-            if cancelled.ref == Py.true { return nil }
-        } else {
-            PyErr_Clear()
-        }
-        guard let exc = PyOwned(stealing: PyObject_CallMethodNoArgs(task, exceptionQuery)) else { PyErr_Clear(); return nil }
-        if exc.ref == Py.none { return nil }
-        pshim_restore_exception(exc.take())  // steals it
+    /// What the application's task ended with (`run_asgi`'s report: None
+    /// or the exception), formatted; nil if it returned normally or was
+    /// cancelled (a BaseException that is not an Exception).
+    func taskException(_ outcome: PyRef) -> PythonTraceback? {
+        guard outcome != Py.none else { return nil }
+        guard PyObject_IsInstance(outcome, pshim_exc_exception()) == 1 else { PyErr_Clear(); return nil }
+        pshim_restore_exception(PyOwned(borrowing: outcome).take())  // steals it
         return takeTraceback()
     }
 }

@@ -385,11 +385,15 @@ final class ASGIRequest: AsyncExchangeDelegate, ASGIConversation {
 
     /// The application's task finished: log its failure, and make sure the
     /// response is finished one way or another.
-    func taskDone(_ task: PyRef) {
+    func taskDone(_ outcome: PyRef) {
         taskFinished = true
-        let failure = gateway.taskException(task)
+        let failure = gateway.taskException(outcome)
         if let failure {
-            if let exchange, headSent {
+            if complete {
+                // The whole response is with the transport (perhaps still
+                // held for this loop iteration's write): it goes out.
+                Log.error("the ASGI application raised \(failure.exceptionName) after its response: \(failure.message)\n\(failure.text)")
+            } else if let exchange, headSent {
                 Log.error("the ASGI application raised \(failure.exceptionName) after the response began; connection aborted\n\(failure.text)")
                 exchange.abort()
             } else if exchange != nil {

@@ -317,8 +317,8 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     /// The application's task ended. Before an answer to the handshake: an
     /// error is a 500, a plain return a 403. After accept: an error closes
     /// with 1011, a return without closing with 1000.
-    func taskDone(_ task: PyRef) {
-        let failure = gateway.taskException(task)
+    func taskDone(_ outcome: PyRef) {
+        let failure = gateway.taskException(outcome)
         if let failure {
             Log.error("the ASGI application raised \(failure.exceptionName) in a websocket: \(failure.message)\n\(failure.text)")
         }

@@ -429,8 +429,8 @@ final class ASGIWebTransport: WebTransportDelegate, ASGIConversation {
 
     /// The application's task ended. Unanswered: an error or a plain return
     /// refuses with 500. Accepted: the session is closed (code 0).
-    func taskDone(_ task: PyRef) {
-        let failure = gateway.taskException(task)
+    func taskDone(_ outcome: PyRef) {
+        let failure = gateway.taskException(outcome)
         if let failure {
             Log.error("the ASGI application raised \(failure.exceptionName) in a webtransport session: \(failure.message)\n\(failure.text)")
         }

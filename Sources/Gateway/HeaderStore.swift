@@ -32,18 +32,31 @@ struct HeaderStore {
         }
         while let pair = PyOwned(stealing: PyIter_Next(iterator.ref)) {
             let item = pair.ref
-            guard PySequence_Check(item) != 0, PySequence_Size(item) == 2,
-                  let nameItem = PyOwned(stealing: PySequence_GetItem(item, 0)) else {
-                PyErr_Clear()
-                Py.raise(Py.typeError, "\(context): each header must be a (name, value) pair, got \(Py.describe(item))")
-                return false
+            // Borrowed: from the tuple `pair` holds, or from the owners below.
+            let nameItem: PyRef, valueItem: PyRef
+            var nameOwner: PyOwned? = nil, valueOwner: PyOwned? = nil
+            if pshim_tuple_exact(item) != 0 && pshim_tuple_size(item) == 2 {
+                // The usual shape: a tuple is immutable, so its items need no
+                // sequence protocol calls and no references of their own.
+                nameItem = pshim_tuple_item(item, 0)!
+                valueItem = pshim_tuple_item(item, 1)!
+            } else {
+                guard PySequence_Check(item) != 0, PySequence_Size(item) == 2 else {
+                    PyErr_Clear()
+                    Py.raise(Py.typeError, "\(context): each header must be a (name, value) pair, got \(Py.describe(item))")
+                    return false
+                }
+                nameOwner = PyOwned(stealing: PySequence_GetItem(item, 0))
+                valueOwner = PyOwned(stealing: PySequence_GetItem(item, 1))
+                guard let n = nameOwner.ref, let v = valueOwner.ref else { return false }
+                nameItem = n
+                valueItem = v
             }
-            guard let valueItem = PyOwned(stealing: PySequence_GetItem(item, 1)) else { return false }
             // A bytearray is copied to bytes first: its storage may move if
             // another thread resizes it while it is read (free-threaded).
-            let nameCopy = copyIfByteArray(nameItem.ref), valueCopy = copyIfByteArray(valueItem.ref)
+            let nameCopy = copyIfByteArray(nameItem), valueCopy = copyIfByteArray(valueItem)
             if PyErr_Occurred() != nil { return false }
-            let name = nameCopy.ref ?? nameItem.ref, value = valueCopy.ref ?? valueItem.ref
+            let name = nameCopy.ref ?? nameItem, value = valueCopy.ref ?? valueItem
             guard let n = view(name), let v = view(value) else {
                 let isText = pshim_unicode_check(name) != 0 || pshim_unicode_check(value) != 0
                 if isText && [name, value].allSatisfy({ pshim_unicode_check($0) != 0 || pshim_bytes_check($0) != 0 || pshim_bytearray_check($0) != 0 }) {
@@ -74,6 +87,8 @@ struct HeaderStore {
             case .regular:
                 add(n, v)
             }
+            // The borrowed name and value were used up to here.
+            _ = consume nameOwner; _ = consume valueOwner
         }
         return PyErr_Occurred() == nil
     }

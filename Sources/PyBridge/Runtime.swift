@@ -157,6 +157,27 @@ class _Lifespan:
             log(40, "ASGI lifespan shutdown failed: %s" % self.shutdown_failure)
 
 
+async def run_asgi(app, scope, receive, send, done):
+    """One ASGI connection scope's task: awaits the application, then tells
+    `done` how it ended (None, or the exception it raised) from inside the
+    task, instead of a done-callback the loop would schedule after it (a
+    handle and a loop round per request). An exception is logged there and
+    ends here; cancellation (any BaseException that is not an Exception)
+    still ends the task, and KeyboardInterrupt and SystemExit still stop
+    the loop, as they did before."""
+    try:
+        await app(scope, receive, send)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:
+        done(e)
+    except BaseException as e:
+        done(e)
+        raise
+    else:
+        done(None)
+
+
 def serve_asgi(app, fd, poll, attach, lifespan, use_uvloop):
     """Run the worker's event loop: the server's epoll descriptor is one of
     its readers, so the server and the application share one thread."""

@@ -1036,3 +1036,56 @@ async def fastpath(scope: Scope, receive: Receive, send: Send) -> None:
     except StopIteration:
         facts["start_suspended"] = False
     await send({"type": "http.response.body", "body": json.dumps(facts).encode()})
+
+
+# --- the request task ------------------------------------------------------------------------------
+
+#: Tasks the factory `task_factory_app` installs has made.
+FACTORY_TASKS: list[str] = []
+
+
+async def task_factory_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """Installs a task factory at lifespan startup (`loop.set_task_factory`); each request answers what
+    it sees of its task: whether it runs in one (asyncio.current_task), its name, and how many tasks
+    the factory made so far. `/raise` raises after its response (logged, the server serves on)."""
+    if scope["type"] == "lifespan":
+        loop = asyncio.get_running_loop()
+
+        def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:  # noqa: ANN401
+            task = asyncio.Task(coro, loop=loop, **kwargs)
+            FACTORY_TASKS.append(task.get_name())
+            return task
+
+        assert (await receive())["type"] == "lifespan.startup"
+        loop.set_task_factory(factory)
+        await send({"type": "lifespan.startup.complete"})
+        assert (await receive())["type"] == "lifespan.shutdown"
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    await request_task_report(scope, send)
+
+
+async def task_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """`task_factory_app` without the factory."""
+    if scope["type"] == "lifespan":
+        assert (await receive())["type"] == "lifespan.startup"
+        await send({"type": "lifespan.startup.complete"})
+        assert (await receive())["type"] == "lifespan.shutdown"
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    await request_task_report(scope, send)
+
+
+async def request_task_report(scope: Scope, send: Send) -> None:
+    """Answer what the request's task is; `/raise` raises after the response."""
+    task = asyncio.current_task()
+    await respond_json(
+        send,
+        {
+            "in_task": task is not None,
+            "name": task.get_name() if task is not None else None,
+            "factory_tasks": len(FACTORY_TASKS),
+        },
+    )
+    if scope["path"] == "/raise":
+        raise ValueError("raised after the response, on purpose")

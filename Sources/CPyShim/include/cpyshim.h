@@ -73,6 +73,7 @@ PyObject *pshim_call1(PyObject *callable, PyObject *a);
 PyObject *pshim_call2(PyObject *callable, PyObject *a, PyObject *b);
 PyObject *pshim_call_method0(PyObject *o, const char *name);
 PyObject *pshim_call3(PyObject *callable, PyObject *a, PyObject *b, PyObject *c);
+PyObject *pshim_call5(PyObject *callable, PyObject *a, PyObject *b, PyObject *c, PyObject *d, PyObject *e);
 
 // The interpreter this binary was built against (its sys.executable at build
 // time); the default program name when the launcher does not name one.
@@ -91,6 +92,7 @@ void pshim_restore_exception(PyObject *exc);
 
 // Exception types (C globals are shared mutable state to Swift 6).
 PyObject *pshim_exc_type_error(void);
+PyObject *pshim_exc_exception(void);
 PyObject *pshim_exc_value_error(void);
 PyObject *pshim_exc_runtime_error(void);
 PyObject *pshim_exc_os_error(void);
