@@ -117,8 +117,19 @@ public struct RequestFieldValidator: Sendable {
     /// Validates `list` as a request head (`trailers == false`) or a trailer
     /// section, and copies it into a head.
     public mutating func build(_ list: HeaderList, trailers: Bool) throws(RequestFieldError) -> RequestHead {
-        cookieCrumbs.removeAll(keepingCapacity: true)
         var head = RequestHead()
+        try build(list, trailers: trailers, into: &head)
+        return head
+    }
+
+    /// `build(_:trailers:)` into a head the caller reuses: its arrays keep
+    /// their capacity, so once they are large enough, and if nobody else
+    /// still holds them (copy-on-write), building allocates nothing. On a
+    /// throw `head` holds a partial section; it is reset on the next call.
+    public mutating func build(_ list: HeaderList, trailers: Bool,
+                               into head: inout RequestHead) throws(RequestFieldError) {
+        cookieCrumbs.removeAll(keepingCapacity: true)
+        head.reset()
         head.fields.reserveCapacity(list.count)
         var method: ByteSpan?, scheme: ByteSpan?, authority: ByteSpan?, path: ByteSpan?, proto: ByteSpan?
         var host: ByteSpan?
@@ -225,7 +236,6 @@ public struct RequestFieldValidator: Sendable {
         head.protocolName = proto ?? .empty
         head.authority = authority ?? host ?? .empty
         copyStorage(list, into: &head, cookieIndex: cookieIndex)
-        return head
     }
 
     /// One allocation: the decoded bytes, then the joined cookie if there
