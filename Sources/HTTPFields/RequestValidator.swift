@@ -238,21 +238,26 @@ public struct RequestFieldValidator: Sendable {
         copyStorage(list, into: &head, cookieIndex: cookieIndex)
     }
 
-    /// One allocation: the decoded bytes, then the joined cookie if there
-    /// were several crumbs.
+    /// At most one allocation (none into a reused head large enough): the
+    /// decoded bytes, then the joined cookie if there were several crumbs.
+    /// Index loops and raw bytes, not `for … in` and array slices: an
+    /// unoptimised build mallocs per element for those (H2ReceiveAllocationTests).
     private func copyStorage(_ list: HeaderList, into head: inout RequestHead, cookieIndex: Int?) {
         var extra = 0
         if cookieCrumbs.count > 1 {
-            for c in cookieCrumbs { extra += c.count + 2 }
+            for i in cookieCrumbs.indices { extra += cookieCrumbs[i].count + 2 }
             extra -= 2
         }
         head.storage.reserveCapacity(list.bytes.count + extra)
         head.storage.append(contentsOf: list.bytes)
         guard let cookieIndex, cookieCrumbs.count > 1 else { return }
         let start = head.storage.count
-        for (i, c) in cookieCrumbs.enumerated() {
-            if i > 0 { head.storage.append(0x3b); head.storage.append(0x20) }
-            head.storage.append(contentsOf: list.bytes[c.start ..< c.end])
+        list.bytes.withUnsafeBytes { all in
+            for i in cookieCrumbs.indices {
+                if i > 0 { head.storage.append(0x3b); head.storage.append(0x20) }
+                let c = cookieCrumbs[i]
+                head.storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: all[c.start ..< c.end]))
+            }
         }
         head.fields[cookieIndex].value = ByteSpan(offset: start, length: head.storage.count - start)
     }
