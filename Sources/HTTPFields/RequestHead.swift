@@ -58,6 +58,20 @@ public struct RequestHead: Sendable {
         self.contentLength = contentLength
     }
 
+    /// Empty again, keeping the arrays' capacity (RequestFieldValidator
+    /// builds into a reused head).
+    public mutating func reset() {
+        storage.removeAll(keepingCapacity: true)
+        fields.removeAll(keepingCapacity: true)
+        method = .empty
+        scheme = .empty
+        authority = .empty
+        path = .empty
+        protocolName = .empty
+        contentLength = nil
+        expectsContinue = false
+    }
+
     /// The bytes of `span`.
     public subscript(span: ByteSpan) -> ArraySlice<UInt8> {
         storage[span.start ..< span.end]

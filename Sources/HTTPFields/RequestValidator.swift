@@ -117,8 +117,19 @@ public struct RequestFieldValidator: Sendable {
     /// Validates `list` as a request head (`trailers == false`) or a trailer
     /// section, and copies it into a head.
     public mutating func build(_ list: HeaderList, trailers: Bool) throws(RequestFieldError) -> RequestHead {
-        cookieCrumbs.removeAll(keepingCapacity: true)
         var head = RequestHead()
+        try build(list, trailers: trailers, into: &head)
+        return head
+    }
+
+    /// `build(_:trailers:)` into a head the caller reuses: its arrays keep
+    /// their capacity, so once they are large enough, and if nobody else
+    /// still holds them (copy-on-write), building allocates nothing. On a
+    /// throw `head` holds a partial section; it is reset on the next call.
+    public mutating func build(_ list: HeaderList, trailers: Bool,
+                               into head: inout RequestHead) throws(RequestFieldError) {
+        cookieCrumbs.removeAll(keepingCapacity: true)
+        head.reset()
         head.fields.reserveCapacity(list.count)
         var method: ByteSpan?, scheme: ByteSpan?, authority: ByteSpan?, path: ByteSpan?, proto: ByteSpan?
         var host: ByteSpan?
@@ -225,24 +236,28 @@ public struct RequestFieldValidator: Sendable {
         head.protocolName = proto ?? .empty
         head.authority = authority ?? host ?? .empty
         copyStorage(list, into: &head, cookieIndex: cookieIndex)
-        return head
     }
 
-    /// One allocation: the decoded bytes, then the joined cookie if there
-    /// were several crumbs.
+    /// At most one allocation (none into a reused head large enough): the
+    /// decoded bytes, then the joined cookie if there were several crumbs.
+    /// Index loops and raw bytes, not `for … in` and array slices: an
+    /// unoptimised build mallocs per element for those (H2ReceiveAllocationTests).
     private func copyStorage(_ list: HeaderList, into head: inout RequestHead, cookieIndex: Int?) {
         var extra = 0
         if cookieCrumbs.count > 1 {
-            for c in cookieCrumbs { extra += c.count + 2 }
+            for i in cookieCrumbs.indices { extra += cookieCrumbs[i].count + 2 }
             extra -= 2
         }
         head.storage.reserveCapacity(list.bytes.count + extra)
         head.storage.append(contentsOf: list.bytes)
         guard let cookieIndex, cookieCrumbs.count > 1 else { return }
         let start = head.storage.count
-        for (i, c) in cookieCrumbs.enumerated() {
-            if i > 0 { head.storage.append(0x3b); head.storage.append(0x20) }
-            head.storage.append(contentsOf: list.bytes[c.start ..< c.end])
+        list.bytes.withUnsafeBytes { all in
+            for i in cookieCrumbs.indices {
+                if i > 0 { head.storage.append(0x3b); head.storage.append(0x20) }
+                let c = cookieCrumbs[i]
+                head.storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: all[c.start ..< c.end]))
+            }
         }
         head.fields[cookieIndex].value = ByteSpan(offset: start, length: head.storage.count - start)
     }

@@ -4,7 +4,7 @@ import HTTPFields
 
 /// A request head decoded from HPACK or QPACK, copied out of the decoder's
 /// scratch for the whole exchange (one allocation for the field spans and
-/// the bytes), and the gateway's view of it. Shared by HTTP/2 and HTTP/3
+/// the bytes, reused by a pooled HTTP/2 stream), and the gateway's view of it. Shared by HTTP/2 and HTTP/3
 /// streams: both decode into the version-independent `RequestHead`.
 ///
 /// `:authority` becomes the first field as `host` (replacing any `host`
@@ -12,23 +12,51 @@ import HTTPFields
 struct DecodedRequest: ~Copyable {
     /// Names and values back to back (the spans point here), then the name
     /// `host` for the field made from `:authority`.
-    let storage: UnsafeMutableRawBufferPointer
-    let fields: UnsafeMutablePointer<FieldSpans>
+    private(set) var storage: UnsafeMutableRawBufferPointer
+    private(set) var fields: UnsafeMutablePointer<FieldSpans>
     private(set) var fieldCount = 0
+    /// What the block holds without growing (`refill`).
+    private var fieldCapacity: Int
+    private var byteCapacity: Int
 
     init(_ head: RequestHead) {
-        // One block: the field spans first (aligned), then the bytes.
-        let spans = MemoryLayout<FieldSpans>.stride * (head.fields.count + 1)  // + `host` from :authority
-        let block = UnsafeMutableRawPointer.allocate(byteCount: spans + head.storage.count + 4,
-                                                     alignment: MemoryLayout<FieldSpans>.alignment)
-        fields = block.bindMemory(to: FieldSpans.self, capacity: head.fields.count + 1)
-        let bytes = UnsafeMutableRawBufferPointer(start: block + spans, count: head.storage.count + 4)
+        (fields, storage) = DecodedRequest.allocate(fields: head.fields.count + 1, bytes: head.storage.count + 4)
+        fieldCapacity = head.fields.count + 1
+        byteCapacity = head.storage.count + 4
+        copy(head)
+    }
+
+    /// The next request's head in the same block when it fits (a pooled
+    /// HTTP/2 stream: no allocation), else in a new one. The gateway's
+    /// request built from the previous head must be gone.
+    mutating func refill(_ head: RequestHead) {
+        fieldCount = 0
+        let needFields = head.fields.count + 1, needBytes = head.storage.count + 4
+        if needFields > fieldCapacity || needBytes > byteCapacity {
+            UnsafeMutableRawPointer(fields).deallocate()
+            fieldCapacity = max(needFields, fieldCapacity)
+            byteCapacity = max(needBytes, byteCapacity)
+            (fields, storage) = DecodedRequest.allocate(fields: fieldCapacity, bytes: byteCapacity)
+        }
+        copy(head)
+    }
+
+    /// One block: the field spans first (aligned), then the bytes.
+    private static func allocate(fields count: Int, bytes: Int)
+        -> (UnsafeMutablePointer<FieldSpans>, UnsafeMutableRawBufferPointer) {
+        let spans = MemoryLayout<FieldSpans>.stride * count
+        let block = UnsafeMutableRawPointer.allocate(byteCount: spans + bytes, alignment: MemoryLayout<FieldSpans>.alignment)
+        return (block.bindMemory(to: FieldSpans.self, capacity: count),
+                UnsafeMutableRawBufferPointer(start: block + spans, count: bytes))
+    }
+
+    /// The head's bytes, then `host` (+ the field from :authority).
+    private func copy(_ head: RequestHead) {
         head.storage.withUnsafeBytes { src in
-            if src.count > 0 { bytes.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) }
+            if src.count > 0 { storage.baseAddress!.copyMemory(from: src.baseAddress!, byteCount: src.count) }
         }
         let host: StaticString = "host"
-        (bytes.baseAddress! + head.storage.count).copyMemory(from: host.utf8Start, byteCount: 4)
-        storage = bytes
+        (storage.baseAddress! + head.storage.count).copyMemory(from: host.utf8Start, byteCount: 4)
     }
 
     deinit {

@@ -25,6 +25,8 @@ final class H2Session {
     unowned(unsafe) let connection: H1Connection
     var core: H2Connection
     var streams: [UInt32: H2Stream] = [:]
+    /// Ended streams kept for reuse (H2Session+StreamPool).
+    var spareStreams: [H2Stream] = []
     /// Streams holding response bytes the core has not taken yet.
     private var sendQueue: [H2Stream] = []
     /// Streams whose sender waits for output to drain (see waitForDrain).
@@ -203,7 +205,7 @@ final class H2Session {
 
     /// A new request.
     private func open(_ id: UInt32, _ head: H2RequestHead, endStream: Bool) {
-        let s = H2Stream(session: self, id: id, head: head)
+        let s = makeStream(id: id, head: head)
         s.bodyEnded = endStream
         // --max-connection-age: this stream is served, and its response
         // is followed by a GOAWAY (see checkDone).
@@ -461,6 +463,7 @@ final class H2Session {
         let d = s.delegate
         s.delegate = nil
         d?.exchangeEnded(disconnected: false)
+        retire(s)
     }
 
     /// Resets a stream from our side (an application error, a file that
@@ -488,6 +491,7 @@ final class H2Session {
         let d = s.delegate
         s.delegate = nil
         d?.exchangeEnded(disconnected: disconnected)
+        retire(s)
     }
 
     func record(_ s: H2Stream) {

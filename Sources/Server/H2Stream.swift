@@ -15,7 +15,9 @@ import HTTP2
 /// and make `send()` wait; a WSGI application simply waits in the call.
 final class H2Stream {
     unowned(unsafe) let session: H2Session
-    let id: UInt32
+    /// Changes only when the session reuses this object for a new stream
+    /// (H2Session+StreamPool), every other property reset with it.
+    private(set) var id: UInt32
     /// The decoded request, owned for the whole exchange (spans point into it).
     var decoded: DecodedRequest
     var request: GatewayRequest!
@@ -58,11 +60,44 @@ final class H2Stream {
     init(session: H2Session, id: UInt32, head: H2RequestHead) {
         self.session = session
         self.id = id
-        exchange = HTTPExchange(isHead: DecodedRequest.isHead(head),
-                                declaredBodyLength: head.contentLength,
-                                maxBody: session.worker.config.maxBody, start: session.worker.now,
-                                expectsContinue: head.expectsContinue, minBodyRate: session.worker.config.minBodyRate)
+        exchange = H2Stream.exchange(for: head, session: session)
         decoded = DecodedRequest(head)
+    }
+
+    private static func exchange(for head: H2RequestHead, session: H2Session) -> HTTPExchange {
+        HTTPExchange(isHead: DecodedRequest.isHead(head), declaredBodyLength: head.contentLength,
+                     maxBody: session.worker.config.maxBody, start: session.worker.now,
+                     expectsContinue: head.expectsContinue, minBodyRate: session.worker.config.minBodyRate)
+    }
+
+    /// Makes this ended stream's object stream `id`, as new: every stored
+    /// property below gets the value `init` gives it (RFC 9113 §5.1: a new
+    /// stream starts idle, with nothing of another). Only the session's
+    /// pool calls this, and only when nothing else refers to the object.
+    func reuse(id: UInt32, head: H2RequestHead) {
+        self.id = id
+        decoded.refill(head)
+        request = nil
+        exchange = H2Stream.exchange(for: head, session: session)
+        accessLine = nil
+        metered = nil
+        body.detach()?.deallocate()
+        body = ByteBuffer()
+        bodyEnded = false
+        bodyWaitSince = nil
+        reset = false
+        pendingOut.detach()?.deallocate()
+        pendingOut = ByteBuffer()
+        if let file = pendingFile { _ = csys_close(file.fd) }
+        pendingFile = nil
+        endAfterPending = false
+        pendingTrailers = nil
+        responseEnded = false
+        drainWanted = false
+        delegate = nil
+        webSocket = nil
+        counted = false
+        retired = false
     }
 
     deinit {
@@ -73,6 +108,8 @@ final class H2Stream {
 
     /// Counted in flight for --limit-concurrency until it ends (Admission).
     var counted = false
+    /// Ended and handed to the session's pool (H2Session+StreamPool).
+    var retired = false
 
     var hasPendingOutput: Bool { pendingOut.readableCount > 0 || pendingFile != nil }
     var pendingOutputBytes: Int { pendingOut.readableCount + Int(pendingFile?.remaining ?? 0) }

@@ -108,7 +108,7 @@ extension H2Connection {
         if streams.count >= limits.maxConcurrentStreams { return refuse(id, .refused) }
         let head: H2RequestHead
         do {
-            head = try validator.build(headerList, trailers: false)
+            head = try buildHead(trailers: false)
         } catch {
             return refuse(id, error)
         }
@@ -129,7 +129,7 @@ extension H2Connection {
         if selfDependent { return streamError(at: i, .selfDependency) }
         let head: H2RequestHead
         do {
-            head = try validator.build(headerList, trailers: true)
+            head = try buildHead(trailers: true)
         } catch {
             return streamError(at: i, error)
         }
@@ -143,6 +143,16 @@ extension H2Connection {
             removeStream(at: i, .closed)
         }
         return .trailers(streamID: id, head: head)
+    }
+
+    /// Validates the decoded list into `lentHead` and lends it: the event
+    /// shares its arrays, which the next head reuses if the server let go
+    /// of them (else copy-on-write gives the next head new ones).
+    private func buildHead(trailers: Bool) throws(H2Error) -> H2RequestHead {
+        // A large head once should not stay with the connection.
+        if lentHead.storage.capacity > Self.scratchKeepCapacity { lentHead = H2RequestHead() }
+        try validator.build(headerList, trailers: trailers, into: &lentHead)
+        return lentHead
     }
 
     /// A request head over SETTINGS_MAX_HEADER_LIST_SIZE: answered 431 here

@@ -7,6 +7,12 @@ import Core
 /// One thing the server must act on.
 public enum H2Event {
     /// A new request. `endStream`: it has no body.
+    ///
+    /// `head` is lent, like DATA's bytes: its arrays are the connection's,
+    /// which the next call rebuilds for the next head. Copy what you keep
+    /// and let go of the event before calling again. (Holding it stays
+    /// safe — copy-on-write then gives the next head new arrays — but costs
+    /// two allocations per request.)
     case request(streamID: UInt32, head: H2RequestHead, endStream: Bool)
     /// Body bytes (padding removed). `bytes` point into the caller's input
     /// and are valid only until the caller's next call.
@@ -16,7 +22,8 @@ public enum H2Event {
     /// bytes as the application takes them: that, and only that, returns
     /// flow-control credit. An empty `bytes` comes only with `endStream`.
     case data(streamID: UInt32, bytes: UnsafeRawBufferPointer, flowControlledLength: Int, endStream: Bool)
-    /// Trailers; they end the request body. No pseudo-header fields.
+    /// Trailers; they end the request body. No pseudo-header fields. `head`
+    /// is lent, as for `.request`.
     case trailers(streamID: UInt32, head: H2RequestHead)
     /// The stream is gone: the peer's RST_STREAM, or a stream error we
     /// answered with RST_STREAM. The application must be told

@@ -52,4 +52,10 @@ struct RequestValidator {
     mutating func build(_ list: HeaderList, trailers: Bool) throws(H2Error) -> H2RequestHead {
         do { return try shared.build(list, trailers: trailers) } catch { throw H2Error(error) }
     }
+
+    /// The same into `head`, whose arrays are reused (see
+    /// `H2Connection.lentHead`).
+    mutating func build(_ list: HeaderList, trailers: Bool, into head: inout H2RequestHead) throws(H2Error) {
+        do { try shared.build(list, trailers: trailers, into: &head) } catch { throw H2Error(error) }
+    }
 }
