@@ -362,7 +362,13 @@ final class H3Connection {
     private func flushLocal(_ s: H3LocalStream) {
         guard !localPending[s.rawValue].isEmpty else { return }
         let n = localPending[s.rawValue].withUnsafeBytes { quic.write(stream: s.streamID, $0, fin: false) }
-        localPending[s.rawValue].removeFirst(n)
+        if n == localPending[s.rawValue].count {
+            // Written once in a while (the SETTINGS, a GOAWAY, QPACK decoder
+            // instructions): an idle connection keeps no buffer for them.
+            localPending[s.rawValue] = []
+        } else {
+            localPending[s.rawValue].removeFirst(n)
+        }
     }
 
     // MARK: - Output
