@@ -371,6 +371,18 @@ final class H3Connection {
         }
     }
 
+    /// Gives back what finished requests left in this connection's maps
+    /// and lists, and the response scratch buffer (the connection is idle:
+    /// QUICService's idle release, issue 15).
+    func releaseIdleMemory() {
+        if streams.isEmpty { streams = [:] }
+        if sendQueue.isEmpty { sendQueue = [] }
+        if drainWaiters.isEmpty { drainWaiters = [] }
+        if refeed.isEmpty { refeed = [] }
+        scratch = []
+        core.releaseIdleMemory()
+    }
+
     // MARK: - Output
 
     func takeScratch() -> [UInt8] {

@@ -206,6 +206,14 @@ public final class H3Session {
         requests[streamID]?.isDecoding ?? false
     }
 
+    /// Gives back what the maps and lists of finished requests kept (their
+    /// capacity at the busiest moment) once the connection is idle (issue
+    /// 15); the glue calls it with QUIC's `releaseIdleMemory`.
+    public func releaseIdleMemory() {
+        if requests.isEmpty { requests = [:] }
+        if unblockedHead == 0 && unblocked.isEmpty { unblocked = [] }
+    }
+
     // MARK: output
 
     /// Whether any local stream has bytes to write.

@@ -18,9 +18,12 @@ final class IdleConnectionMemoryTests: XCTestCase {
     /// 1 KiB of room; a regression (a space's state kept after its keys are
     /// discarded, a stream's buffer kept at its peak) crosses it.
     static let idleBound = 13 * 1024
+    static let releasedBound = 12 * 1024
 
     /// The connection's live heap bytes when idle after one request.
-    func idleBytes(responseBytes: Int, file: StaticString = #filePath, line: UInt = #line) throws -> Int {
+    /// `releasing`: after the glue's idle release (QUICConnection+IdleMemory).
+    func idleBytes(responseBytes: Int, releasing: Bool = false,
+                   file: StaticString = #filePath, line: UInt = #line) throws -> Int {
         let h = ConnectionHarness()
         var idle: Int64 = 0
         do {
@@ -41,6 +44,11 @@ final class IdleConnectionMemoryTests: XCTestCase {
             }
             XCTAssertEqual(c.recovery.bytesInFlight, 0, file: file, line: line)
             _ = h.takeEvents()
+            if releasing {
+                // The glue's call once the connection has been quiet (the
+                // endpoint's, which picks quiet connections by time).
+                XCTAssertNil(h.endpoint.releaseIdleMemory(now: h.now, quietFor: 0), file: file, line: line)
+            }
             idle = allocation_counter_thread_live_bytes()
             c.close(errorCode: 0, reason: [], application: true)
             _ = h.drain()
@@ -51,6 +59,19 @@ final class IdleConnectionMemoryTests: XCTestCase {
         _ = h.takeEvents()
         h.forgetConnection()
         return Int(idle - allocation_counter_thread_live_bytes())
+    }
+
+    /// The idle release gives back what the busy moments grew (the 1-RTT
+    /// log's arrays, stream buffers, range lists): below the bound for the
+    /// released state, however large the response was.
+    func testIdleReleaseGivesBackTheBuffers() throws {
+        let kept = try idleBytes(responseBytes: 1_000)
+        let released = try idleBytes(responseBytes: 1_000, releasing: true)
+        let bigReleased = try idleBytes(responseBytes: 40_000, releasing: true)
+        print("idle connection after one request, released: \(released) bytes live (\(kept) before; 40 kB response: \(bigReleased))")
+        XCTAssertLessThan(released, kept)
+        XCTAssertLessThanOrEqual(released, Self.releasedBound)
+        XCTAssertLessThanOrEqual(bigReleased, Self.releasedBound)
     }
 
     func testIdleConnectionAfterOneRequestHoldsLittleHeap() throws {
