@@ -30,6 +30,10 @@ extension PerSpace: MutableCollection, RandomAccessCollection {
     public var endIndex: Int { 3 }
     public func index(after i: Int) -> Int { i + 1 }
     public func index(before i: Int) -> Int { i - 1 }
+    /// A plain range, as an array's: the default indices hold a copy of
+    /// the collection, and mutating an element while iterating them would
+    /// copy the element's buffers (copy-on-write).
+    public var indices: Range<Int> { 0..<3 }
 
     public subscript(index: Int) -> Element {
         get {
