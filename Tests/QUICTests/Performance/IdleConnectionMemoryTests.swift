@@ -80,6 +80,23 @@ final class IdleConnectionMemoryTests: XCTestCase {
         XCTAssertLessThanOrEqual(bigReleased, Self.releasedBound)
     }
 
+    /// A connection active within `quietFor` is left alone, and the
+    /// endpoint answers when it will have been quiet that long (the glue's
+    /// next look); once quiet, it is released and nothing is left to wait for.
+    func testOnlyQuietConnectionsAreReleased() throws {
+        let h = ConnectionHarness()
+        h.ack1RTT(h.completeHandshake())
+        let c = try XCTUnwrap(h.connection)
+        let second: Int64 = 1_000_000_000
+        let lastSeen = c.lastSeen
+        XCTAssertEqual(h.endpoint.releaseIdleMemory(now: lastSeen, quietFor: second),
+                       Instant(nanoseconds: lastSeen.nanoseconds + second))
+        var released = 0
+        XCTAssertNil(h.endpoint.releaseIdleMemory(now: Instant(nanoseconds: lastSeen.nanoseconds + second),
+                                                  quietFor: second) { _ in released += 1 })
+        XCTAssertEqual(released, 1)
+    }
+
     func testIdleConnectionAfterOneRequestHoldsLittleHeap() throws {
         let held = try idleBytes(responseBytes: 1_000)
         print("idle connection after one request: \(held) bytes live")
