@@ -27,6 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <openssl/err.h>
 
@@ -578,4 +581,12 @@ const uint8_t *ctls_quic_tls_conn_stapled_ocsp(ctls_quic_tls_conn *c, size_t *le
     }
     *len = (size_t)n;
     return p;
+}
+
+int ctls_quic_tls_trim_heap(void) {
+#if defined(__GLIBC__)
+    return malloc_trim(0);
+#else
+    return 0;
+#endif
 }

@@ -362,7 +362,25 @@ final class H3Connection {
     private func flushLocal(_ s: H3LocalStream) {
         guard !localPending[s.rawValue].isEmpty else { return }
         let n = localPending[s.rawValue].withUnsafeBytes { quic.write(stream: s.streamID, $0, fin: false) }
-        localPending[s.rawValue].removeFirst(n)
+        if n == localPending[s.rawValue].count {
+            // Written once in a while (the SETTINGS, a GOAWAY, QPACK decoder
+            // instructions): an idle connection keeps no buffer for them.
+            localPending[s.rawValue] = []
+        } else {
+            localPending[s.rawValue].removeFirst(n)
+        }
+    }
+
+    /// Gives back what finished requests left in this connection's maps
+    /// and lists, and the response scratch buffer (the connection is idle:
+    /// QUICService's idle release, issue 15).
+    func releaseIdleMemory() {
+        if streams.isEmpty { streams = [:] }
+        if sendQueue.isEmpty { sendQueue = [] }
+        if drainWaiters.isEmpty { drainWaiters = [] }
+        if refeed.isEmpty { refeed = [] }
+        scratch = []
+        core.releaseIdleMemory()
     }
 
     // MARK: - Output

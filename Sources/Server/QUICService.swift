@@ -120,6 +120,7 @@ final class QUICService: DatagramHandler {
                 endpoint.receive(UnsafeMutableRawBufferPointer(mutating: datagram), path: path, ecn: ecn, now: now)
             }
         }
+        armIdleRelease(now: now)
         afterInput()
     }
 
@@ -127,7 +128,7 @@ final class QUICService: DatagramHandler {
     /// loop.
     var nextDeadline: Instant? {
         var earliest = endpoint.nextDeadline
-        for d in [bodyDeadline, shutdownDeadline, webSocketDeadline] {
+        for d in [bodyDeadline, shutdownDeadline, webSocketDeadline, idleReleaseDeadline] {
             if let d { earliest = earliest.map { min($0, d) } ?? d }
         }
         return earliest
@@ -135,14 +136,52 @@ final class QUICService: DatagramHandler {
 
     /// The loop woke at or after `nextDeadline`.
     func expireIfDue(now: Instant) {
+        if let release = idleReleaseDeadline, release <= now { releaseIdleMemory(now: now) }
         if let body = bodyDeadline, body <= now { expireBodyWaits(now: now) }
         if let ws = webSocketDeadline, ws <= now { fireWebSocketTimers(now: now) }
         if let deadline = endpoint.nextDeadline, deadline <= now {
             endpoint.expire(now: now)
+            armIdleRelease(now: now)
             afterInput()
         } else if let deadline = shutdownDeadline, deadline <= now {
             advanceShutdowns()
             flush()
+        }
+    }
+
+    // MARK: idle memory (issue 15: an idle connection in a few KiB)
+
+    /// How long a connection stays quiet before its buffers' spare capacity
+    /// goes back (QUICConnection+IdleMemory.swift): longer than a request's
+    /// round trips, so a busy connection keeps its buffers grown.
+    static let idleReleaseQuiet: Int64 = 2_000_000_000
+    /// Handshakes completed since the heap was last trimmed: the trim runs
+    /// once a burst of at least this many is over (no handshake under way).
+    static let heapTrimAfterHandshakes = 32
+    /// When to look for quiet connections; nil: nothing happened since the
+    /// last look.
+    private var idleReleaseDeadline: Instant?
+    private var handshakesSinceHeapTrim = 0
+
+    /// Something happened at `now`: connections may be quiet from
+    /// `idleReleaseQuiet` later.
+    private func armIdleRelease(now: Instant) {
+        if idleReleaseDeadline == nil {
+            idleReleaseDeadline = Instant(nanoseconds: now.nanoseconds + Self.idleReleaseQuiet)
+        }
+    }
+
+    /// Gives back the spare capacity of connections quiet long enough (QUIC's
+    /// buffers and this glue's), and, once a burst of handshakes is over, the
+    /// heap pages their TLS states freed (`malloc_trim`: glibc keeps them
+    /// otherwise, between the connections' blocks).
+    private func releaseIdleMemory(now: Instant) {
+        idleReleaseDeadline = endpoint.releaseIdleMemory(now: now, quietFor: Self.idleReleaseQuiet) { quic in
+            if let context = quic.applicationContext { unsafeDowncast(context, to: H3Connection.self).releaseIdleMemory() }
+        }
+        if handshakesSinceHeapTrim >= Self.heapTrimAfterHandshakes && endpoint.halfOpenConnectionCount == 0 {
+            handshakesSinceHeapTrim = 0
+            _ = QUICHandshakeSession.trimHeap()
         }
     }
 
@@ -238,6 +277,7 @@ final class QUICService: DatagramHandler {
         worker.metrics.connectionOpened(.quic)
         worker.metrics.tlsHandshake(.quic, quic.cryptoHandshake.isResumed ? .resumed : .full)
         connections[ObjectIdentifier(h3)] = h3
+        handshakesSinceHeapTrim += 1
         h3.start()
         // A handshake that completes while the worker stops: GOAWAY at once,
         // or a client that sends nothing would hold the stop until its idle

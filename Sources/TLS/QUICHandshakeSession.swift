@@ -86,6 +86,11 @@ public final class QUICHandshakeSession: CryptoHandshake {
 
     public var isResumed: Bool { ctls_quic_tls_conn_resumed(raw) == 1 }
 
+    /// Gives the heap's free pages back to the system (glibc `malloc_trim`):
+    /// what a burst of handshakes freed between longer-lived blocks. Costly
+    /// (it walks the heap): for after such a burst, never per request.
+    public static func trimHeap() -> Bool { ctls_quic_tls_trim_heap() == 1 }
+
     /// Frees OpenSSL's connection once a server's handshake is over and its
     /// events are taken (CTLS `ctls_quic_tls_conn_release`); the facts
     /// above stay. Does nothing on a client (its NewSessionTicket comes

@@ -129,5 +129,10 @@ const uint8_t *ctls_quic_tls_conn_session(ctls_quic_tls_conn *c, size_t *len);
 void ctls_quic_tls_client_request_status(ctls_quic_tls_client *c);
 // Client: the OCSP response the server stapled (DER), or NULL.
 const uint8_t *ctls_quic_tls_conn_stapled_ocsp(ctls_quic_tls_conn *c, size_t *len);
+// Returns the heap's free pages to the system (glibc malloc_trim(0)): the
+// memory a burst of handshakes (their SSL objects, released once each is
+// confirmed) freed between the connections' long-lived blocks. 1 if some
+// was released, 0 if not (or not glibc).
+int ctls_quic_tls_trim_heap(void);
 
 #endif

@@ -123,8 +123,16 @@ public final class H3Session {
     }
 
     var outgoing: OutgoingSection?
-    var sendSection: [UInt8] = []
-    var nameScratch: [UInt8] = []
+    /// The thread's (H3HeaderScratch): a section is encoded and framed in
+    /// one go, so an idle session keeps no buffer of its own.
+    var sendSection: [UInt8] {
+        get { headerScratch.sendSection }
+        _modify { yield &headerScratch.sendSection }
+    }
+    var nameScratch: [UInt8] {
+        get { headerScratch.nameScratch }
+        _modify { yield &headerScratch.nameScratch }
+    }
     /// A 431 response HEADERS frame, built once (`H3Event.headTooLarge`
     /// points into it).
     let headTooLargeResponse: UnsafeMutableRawBufferPointer
@@ -151,7 +159,6 @@ public final class H3Session {
                                            rejectsWebTransportStreamFrame: l.webTransport != nil)
         controlStream = H3ControlStream(limits: frameLimits)
         closedRequests = ClosedStreamIDs(capacity: l.closedStreamMemory)
-        sendSection.reserveCapacity(256)
 
         var response: [UInt8] = []
         var section: [UInt8] = []
@@ -199,6 +206,14 @@ public final class H3Session {
         requests[streamID]?.isDecoding ?? false
     }
 
+    /// Gives back what the maps and lists of finished requests kept (their
+    /// capacity at the busiest moment) once the connection is idle (issue
+    /// 15); the glue calls it with QUIC's `releaseIdleMemory`.
+    public func releaseIdleMemory() {
+        if requests.isEmpty { requests = [:] }
+        if unblockedHead == 0 && unblocked.isEmpty { unblocked = [] }
+    }
+
     // MARK: output
 
     /// Whether any local stream has bytes to write.
@@ -218,7 +233,9 @@ public final class H3Session {
     public func writeOutput(for stream: H3LocalStream, into out: inout [UInt8]) -> Int {
         let start = out.count
         out.append(contentsOf: localOutput[stream.rawValue])
-        localOutput[stream.rawValue].removeAll(keepingCapacity: out.count - start <= 4096)
+        // Our control and QPACK encoder streams carry a few bytes once (the
+        // SETTINGS, a GOAWAY): their buffers are not kept for an idle session.
+        localOutput[stream.rawValue] = []
         if stream == .qpackDecoder { decoder.takeDecoderStreamBytes(into: &out) }
         return out.count - start
     }

@@ -39,6 +39,8 @@ extension QUICConnection {
         guard !isHandshakeComplete else { return }
         guard peerParameters != nil else { throw .missingTransportParameters }
         isHandshakeComplete = true
+        // The version is settled (RFC 9368): our parameters are not encoded again.
+        localParametersBox = nil
         // §19.20: the server sends HANDSHAKE_DONE once the handshake completes.
         handshakeDonePending = true
         // RFC 9001 §4.9.2: "An endpoint MUST discard its Handshake keys when
@@ -77,7 +79,7 @@ extension QUICConnection {
         let p = try decoded.get()
         guard p.initialSourceConnectionID == peerInitialSourceID else { throw .initialSourceConnectionIDMismatch }
         try validateVersionInformation(p.versionInformation)
-        peerParameters = p
+        peerParameters = PeerTransportLimits(p)
         peerAckDelayExponent = p.ackDelayExponent
         peerMaxUDPPayloadSize = Int(min(p.maxUDPPayloadSize, 65527))
         sendLimit = p.initialMaxData

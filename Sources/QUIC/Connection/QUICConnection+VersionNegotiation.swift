@@ -67,10 +67,12 @@ extension QUICConnection {
         spaces[0].readKeys = keys.client
         spaces[0].writeKeys = keys.server
         version = negotiated
-        localParameters.versionInformation = VersionInformation(chosenVersion: negotiated,
-                                                                availableVersions: configuration.supportedVersions)
-        var encoded = [UInt8](repeating: 0, count: localParameters.encodedSize())
-        encoded.withUnsafeMutableBytes { _ = localParameters.encode(into: $0) }
+        // The client's hello was just read: the handshake has not completed.
+        guard let local = localParametersBox else { preconditionFailure("version switch after the handshake") }
+        local.value.versionInformation = VersionInformation(chosenVersion: negotiated,
+                                                            availableVersions: configuration.supportedVersions)
+        var encoded = [UInt8](repeating: 0, count: local.value.encodedSize())
+        encoded.withUnsafeMutableBytes { _ = local.value.encode(into: $0) }
         handshake.replaceLocalTransportParameters(encoded)
     }
 

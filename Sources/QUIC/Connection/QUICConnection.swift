@@ -51,7 +51,8 @@ public final class QUICConnection {
     }
 
     let context: EndpointContext
-    let configuration: QUICConfiguration
+    /// The endpoint's (not a copy per connection).
+    var configuration: QUICConfiguration { context.configuration }
     /// The version in use: the client's first, or the one compatible
     /// version negotiation moved to (RFC 9368, +VersionNegotiation.swift).
     var version: QUICVersion
@@ -62,8 +63,9 @@ public final class QUICConnection {
     var originalInitialReadKeys: PacketKeys?
     /// The client's hello was read and the version settled.
     var versionDecided = false
-    /// Our transport parameters (re-encoded when the version changes).
-    var localParameters: TransportParameters
+    /// Our transport parameters, re-encoded if the version changes (RFC
+    /// 9368): kept out of line until the handshake completes.
+    var localParametersBox: Boxed<TransportParameters>?
     /// The path in use (§9): where our packets go. It changes when the
     /// peer migrates (a `.peerAddressChanged` event says so).
     public var path: DatagramPath { current.path }
@@ -76,7 +78,12 @@ public final class QUICConnection {
     /// path it moved to fails validation (§9.3.2).
     var fallback: DatagramPath?
     /// The congestion state of `fallback`, when moving reset it (§9.4).
-    var fallbackRecovery: LossRecovery<CongestionControl>.PathState?
+    var fallbackRecovery: LossRecovery<CongestionControl>.PathState? {
+        get { fallbackRecoveryBox?.value }
+        set { fallbackRecoveryBox = newValue.map { Boxed($0) } }
+    }
+    /// Out of line: most connections never migrate.
+    var fallbackRecoveryBox: Boxed<LossRecovery<CongestionControl>.PathState>?
     /// The path of the datagram being processed.
     var receivingPath: DatagramPath
     /// The datagram being written carries PATH_CHALLENGE or PATH_RESPONSE
@@ -113,11 +120,21 @@ public final class QUICConnection {
     /// The pacer held back data (RFC 9002 §7.7) until this time: the
     /// connection's deadline wakes it then. nil: not pacing-blocked.
     var pacedUntil: Instant?
-    /// Scratch lists of acknowledged / lost packet numbers (reused, so an ACK
-    /// allocates nothing).
-    var ackedScratch: [UInt64] = []
-    var lostScratch: [(PacketNumberSpace, UInt64)] = []
-    var frameScratch: [SentFrame] = []
+    /// Scratch lists of acknowledged / lost packet numbers and their frames
+    /// (reused, so an ACK allocates nothing): the endpoint's, shared by its
+    /// connections, so an idle connection holds none.
+    var ackedScratch: [UInt64] {
+        get { context.ackedScratch }
+        _modify { yield &context.ackedScratch }
+    }
+    var lostScratch: [(PacketNumberSpace, UInt64)] {
+        get { context.lostScratch }
+        _modify { yield &context.lostScratch }
+    }
+    var frameScratch: [SentFrame] {
+        get { context.frameScratch }
+        _modify { yield &context.frameScratch }
+    }
     /// The packet being processed carried IMMEDIATE_ACK (draft-ietf-quic-ack-frequency §5).
     var immediateAckRequested = false
 
@@ -126,7 +143,8 @@ public final class QUICConnection {
     /// A packet carrying HANDSHAKE_DONE was acknowledged: the client knows
     /// the handshake is confirmed (RFC 9001 §4.1.2), probes need not repeat it.
     var handshakeDoneAcknowledged = false
-    var peerParameters: TransportParameters?
+    /// The client's transport parameters still consulted (nil: not yet received).
+    var peerParameters: PeerTransportLimits?
     var peerAckDelayExponent: UInt64 = 3
     var peerMaxUDPPayloadSize = 65527
 
@@ -212,10 +230,9 @@ public final class QUICConnection {
         guard let handshake = makeHandshake(encoded) else { return nil }
 
         self.context = context
-        self.configuration = configuration
         self.version = version
         originalVersion = version
-        localParameters = parameters
+        localParametersBox = Boxed(parameters)
         current = PeerPath(path: path, validated: addressValidated)
         receivingPath = path
         self.originalDestinationID = originalDestinationID

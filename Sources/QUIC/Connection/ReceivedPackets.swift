@@ -53,6 +53,9 @@ struct ReceivedPackets {
     /// What the peer asked with ACK_FREQUENCY (1-RTT only).
     var policy = AckPolicy()
 
+    /// The ranges' spare capacity back (an idle connection).
+    mutating func releaseIdleCapacity() { ranges.releaseCapacity() }
+
     func isDuplicate(_ pn: UInt64) -> Bool { pn < forgottenBelow || ranges.contains(pn) }
 
     /// Records an authenticated, processed packet. `immediate`: acknowledge

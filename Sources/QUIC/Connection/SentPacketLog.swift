@@ -101,6 +101,17 @@ struct SentPacketLog {
         compact()
     }
 
+    /// Gives back the arrays' capacity while no packet is outstanding (an
+    /// idle connection; a busy one keeps them grown, so recording a packet
+    /// allocates nothing).
+    mutating func releaseIdleCapacity() {
+        guard open == nil, head == packets.count else { return }
+        framesBase += frames.count
+        packets = []
+        frames = []
+        head = 0
+    }
+
     private mutating func compact() {
         while head < packets.count && packets[head].resolved { head += 1 }
         if head == packets.count {

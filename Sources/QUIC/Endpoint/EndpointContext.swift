@@ -39,6 +39,14 @@ final class EndpointContext {
     /// qlog (QUICEndpoint+QLog.swift): a trace for each new connection, or nil.
     var makeQLogTrace: ((ConnectionID, Instant) -> QLogTrace?)?
 
+    /// Scratch lists of an ACK's acknowledged and lost packet numbers and of
+    /// the frames they carried, shared by the endpoint's connections (one ACK
+    /// is processed at a time): a connection keeps none of them while idle,
+    /// and an ACK allocates nothing once they have grown.
+    var ackedScratch: [UInt64] = []
+    var lostScratch: [(PacketNumberSpace, UInt64)] = []
+    var frameScratch: [SentFrame] = []
+
     /// Random bytes for PATH_CHALLENGE data (RFC 9000 §8.2.1: "unpredictable"),
     /// drawn from OpenSSL's DRBG a block at a time.
     private var randomPool = [UInt64](repeating: 0, count: 32)

@@ -42,17 +42,17 @@ public struct ECNValidation: Sendable {
 
     public private(set) var state = State.testing
     /// Per space (PacketNumberSpace.rawValue): packets received by ECN field.
-    public private(set) var received = [ECNCounts](repeating: ECNCounts(ect0: 0, ect1: 0, ce: 0), count: 3)
+    public private(set) var received = PerSpace(repeating: ECNCounts(ect0: 0, ect1: 0, ce: 0))
     /// Per space: the peer's counts from the last ACK that passed validation.
-    public private(set) var peerCounts = [ECNCounts](repeating: ECNCounts(ect0: 0, ect1: 0, ce: 0), count: 3)
+    public private(set) var peerCounts = PerSpace(repeating: ECNCounts(ect0: 0, ect1: 0, ce: 0))
     /// Per space: packets sent with ECT(0).
-    public private(set) var markedSent: [UInt64] = [0, 0, 0]
+    public private(set) var markedSent = PerSpace<UInt64>(repeating: 0)
     /// Times a valid CE increase asked for a congestion reaction.
     public private(set) var congestionSignals = 0
 
     var testingMarked = 0
-    var testingEnd: [UInt64] = [0, 0, 0]
-    var capableFrom: [UInt64?] = [nil, nil, nil]
+    var testingEnd = PerSpace<UInt64>(repeating: 0)
+    var capableFrom = PerSpace<UInt64?>(repeating: nil)
     var markedAcknowledged = false
     var markedLost = 0
 

@@ -49,12 +49,12 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
     public internal(set) var persistentCongestionCount = 0
 
     /// Indexed by PacketNumberSpace.rawValue.
-    var ledgers: [SentPacketLedger]
+    var ledgers: PerSpace<SentPacketLedger>
     /// first_rtt_sample (§A.3): when the first RTT sample was taken.
     var firstRTTSampleTime: Instant?
     /// A client's "has received Handshake ACK" (§A.8 PeerCompletedAddressValidation).
     var handshakeAckReceived = false
-    var discardedSpaces: [Bool] = [false, false, false]
+    var discardedSpaces = PerSpace(repeating: false)
     /// The most bytes in flight since the last ACK processed (§7.8).
     var peakBytesInFlight = 0
     /// The largest in-flight packet sent: the gap that still counts as a full window.
@@ -78,7 +78,7 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
         self.controller = controller
         self.maxAckDelay = maxAckDelay
         self.role = role
-        ledgers = PacketNumberSpace.allCases.map { _ in SentPacketLedger() }
+        ledgers = PerSpace { _ in SentPacketLedger() }
         timerSetTime = now
     }
 

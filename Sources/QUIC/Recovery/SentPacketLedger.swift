@@ -88,11 +88,12 @@ public struct SentPacketLedger: Sendable {
     }
 
     private mutating func grow() {
+        // An emptied ring (a discarded space's) starts again at 8.
+        let size = max(8, ring.count * 2)
         var bigger = ContiguousArray<SentPacket>()
-        bigger.reserveCapacity(ring.count * 2)
+        bigger.reserveCapacity(size)
         for position in 0..<count { bigger.append(self[position]) }
-        let filler = bigger[0]
-        while bigger.count < ring.count * 2 { bigger.append(filler) }
+        while bigger.count < size { bigger.append(Self.placeholder) }
         ring = bigger
         head = 0
     }
@@ -162,7 +163,7 @@ public struct SentPacketLedger: Sendable {
         timeOfLastAckEliciting = nil
         lossTime = nil
         // The space is gone (its keys discarded, RFC 9001 §4.9): its ring too.
-        ring = ContiguousArray(repeating: Self.placeholder, count: 1)
+        ring = []
         return removed
     }
 }

@@ -95,6 +95,16 @@ struct RangeSet: Equatable, Sendable {
 
     mutating func removeAll() { ranges.removeAll(keepingCapacity: true) }
 
+    /// Gives back the array's spare capacity (an idle connection's sets,
+    /// grown at their busiest, keep none: issue 15).
+    mutating func releaseCapacity() {
+        if ranges.isEmpty {
+            ranges = []
+        } else if ranges.capacity > ranges.count {
+            ranges = Array(ranges)
+        }
+    }
+
     /// The first gap of `r` not in the set, if any: the lowest sub-range of
     /// `r` absent from the set.
     func firstMissing(in r: Range<UInt64>) -> Range<UInt64>? {

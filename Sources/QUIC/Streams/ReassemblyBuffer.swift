@@ -79,6 +79,16 @@ struct ReassemblyBuffer {
         }
     }
 
+    /// Gives back the storage kept for the next bytes once everything
+    /// received was read (an idle stream, issue 15).
+    mutating func releaseIdleCapacity() {
+        if head == storage.count {
+            storage = []
+            head = 0
+        }
+        received.releaseCapacity()
+    }
+
     /// Skips everything up to `offset` (data the application will never
     /// read: a reset or abandoned stream), freeing the memory.
     mutating func discard(upTo offset: UInt64) {

@@ -114,6 +114,17 @@ struct SendBuffer {
         acked.remove(cut..<UInt64.max)
     }
 
+    /// Gives back the storage kept for the next bytes once everything
+    /// written was acknowledged (an idle stream, issue 15).
+    mutating func releaseIdleCapacity() {
+        if head == storage.count {
+            storage = []
+            head = 0
+        }
+        lost.releaseCapacity()
+        acked.releaseCapacity()
+    }
+
     /// Forgets everything (the stream was reset): nothing is sent again.
     mutating func abandon() {
         storage.removeAll(keepingCapacity: false)

@@ -17,14 +17,14 @@ struct StreamMap {
     private(set) var streams: [UInt64: QUICStream] = [:]
 
     /// Peer streams opened so far, per type (index 0 bidi, 1 uni).
-    private(set) var peerOpened: [UInt64] = [0, 0]
+    private(set) var peerOpened = PerStreamType<UInt64>(0, 0)
     /// Peer streams closed so far, per type.
-    private(set) var peerClosed: [UInt64] = [0, 0]
+    private(set) var peerClosed = PerStreamType<UInt64>(0, 0)
     /// The peer-stream limits we advertised (initial_max_streams, MAX_STREAMS).
-    private(set) var peerLimit: [UInt64]
-    let initialPeerLimit: [UInt64]
+    private(set) var peerLimit: PerStreamType<UInt64>
+    let initialPeerLimit: PerStreamType<UInt64>
     /// MAX_STREAMS owed per type.
-    var maxStreamsPending = [false, false]
+    var maxStreamsPending = PerStreamType(false, false)
 
     /// Our unidirectional streams opened so far and the peer's limit on them.
     private(set) var localUniOpened: UInt64 = 0
@@ -40,8 +40,8 @@ struct StreamMap {
     private var streamsBlockedBidiSentAt: UInt64?
 
     init(maxBidi: UInt64, maxUni: UInt64) {
-        peerLimit = [maxBidi, maxUni]
-        initialPeerLimit = [maxBidi, maxUni]
+        peerLimit = PerStreamType(maxBidi, maxUni)
+        initialPeerLimit = PerStreamType(maxBidi, maxUni)
     }
 
     subscript(id: UInt64) -> QUICStream? { streams[id] }
@@ -138,4 +138,22 @@ struct StreamMap {
 
     /// Every stream, for connection-wide operations (close).
     var all: Dictionary<UInt64, QUICStream>.Values { streams.values }
+}
+
+/// Two values, bidirectional streams' (index 0) and unidirectional
+/// streams' (1), held inline (an array of two would be a heap block kept
+/// for the connection's life).
+struct PerStreamType<Element> {
+    private var bidirectional: Element
+    private var unidirectional: Element
+
+    init(_ bidirectional: Element, _ unidirectional: Element) {
+        self.bidirectional = bidirectional
+        self.unidirectional = unidirectional
+    }
+
+    subscript(type: Int) -> Element {
+        get { type == 0 ? bidirectional : unidirectional }
+        set { if type == 0 { bidirectional = newValue } else { unidirectional = newValue } }
+    }
 }

@@ -62,6 +62,9 @@ struct StreamReceiveSide {
         maxData = window
     }
 
+    /// The buffer's spare capacity back (an idle stream).
+    mutating func releaseIdleCapacity() { buffer.releaseIdleCapacity() }
+
     var isTerminal: Bool { state == .dataRead || state == .resetRead }
 
     /// Where the application has read up to, for credit: everything received

@@ -56,6 +56,9 @@ struct StreamSendSide {
         self.peerMaxData = peerMaxData
     }
 
+    /// The buffer's spare capacity back (an idle stream).
+    mutating func releaseIdleCapacity() { buffer.releaseIdleCapacity() }
+
     var isTerminal: Bool { state == .dataReceived || state == .resetReceived }
     var acceptsData: Bool { state == .sending && finOffset == nil }
 

@@ -54,7 +54,7 @@ final class SentPacketLedgerTests: XCTestCase {
                                  state: .outstanding))
         XCTAssertEqual(ledger.removeAll(), 1_200)
         XCTAssertEqual(ledger.count, 0)
-        XCTAssertEqual(ledger.capacity, 1)  // the ring goes with the space
+        XCTAssertEqual(ledger.capacity, 0)  // the ring goes with the space
         XCTAssertEqual(ledger.largestSent, 1)
         XCTAssertNil(ledger.timeOfLastAckEliciting)
         XCTAssertEqual(ledger.ackElicitingInFlight, 0)
