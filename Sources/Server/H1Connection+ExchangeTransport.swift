@@ -129,7 +129,7 @@ extension H1Connection: ExchangeTransport {
     func queueFile(fd file: Int32, offset: Int64, count: Int64, end: Bool) {
         stageChunkSizeLine(count)
         // What is staged (the head, the size line) goes before the file.
-        if output.held { worker.flushHeld() }
+        if outputHeld { worker.flushHeld() }
         queue(worker.out.bytes)
         worker.out.count = 0
         output.file = PendingFile(fd: file, offset: offset, remaining: count)

@@ -18,7 +18,7 @@ extension H1Connection {
     /// ...until it drains below this.
     static let lowWater = 16 * 1024
 
-    var hasPendingOutput: Bool { !output.isEmpty }
+    var hasPendingOutput: Bool { requestState.map { !$0.output.isEmpty } ?? false }
     var pendingOutputBytes: Int { output.count }
 
     // MARK: - Writing
@@ -36,12 +36,12 @@ extension H1Connection {
         let staged = worker.out.bytes
         if final && requestKeepAlive && request.body.complete && !hasPendingOutput && !worker.stopRequested
             && staged.count + extra.count <= CoalescedOutput.maxResponse {
-            output.held = true
+            outputHeld = true
             worker.hold(self, staged, extra)
             worker.out.count = 0
             return true
         }
-        if output.held { worker.flushHeld() }
+        if outputHeld { worker.flushHeld() }
         if !hasPendingOutput {
             let (written, failed) = io.writeSome(staged, extra)
             if failed {
@@ -163,7 +163,7 @@ extension H1Connection {
             } else {
                 worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
             }
-        } else if phase == .head && !hasPendingOutput && !request.bytesSeen && input.isEmpty {
+        } else if phase == .head && !hasPendingOutput && !bytesSeen && input.isEmpty {
             // A held response that had to wait for the socket is out: the
             // connection is idle again.
             worker.arm(self, milliseconds: worker.config.keepAliveMilliseconds)
@@ -324,7 +324,7 @@ extension H1Connection {
 
     /// Lingering close (see LingeringClose).
     func lingerAfterResponse() {
-        if output.held { worker.flushHeld() }
+        if outputHeld { worker.flushHeld() }
         io.shutdownWrite()
         input.readerIndex = input.writerIndex
         releaseInput()
@@ -356,11 +356,13 @@ extension H1Connection {
 
     func close() {
         guard phase != .closed else { return }
-        endCounted()
+        // An idle connection holds no request state, and takes none here.
+        let state = requestState
+        if state != nil { endCounted() }
         worker.metrics.connectionClosed(.tcp)
         // A handshake that failed, timed out, or lost its client.
         if tls?.handshaking == true { worker.metrics.tlsHandshake(.tcp, .failed) }
-        if output.held { worker.flushHeld() }
+        if outputHeld { worker.flushHeld() }
         let wasLingering = phase == .lingering
         phase = .closed
         if let session = h2 {
@@ -372,11 +374,13 @@ extension H1Connection {
         input.readerIndex = input.writerIndex
         releaseInput()
         releaseParsing()
-        output.bytes.detach()?.deallocate()
-        output.afterFile.detach()?.deallocate()
-        if let file = output.file {
-            _ = csys_close(file.fd)
-            output.file = nil
+        if let state {
+            state.output.bytes.detach()?.deallocate()
+            state.output.afterFile.detach()?.deallocate()
+            if let file = state.output.file {
+                _ = csys_close(file.fd)
+                state.output.file = nil
+            }
         }
         worker.out.count = 0
         worker.connectionClosed(self, wasLingering: wasLingering)
@@ -388,10 +392,12 @@ extension H1Connection {
         _ = csys_close(fd)
         fd = -1
         peer = nil
-        request.accessLine = nil
-        let d = asyncRequest.delegate
-        asyncRequest.delegate = nil
-        d?.exchangeEnded(disconnected: true)
+        if let state {
+            state.request.accessLine = nil
+            let d = state.asyncRequest.delegate
+            state.asyncRequest.delegate = nil
+            d?.exchangeEnded(disconnected: true)
+        }
         if let ws = webSocket {
             webSocket = nil
             ws.conversation.transportClosed()

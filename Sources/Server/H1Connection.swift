@@ -67,23 +67,21 @@ final class H1Connection: WorkerConnection {
     var inputPooled = false
     /// Held while a request arrives or is served (nil when idle).
     var parsing: H1RequestParsing?
-    /// The HTTP/1.1 request arriving or being served, and its response's
-    /// framing.
-    var request = H1Request()
-
-    /// The request's bookkeeping and decisions (body limits and failures,
-    /// the response head's status, date and length, what the access log
-    /// reports), shared with every other transport.
-    var exchange = HTTPExchange(isHead: false, declaredBodyLength: nil, maxBody: 0, start: Instant(nanoseconds: 0))
-
+    /// The per-request state (request, exchange, output, ASGI and pool
+    /// thread), taken at a request's first byte and given back at idle:
+    /// see H1RequestState and H1Connection+RequestState.
+    var requestState: H1RequestState?
+    /// A request's first byte has arrived (the timer is the request
+    /// timeout, not the keep-alive one).
+    var bytesSeen = false
+    /// ASGI: bytes nobody asked for arrived while a request is served, so
+    /// reading is paused (see updateInterest).
+    var readPaused = false
+    /// ASGI: the response's last bytes wait in the worker's CoalescedOutput
+    /// (not in this connection's output) until the loop round ends.
+    var outputHeld = false
     var aborted = false
     var writeFailed = false
-    var output = PendingOutput()
-    /// ASGI only.
-    var asyncRequest = H1AsyncRequest()
-    /// WSGI with --wsgi-threads: the pool thread taken for the request
-    /// being dispatched (`serve` uses it or `process` gives it back).
-    var poolThread: Int?
 
     // What this TCP connection carries besides HTTP/1.1, each in a type of
     // its own.
@@ -112,8 +110,9 @@ final class H1Connection: WorkerConnection {
         phase = .head
         // What updateInterest wants in the head phase (the handshake sets its own).
         interest = tls == nil ? .readableOrPeerClosed : .readable
-        asyncRequest.readPaused = false
-        request.bytesSeen = false
+        readPaused = false
+        bytesSeen = false
+        outputHeld = false
         aborted = false
         writeFailed = false
         h2HandOff = .prefaceMayCome
@@ -184,7 +183,7 @@ final class H1Connection: WorkerConnection {
             } else {
                 // Bytes the application has not asked for (body, or the
                 // next pipelined request): stop watching until it does.
-                asyncRequest.readPaused = true
+                readPaused = true
                 updateInterest()
             }
         case .websocket:
@@ -205,7 +204,7 @@ final class H1Connection: WorkerConnection {
 
     func onTimeout() {
         switch phase {
-        case .head where request.bytesSeen || input.readableCount > 0:
+        case .head where bytesSeen || input.readableCount > 0:
             // RFC 9110 §15.5.9: the head did not arrive in time.
             sendErrorAndLinger(408)
         case .request where asyncRequest.bodyWanted:
@@ -261,12 +260,13 @@ final class H1Connection: WorkerConnection {
             }
             if input.isEmpty { becomeIdle(); return }
             if case .prefaceMayCome = h2HandOff, phase == .head, w.config.http2, detectHTTP2Preface() { return }
-            if !request.bytesSeen {
-                request.bytesSeen = true
+            if !bytesSeen {
+                bytesSeen = true
                 request.start = w.now
                 w.arm(self, milliseconds: w.config.requestTimeoutMilliseconds)
             }
             if parsing == nil { parsing = w.takeParsing() }
+            if requestState == nil { requestState = w.takeRequestState() }
             switch parsing!.head.parse(input.readable, headers: w.headerTable) {
             case .incomplete:
                 if input.writableCount == 0 && input.readerIndex == 0 {
@@ -442,7 +442,7 @@ final class H1Connection: WorkerConnection {
             request.accessLine = nil
         }
         request.requestID = nil
-        request.bytesSeen = false
+        bytesSeen = false
         parsing?.head.reset()
         if aborted || writeFailed || !exchange.headSent {
             close()
@@ -471,6 +471,7 @@ final class H1Connection: WorkerConnection {
     private func becomeIdle() {
         releaseInput()
         releaseParsing()
+        releaseRequestState()
         worker.arm(self, milliseconds: worker.config.keepAliveMilliseconds)
     }
 
@@ -482,7 +483,7 @@ final class H1Connection: WorkerConnection {
             // Reading stays armed from the head phase (no epoll_ctl per
             // request) until bytes arrive that nobody asked for.
             want = .peerClosed
-            if asyncRequest.bodyWanted || !asyncRequest.readPaused { want.insert(.readable) }
+            if asyncRequest.bodyWanted || !readPaused { want.insert(.readable) }
             if hasPendingOutput { want.insert(.writable) }
         case .queued:
             want = .peerClosed
@@ -497,7 +498,7 @@ final class H1Connection: WorkerConnection {
         case .proxyHeader, .head, .discarding, .lingering:
             // peerClosed too, so that starting a request changes nothing.
             want = .readableOrPeerClosed
-            asyncRequest.readPaused = false
+            readPaused = false
             if hasPendingOutput { want.insert(.writable) }
         case .closed:
             return
