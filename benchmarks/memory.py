@@ -13,7 +13,15 @@ Each server serves the `hello` application. After start-up, 100 connections at o
 close (so that "idle" is a server that has served such a burst: the code requests run is resident, and the heap is
 what the burst grew), and after a short settle the RSS and PSS of its process tree are read from /proc; then
 1,000 connections each make one keep-alive request and stay open, idle, and the memory is read again. The
-difference over the connections still open is the per-connection cost.
+difference over the connections still open is the per-connection cost. What it counts (for peregrine): the
+worker's heap growth, which is the connection objects beyond the burst's (the first 100 of the 1,000 reuse the
+objects the burst's connections left in the worker's connection table, so the figure is about 0.9 of a fresh
+connection's object plus its peer addresses), and, for ASGI, 50-170 KiB that the Python allocator keeps from the
+requests opened 100 at a time (not per connection: 52 KiB with 300 connections, 80-170 with 1,000 and 2,000), which is
+what makes the ASGI figure vary by ~100 B between runs. Whether the burst runs before or not does not change it
+(WSGI, December 2026: 648 KiB of heap growth without it, 652 with it): a per-connection figure that moved between
+sessions moved with the code (the exchange layer put an `HTTPExchange` and more in the connection object:
+593 bytes until the per-request state moved to a pooled object).
 
 With --websocket, the ASGI servers of the WebSocket benchmark serve the `ws-echo` application instead, and each
 of the 1,000 connections completes the WebSocket handshake, has one 32-byte text message echoed, and idles.

@@ -57,7 +57,7 @@ struct CoalescedOutput: ~Copyable {
             let s = segments[i]
             let c = s.connection
             guard c.generation == s.generation, c.phase != .closed else { continue }
-            c.output.held = false
+            c.outputHeld = false
             c.writeHeld(UnsafeRawBufferPointer(start: base + s.start, count: s.end - s.start))
         }
         segments.removeAll(keepingCapacity: true)

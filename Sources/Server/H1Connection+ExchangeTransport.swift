@@ -18,7 +18,7 @@ extension H1Connection: ExchangeTransport {
     // MARK: - Request body
 
     var bodyArrived: Bool { !input.isEmpty }
-    var bodyComplete: Bool { request.body.complete }
+    var bodyComplete: Bool { perRequest.request.body.complete }
 
     func takeBody(into buffer: UnsafeMutableRawBufferPointer) -> BodyTake {
         switch copyBody(into: buffer) {
@@ -27,7 +27,7 @@ extension H1Connection: ExchangeTransport {
         case .failure(let error)?:
             return .failed(status: error.status, reason: error.reason)
         case nil:
-            return request.body.complete ? .end : .wait
+            return perRequest.request.body.complete ? .end : .wait
         }
     }
 
@@ -48,8 +48,8 @@ extension H1Connection: ExchangeTransport {
     /// ASGI: the socket is read again (it pauses while nobody asks for the
     /// body; see `updateInterest`), with the request timeout armed.
     func watchBody() {
-        guard phase == .request, !asyncRequest.bodyWanted else { return }
-        asyncRequest.bodyWanted = true
+        guard phase == .request, !perRequest.asyncRequest.bodyWanted else { return }
+        perRequest.asyncRequest.bodyWanted = true
         worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
         updateInterest()
     }
@@ -58,27 +58,27 @@ extension H1Connection: ExchangeTransport {
     func readForBody() {
         switch fill() {
         case .data:
-            asyncRequest.bodyWanted = false
+            perRequest.asyncRequest.bodyWanted = false
             if !hasPendingOutput { worker.disarm(self) }
             updateInterest()
-            asyncRequest.delegate?.bodyReady()
+            perRequest.asyncRequest.delegate?.bodyReady()
         case .again:
             return
         case .eof, .error:
-            exchange.failBody(status: 0)
+            perRequest.exchange.failBody(status: 0)
             clientGone()
         }
     }
 
     func attach(_ delegate: AsyncExchangeDelegate) {
-        asyncRequest.delegate = delegate
+        perRequest.asyncRequest.delegate = delegate
     }
 
     // MARK: - Response
 
     func frameInformational(status: Int, fields: UnsafeBufferPointer<ResponseField>) -> Bool {
         // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
-        guard H1ResponseFraming.allowsInformational(to: request.version) else { return false }
+        guard H1ResponseFraming.allowsInformational(to: perRequest.request.version) else { return false }
         let head = H1InformationalHead(status: status, fields: fields)
         worker.out.write(head.length) { head.write(into: $0) }
         return true
@@ -109,15 +109,15 @@ extension H1Connection: ExchangeTransport {
         // the pending-file machinery can close its own descriptor.
         let own = csys_dup(file)
         guard own >= 0 else { return 0 }
-        output.file = PendingFile(fd: own, offset: offset, remaining: count)
+        perRequest.output.file = PendingFile(fd: own, offset: offset, remaining: count)
         if chunkedOut && count > 0 { queueChunkEnd() }
-        let before = exchange.bytesOut
+        let before = perRequest.exchange.bytesOut
         _ = drainBlocking()
-        if let left = output.file {
+        if let left = perRequest.output.file {
             _ = csys_close(left.fd)
-            output.file = nil
+            perRequest.output.file = nil
         }
-        return exchange.bytesOut - before
+        return perRequest.exchange.bytesOut - before
     }
 
     /// The file follows the staged head from `onWritable`, or at once if
@@ -129,10 +129,10 @@ extension H1Connection: ExchangeTransport {
     func queueFile(fd file: Int32, offset: Int64, count: Int64, end: Bool) {
         stageChunkSizeLine(count)
         // What is staged (the head, the size line) goes before the file.
-        if output.held { worker.flushHeld() }
+        if outputHeld { worker.flushHeld() }
         queue(worker.out.bytes)
         worker.out.count = 0
-        output.file = PendingFile(fd: file, offset: offset, remaining: count)
+        perRequest.output.file = PendingFile(fd: file, offset: offset, remaining: count)
         if chunkedOut && count > 0 { queueChunkEnd() }
     }
 
@@ -159,19 +159,19 @@ extension H1Connection: ExchangeTransport {
     /// for the loop round (`transmit`'s `final`). Once the response is
     /// complete and out, the connection goes on to the next request.
     func pushOutput() -> SendOutcome {
-        guard transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false, final: exchange.responseComplete),
-              output.file == nil || writePending() else {
+        guard transmit(UnsafeRawBufferPointer(start: nil, count: 0), blocking: false, final: perRequest.exchange.responseComplete),
+              perRequest.output.file == nil || writePending() else {
             clientGone()
             return .closed
         }
         if hasPendingOutput {
             updateInterest()
-        } else if exchange.responseComplete {
+        } else if perRequest.exchange.responseComplete {
             finishAsyncResponse()
             return .done
         }
         if pendingOutputBytes > H1Connection.highWater {
-            output.drainWanted = true
+            perRequest.output.drainWanted = true
             return .backpressure
         }
         return .done

@@ -57,21 +57,21 @@ extension H1Connection {
     /// chunked body.
     func nextBodySpan(max: Int) throws(H1Error) -> UnsafeRawBufferPointer? {
         let avail = input.readable
-        switch request.body.framing {
+        switch perRequest.request.body.framing {
         case .none:
-            request.body.complete = true
+            perRequest.request.body.complete = true
             return nil
         case .contentLength:
-            let n = Int(min(Int64(min(avail.count, max)), request.body.remaining))
+            let n = Int(min(Int64(min(avail.count, max)), perRequest.request.body.remaining))
             guard n > 0 else { return nil }
-            request.body.remaining -= Int64(n)
+            perRequest.request.body.remaining -= Int64(n)
             input.readerIndex += n
-            if request.body.remaining == 0 { request.body.complete = true }
+            if perRequest.request.body.remaining == 0 { perRequest.request.body.complete = true }
             return UnsafeRawBufferPointer(rebasing: avail[0..<n])
         case .chunked:
-            if request.body.chunkCarry > 0 {
-                let n = min(request.body.chunkCarry, avail.count, max)
-                request.body.chunkCarry -= n
+            if perRequest.request.body.chunkCarry > 0 {
+                let n = min(perRequest.request.body.chunkCarry, avail.count, max)
+                perRequest.request.body.chunkCarry -= n
                 input.readerIndex += n
                 return UnsafeRawBufferPointer(rebasing: avail[0..<n])
             }
@@ -85,7 +85,7 @@ extension H1Connection {
                     let start = offset + span.start
                     let n = min(span.count, max)
                     input.readerIndex += offset + consumed - (span.count - n)
-                    request.body.chunkCarry = span.count - n
+                    perRequest.request.body.chunkCarry = span.count - n
                     return UnsafeRawBufferPointer(rebasing: avail[start..<(start + n)])
                 case .needMoreData(let consumed):
                     offset += consumed
@@ -95,7 +95,7 @@ extension H1Connection {
                     }
                 case .end(let consumed):
                     input.readerIndex += offset + consumed
-                    request.body.complete = true
+                    perRequest.request.body.complete = true
                     return nil
                 case .failed(let error):
                     throw error
@@ -107,9 +107,9 @@ extension H1Connection {
     /// Body bytes ready to hand out without reading the socket (an upper
     /// bound for chunked bodies, whose framing is still in the buffer).
     var bufferedBodyBytes: Int {
-        switch request.body.framing {
+        switch perRequest.request.body.framing {
         case .none: return 0
-        case .contentLength: return Int(min(Int64(input.readableCount), request.body.remaining))
+        case .contentLength: return Int(min(Int64(input.readableCount), perRequest.request.body.remaining))
         case .chunked: return input.readableCount
         }
     }
@@ -120,14 +120,14 @@ extension H1Connection {
     func copyBody(into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, BodyError>? {
         do {
             guard let span = try nextBodySpan(max: buffer.count) else { return nil }
-            if exchange.receiveBody(count: span.count) == .tooLarge {
-                request.body.complete = true
-                return .failure(BodyError(status: 413, reason: "request body larger than --max-body"))
+            if perRequest.exchange.receiveBody(count: span.count) == .tooLarge {
+                perRequest.request.body.complete = true
+                return .failure(BodyError(status: 413, reason: "perRequest.request body larger than --max-body"))
             }
             buffer.baseAddress!.copyMemory(from: span.baseAddress!, byteCount: span.count)
             return .success(span.count)
         } catch {
-            request.body.complete = true  // nothing more can be read from this framing
+            perRequest.request.body.complete = true  // nothing more can be read from this framing
             return .failure(BodyError(status: Int(error.status), reason: error.reason))
         }
     }
@@ -154,15 +154,15 @@ extension H1Connection {
     /// Drops body bytes the application did not read; false when waiting
     /// for more input (or the connection was closed).
     func discardBody() -> Bool {
-        while !request.body.complete {
+        while !perRequest.request.body.complete {
             let span: UnsafeRawBufferPointer?
             do { span = try nextBodySpan(max: Int.max) } catch { close(); return false }
             if let span {
-                request.body.discardBudget -= Int64(span.count)
-                if request.body.discardBudget < 0 { close(); return false }
+                perRequest.request.body.discardBudget -= Int64(span.count)
+                if perRequest.request.body.discardBudget < 0 { close(); return false }
                 continue
             }
-            if request.body.complete { break }
+            if perRequest.request.body.complete { break }
             if input.isEmpty { releaseInput() }
             return false
         }

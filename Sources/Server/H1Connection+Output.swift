@@ -18,8 +18,8 @@ extension H1Connection {
     /// ...until it drains below this.
     static let lowWater = 16 * 1024
 
-    var hasPendingOutput: Bool { !output.isEmpty }
-    var pendingOutputBytes: Int { output.count }
+    var hasPendingOutput: Bool { requestState.map { !$0.output.isEmpty } ?? false }
+    var pendingOutputBytes: Int { perRequest.output.count }
 
     // MARK: - Writing
 
@@ -34,14 +34,14 @@ extension H1Connection {
     func transmit(_ extra: UnsafeRawBufferPointer, blocking: Bool, final: Bool = false) -> Bool {
         if writeFailed { worker.out.count = 0; return false }
         let staged = worker.out.bytes
-        if final && requestKeepAlive && request.body.complete && !hasPendingOutput && !worker.stopRequested
+        if final && requestKeepAlive && perRequest.request.body.complete && !hasPendingOutput && !worker.stopRequested
             && staged.count + extra.count <= CoalescedOutput.maxResponse {
-            output.held = true
+            outputHeld = true
             worker.hold(self, staged, extra)
             worker.out.count = 0
             return true
         }
-        if output.held { worker.flushHeld() }
+        if outputHeld { worker.flushHeld() }
         if !hasPendingOutput {
             let (written, failed) = io.writeSome(staged, extra)
             if failed {
@@ -72,7 +72,7 @@ extension H1Connection {
     /// a pending file, if there is one.
     func queue(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
-        if output.file != nil { output.afterFile.appendGrowing(bytes) } else { output.bytes.appendGrowing(bytes) }
+        if perRequest.output.file != nil { perRequest.output.afterFile.appendGrowing(bytes) } else { perRequest.output.bytes.appendGrowing(bytes) }
     }
 
     /// Writes bytes held back by CoalescedOutput: what the socket does not
@@ -96,37 +96,37 @@ extension H1Connection {
     /// Writes what the socket takes of the pending bytes and file. Returns
     /// false if the connection failed.
     func writePending() -> Bool {
-        if output.bytes.readableCount > 0 {
-            let (written, failed) = io.writeSome(output.bytes.readable, UnsafeRawBufferPointer(start: nil, count: 0))
+        if perRequest.output.bytes.readableCount > 0 {
+            let (written, failed) = io.writeSome(perRequest.output.bytes.readable, UnsafeRawBufferPointer(start: nil, count: 0))
             if failed { writeFailed = true; return false }
-            output.bytes.readerIndex += written
-            if output.bytes.isEmpty { output.bytes.detach()?.deallocate() } else { return true }
+            perRequest.output.bytes.readerIndex += written
+            if perRequest.output.bytes.isEmpty { perRequest.output.bytes.detach()?.deallocate() } else { return true }
         }
-        guard var file = output.file else { return true }
+        guard var file = perRequest.output.file else { return true }
         let io = self.io
         while file.remaining > 0 {
             switch io.sendFile(file.fd, offset: &file.offset, count: Int(min(file.remaining, 1 << 30))) {
             case .sent(let n):
                 file.remaining -= Int64(n)
-                exchange.countOut(n)
+                perRequest.exchange.countOut(n)
                 continue
             case .again:
-                output.file = file
+                perRequest.output.file = file
                 return true
             case .failed:
                 break
             }
             // The file shrank or the socket failed: the body cannot be completed.
             _ = csys_close(file.fd)
-            output.file = nil
+            perRequest.output.file = nil
             writeFailed = true
             return false
         }
         _ = csys_close(file.fd)
         // What was produced while the file went out follows it (`bytes`
         // is empty here: it went before the file).
-        output.fileSent()
-        return output.bytes.readableCount > 0 ? writePending() : true
+        perRequest.output.fileSent()
+        return perRequest.output.bytes.readableCount > 0 ? writePending() : true
     }
 
     /// Waits (GIL released, bounded by the write-stall timeout) until all
@@ -152,18 +152,18 @@ extension H1Connection {
             return
         }
         if phase == .request {
-            if output.drainWanted && pendingOutputBytes < H1Connection.lowWater {
-                output.drainWanted = false
-                asyncRequest.delegate?.outputDrained()
+            if perRequest.output.drainWanted && pendingOutputBytes < H1Connection.lowWater {
+                perRequest.output.drainWanted = false
+                perRequest.asyncRequest.delegate?.outputDrained()
                 if phase != .request { return }
             }
             if !hasPendingOutput {
                 worker.disarm(self)
-                if exchange.responseComplete { finishAsyncResponse() }
+                if perRequest.exchange.responseComplete { finishAsyncResponse() }
             } else {
                 worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
             }
-        } else if phase == .head && !hasPendingOutput && !request.bytesSeen && input.isEmpty {
+        } else if phase == .head && !hasPendingOutput && !bytesSeen && input.isEmpty {
             // A held response that had to wait for the socket is out: the
             // connection is idle again.
             worker.arm(self, milliseconds: worker.config.keepAliveMilliseconds)
@@ -174,9 +174,9 @@ extension H1Connection {
     /// The ASGI response is complete and on the wire: release the request
     /// and go on with the connection.
     func finishAsyncResponse() {
-        let d = asyncRequest.delegate
-        asyncRequest.delegate = nil
-        asyncRequest.bodyWanted = false
+        let d = perRequest.asyncRequest.delegate
+        perRequest.asyncRequest.delegate = nil
+        perRequest.asyncRequest.bodyWanted = false
         afterResponse()
         d?.exchangeEnded(disconnected: false)
         if phase == .head || phase == .discarding { process() }
@@ -185,28 +185,29 @@ extension H1Connection {
     // MARK: - Framing
 
     /// Body blocks are framed as chunks.
-    var chunkedOut: Bool { request.framing?.isChunked ?? false }
+    var chunkedOut: Bool { perRequest.request.framing?.isChunked ?? false }
     /// Trailer fields may end the body.
-    var trailersOut: Bool { request.framing?.trailers ?? false }
+    var trailersOut: Bool { perRequest.request.framing?.trailers ?? false }
 
     /// Decides the response's framing and persistence (`H1ResponseFraming`)
     /// and stages its head; returns whether trailers will be carried.
     func stageHead(_ head: ResponseHead, plan: HTTPExchange.ResponsePlan, trailers: Bool) -> Bool {
+        let rs = perRequest  // one reference for the call, not a retain per use
         // One strong reference for the whole head: each access through the
         // unowned(unsafe) `worker` would otherwise retain and release it.
         let w = worker
         let framing = H1ResponseFraming(
-            version: request.version, isHead: exchange.isHead, requestKeepAlive: requestKeepAlive, status: plan.status,
+            version: rs.request.version, isHead: rs.exchange.isHead, requestKeepAlive: requestKeepAlive, status: plan.status,
             contentLength: plan.contentLength, trailers: trailers, applicationClose: head.close,
             stopping: w.stopRequested || pastMaxAge)
-        request.framing = framing
-        request.keepAlive = framing.keepAlive
+        rs.request.framing = framing
+        rs.request.keepAlive = framing.keepAlive
         // A status the exchange replaced (500) takes the registry's reason.
         let reason = plan.status == head.status ? head.reason : UnsafeRawBufferPointer(start: nil, count: 0)
         // HTTP/3 is advertised over TLS only (AltSvcAdvert).
         let altSvc = tls != nil && !plan.hasAltSvc ? w.altSvc?.bytes : nil
         let date = plan.addsDate && w.sendsDate ? w.date.bytes : nil
-        if let ids = w.requestIDs, let id = request.requestID {
+        if let ids = w.requestIDs, let id = rs.request.requestID {
             ids.withEcho(id, head.fields) { fields in
                 let bytes = H1ResponseHead(status: plan.status, reason: reason, fields: fields, framing: framing,
                                            date: date, altSvc: altSvc, defaults: w.defaultFields?.lines(for: fields))
@@ -217,15 +218,15 @@ extension H1Connection {
                                        date: date, altSvc: altSvc, defaults: w.defaultFields?.lines(for: head.fields))
             w.out.write(bytes.length) { bytes.write(into: $0) }
         }
-        request.accessLine?.captureResponse(head.fields, contentLength: plan.contentLength,
-                                            names: w.accessLog.responseFieldNames, requestID: request.requestID)
+        rs.request.accessLine?.captureResponse(head.fields, contentLength: plan.contentLength,
+                                            names: w.accessLog.responseFieldNames, requestID: rs.request.requestID)
         return framing.trailers
     }
 
     /// The request lets the connection persist: its own wish, unless its
     /// body could not be read to the end (nobody knows where the next
     /// request would start).
-    var requestKeepAlive: Bool { request.keepAlive && exchange.bodyFailure == nil }
+    var requestKeepAlive: Bool { perRequest.request.keepAlive && perRequest.exchange.bodyFailure == nil }
 
     /// Stages `name: value` lines.
     func stageFields(_ fields: UnsafeBufferPointer<ResponseField>) {
@@ -245,7 +246,7 @@ extension H1Connection {
         // A WSGI block that completes a Content-Length body goes out with
         // the staged head in one writev instead of being copied after it
         // (a 12 KiB body: 12 KiB less to copy per response).
-        let completesBody = blocking && bytes.count >= 2048 && request.framing?.isComplete(afterSending: exchange.bytesOut) == true
+        let completesBody = blocking && bytes.count >= 2048 && perRequest.request.framing?.isComplete(afterSending: perRequest.exchange.bytesOut) == true
         if bytes.count <= 16 * 1024 && !completesBody {
             worker.out.append(bytes)
             if chunkedOut { worker.out.append("\r\n") }
@@ -293,8 +294,8 @@ extension H1Connection {
     /// The request counted for --limit-concurrency ended.
     func endCounted() {
         meterEnd()
-        guard request.counted else { return }
-        request.counted = false
+        guard perRequest.request.counted else { return }
+        perRequest.request.counted = false
         worker.admission.ended()
     }
 
@@ -305,7 +306,7 @@ extension H1Connection {
     }
 
     func sendErrorAndLinger(_ code: Int, extraField: StaticString? = nil) {
-        exchange.respondDirectly(status: code)
+        perRequest.exchange.respondDirectly(status: code)
         worker.out.count = 0
         let w = worker
         let response = H1ErrorResponse(status: code, extraField: extraField, date: w.sendsDate ? w.date.bytes : nil,
@@ -324,12 +325,12 @@ extension H1Connection {
 
     /// Lingering close (see LingeringClose).
     func lingerAfterResponse() {
-        if output.held { worker.flushHeld() }
+        if outputHeld { worker.flushHeld() }
         io.shutdownWrite()
         input.readerIndex = input.writerIndex
         releaseInput()
-        let d = asyncRequest.delegate
-        asyncRequest.delegate = nil
+        let d = perRequest.asyncRequest.delegate
+        perRequest.asyncRequest.delegate = nil
         d?.exchangeEnded(disconnected: true)
         guard worker.beginLinger() else { close(); return }
         phase = .lingering
@@ -356,11 +357,13 @@ extension H1Connection {
 
     func close() {
         guard phase != .closed else { return }
-        endCounted()
+        // An idle connection holds no request state, and takes none here.
+        let state = requestState
+        if state != nil { endCounted() }
         worker.metrics.connectionClosed(.tcp)
         // A handshake that failed, timed out, or lost its client.
         if tls?.handshaking == true { worker.metrics.tlsHandshake(.tcp, .failed) }
-        if output.held { worker.flushHeld() }
+        if outputHeld { worker.flushHeld() }
         let wasLingering = phase == .lingering
         phase = .closed
         if let session = h2 {
@@ -372,11 +375,13 @@ extension H1Connection {
         input.readerIndex = input.writerIndex
         releaseInput()
         releaseParsing()
-        output.bytes.detach()?.deallocate()
-        output.afterFile.detach()?.deallocate()
-        if let file = output.file {
-            _ = csys_close(file.fd)
-            output.file = nil
+        if let state {
+            state.output.bytes.detach()?.deallocate()
+            state.output.afterFile.detach()?.deallocate()
+            if let file = state.output.file {
+                _ = csys_close(file.fd)
+                state.output.file = nil
+            }
         }
         worker.out.count = 0
         worker.connectionClosed(self, wasLingering: wasLingering)
@@ -388,10 +393,12 @@ extension H1Connection {
         _ = csys_close(fd)
         fd = -1
         peer = nil
-        request.accessLine = nil
-        let d = asyncRequest.delegate
-        asyncRequest.delegate = nil
-        d?.exchangeEnded(disconnected: true)
+        if let state {
+            state.request.accessLine = nil
+            let d = state.asyncRequest.delegate
+            state.asyncRequest.delegate = nil
+            d?.exchangeEnded(disconnected: true)
+        }
         if let ws = webSocket {
             webSocket = nil
             ws.conversation.transportClosed()

@@ -29,7 +29,7 @@ extension H1Connection: WebSocketTransport {
                 upgrade.receive(field, value: UnsafeRawBufferPointer(start: base + table.value(i).start, count: table.value(i).count))
             }
         }
-        let verdict = upgrade.verdict(isGET: head.method == .get, isHTTP11OrLater: request.version != .http10)
+        let verdict = upgrade.verdict(isGET: head.method == .get, isHTTP11OrLater: perRequest.request.version != .http10)
         if case .notWebSocket = verdict { return nil }
         return verdict
     }
@@ -57,7 +57,7 @@ extension H1Connection: WebSocketTransport {
     func webSocketSendAccept(subprotocol: UnsafeRawBufferPointer?, deflate: PerMessageDeflateParameters?,
                              fields: UnsafeBufferPointer<ResponseField>) -> Bool {
         guard phase == .websocket, !writeFailed, let key = webSocket?.key else { return false }
-        exchange.respondDirectly(status: 101)
+        perRequest.exchange.respondDirectly(status: 101)
         worker.out.append("HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: ")
         worker.out.reserve(SecWebSocketKey.acceptLength)
         worker.out.count += key.writeAccept(into: UnsafeMutableRawBufferPointer(start: worker.out.base + worker.out.count,
@@ -79,23 +79,23 @@ extension H1Connection: WebSocketTransport {
             worker.out.write(lines.length) { lines.write(into: $0) }
         }
         worker.out.append("\r\n")
-        if let line = request.accessLine {
-            worker.accessLog.record(line, exchange, peer: peer, now: worker.now)
-            request.accessLine = nil
+        if let line = perRequest.request.accessLine {
+            worker.accessLog.record(line, perRequest.exchange, peer: peer, now: worker.now)
+            perRequest.request.accessLine = nil
         }
         return true
     }
 
     func webSocketDenyHead(_ head: ResponseHead) -> SendOutcome {
         guard phase == .websocket, !writeFailed else { return .closed }
-        _ = stageHead(head, plan: exchange.beginResponse(head), trailers: false)
+        _ = stageHead(head, plan: perRequest.exchange.beginResponse(head), trailers: false)
         return .done
     }
 
     func webSocketDenyBody(_ bytes: UnsafeRawBufferPointer, final: Bool) -> SendOutcome {
         guard phase == .websocket, !writeFailed else { worker.out.count = 0; return .closed }
         let body = admitted(bytes)
-        exchange.countOut(body.count)
+        perRequest.exchange.countOut(body.count)
         guard body.isEmpty || emitBody(body, blocking: false) else { return .closed }
         if final {
             stageBodyEnd(trailers: nil)
@@ -129,7 +129,7 @@ extension H1Connection: WebSocketTransport {
 
     func webSocketBackpressure() -> Bool {
         guard pendingOutputBytes > H1Connection.highWater else { return false }
-        output.drainWanted = true
+        perRequest.output.drainWanted = true
         return true
     }
 
@@ -170,8 +170,8 @@ extension H1Connection: WebSocketTransport {
     }
 
     func webSocketWritable() {
-        if output.drainWanted && pendingOutputBytes < H1Connection.lowWater {
-            output.drainWanted = false
+        if perRequest.output.drainWanted && pendingOutputBytes < H1Connection.lowWater {
+            perRequest.output.drainWanted = false
             webSocket?.conversation.outputDrained()
             if phase != .websocket { return }
         }

@@ -67,23 +67,21 @@ final class H1Connection: WorkerConnection {
     var inputPooled = false
     /// Held while a request arrives or is served (nil when idle).
     var parsing: H1RequestParsing?
-    /// The HTTP/1.1 request arriving or being served, and its response's
-    /// framing.
-    var request = H1Request()
-
-    /// The request's bookkeeping and decisions (body limits and failures,
-    /// the response head's status, date and length, what the access log
-    /// reports), shared with every other transport.
-    var exchange = HTTPExchange(isHead: false, declaredBodyLength: nil, maxBody: 0, start: Instant(nanoseconds: 0))
-
+    /// The per-request state (request, exchange, output, ASGI and pool
+    /// thread), taken at a request's first byte and given back at idle:
+    /// see H1RequestState and H1Connection+RequestState.
+    var requestState: H1RequestState?
+    /// A request's first byte has arrived (the timer is the request
+    /// timeout, not the keep-alive one).
+    var bytesSeen = false
+    /// ASGI: bytes nobody asked for arrived while a request is served, so
+    /// reading is paused (see updateInterest).
+    var readPaused = false
+    /// ASGI: the response's last bytes wait in the worker's CoalescedOutput
+    /// (not in this connection's output) until the loop round ends.
+    var outputHeld = false
     var aborted = false
     var writeFailed = false
-    var output = PendingOutput()
-    /// ASGI only.
-    var asyncRequest = H1AsyncRequest()
-    /// WSGI with --wsgi-threads: the pool thread taken for the request
-    /// being dispatched (`serve` uses it or `process` gives it back).
-    var poolThread: Int?
 
     // What this TCP connection carries besides HTTP/1.1, each in a type of
     // its own.
@@ -112,8 +110,9 @@ final class H1Connection: WorkerConnection {
         phase = .head
         // What updateInterest wants in the head phase (the handshake sets its own).
         interest = tls == nil ? .readableOrPeerClosed : .readable
-        asyncRequest.readPaused = false
-        request.bytesSeen = false
+        readPaused = false
+        bytesSeen = false
+        outputHeld = false
         aborted = false
         writeFailed = false
         h2HandOff = .prefaceMayCome
@@ -176,7 +175,7 @@ final class H1Connection: WorkerConnection {
             // gone leaves nobody to answer.
             if events.contains(.peerClosed) || events.contains(.error) { clientGone() }
         case .request:
-            if asyncRequest.bodyWanted {
+            if perRequest.asyncRequest.bodyWanted {
                 readForBody()
             } else if events.contains(.peerClosed) || events.contains(.error) {
                 // Not reading, but the peer is gone: nobody to answer.
@@ -184,7 +183,7 @@ final class H1Connection: WorkerConnection {
             } else {
                 // Bytes the application has not asked for (body, or the
                 // next pipelined request): stop watching until it does.
-                asyncRequest.readPaused = true
+                readPaused = true
                 updateInterest()
             }
         case .websocket:
@@ -205,14 +204,14 @@ final class H1Connection: WorkerConnection {
 
     func onTimeout() {
         switch phase {
-        case .head where request.bytesSeen || input.readableCount > 0:
+        case .head where bytesSeen || input.readableCount > 0:
             // RFC 9110 §15.5.9: the head did not arrive in time.
             sendErrorAndLinger(408)
-        case .request where asyncRequest.bodyWanted:
-            asyncRequest.bodyWanted = false
-            exchange.failBody(status: 408)
+        case .request where perRequest.asyncRequest.bodyWanted:
+            perRequest.asyncRequest.bodyWanted = false
+            perRequest.exchange.failBody(status: 408)
             updateInterest()
-            asyncRequest.delegate?.bodyReady()
+            perRequest.asyncRequest.delegate?.bodyReady()
         case .websocket:
             webSocketTimeout()
         case .http2:
@@ -261,12 +260,13 @@ final class H1Connection: WorkerConnection {
             }
             if input.isEmpty { becomeIdle(); return }
             if case .prefaceMayCome = h2HandOff, phase == .head, w.config.http2, detectHTTP2Preface() { return }
-            if !request.bytesSeen {
-                request.bytesSeen = true
-                request.start = w.now
+            if !bytesSeen {
+                bytesSeen = true
+                perRequest.request.start = w.now
                 w.arm(self, milliseconds: w.config.requestTimeoutMilliseconds)
             }
             if parsing == nil { parsing = w.takeParsing() }
+            if requestState == nil { requestState = w.takeRequestState() }
             switch parsing!.head.parse(input.readable, headers: w.headerTable) {
             case .incomplete:
                 if input.writableCount == 0 && input.readerIndex == 0 {
@@ -277,18 +277,18 @@ final class H1Connection: WorkerConnection {
                 return
             case .failed(let error):
                 if refusesUnlistedProxyHeader() { return }
-                Log.debug("bad request from \(peer.remoteAddress): \(error.status) \(error.reason)")
+                Log.debug("bad perRequest.request from \(peer.remoteAddress): \(error.status) \(error.reason)")
                 sendErrorAndLinger(Int(error.status))
                 return
             case .complete(let head):
                 if let pool = w.wsgiPool {
                     guard let thread = pool.takeThread() else { waitForPoolThread(); return }
-                    poolThread = thread
+                    perRequest.poolThread = thread
                     serve(head)
                     // Refused before reaching the application: the thread
                     // goes back.
-                    if let unused = poolThread {
-                        poolThread = nil
+                    if let unused = perRequest.poolThread {
+                        perRequest.poolThread = nil
                         pool.giveBack(unused)
                     }
                 } else {
@@ -325,7 +325,7 @@ final class H1Connection: WorkerConnection {
             afterResponse()
             return
         case .application:
-            request.counted = !(head.upgrade && w.asgi != nil)
+            perRequest.request.counted = !(head.upgrade && w.asgi != nil)
         }
         let table = w.headerTable
         let spans = w.fieldSpans
@@ -334,14 +334,14 @@ final class H1Connection: WorkerConnection {
         }
         var gatewayRequest = GatewayRequest(
             base: base, method: head.methodSpan, target: head.target, path: head.path, query: head.query,
-            httpVersion: request.version == .http10 ? "HTTP/1.0" : "HTTP/1.1", isHead: exchange.isHead,
+            httpVersion: perRequest.request.version == .http10 ? "HTTP/1.0" : "HTTP/1.1", isHead: perRequest.exchange.isHead,
             fieldCount: table.count, fields: UnsafePointer(spans), peer: peer)
         if let resolver = w.forwardedResolver { gatewayRequest.resolveForwarded(resolver) }
         if let ids = w.requestIDs {
             gatewayRequest.requestID = ids.assign(gatewayRequest)
-            request.requestID = gatewayRequest.requestID
+            perRequest.request.requestID = gatewayRequest.requestID
         }
-        request.accessLine = w.accessLog.requestLine(gatewayRequest)
+        perRequest.request.accessLine = w.accessLog.requestLine(gatewayRequest)
         w.requestsServed += 1
         if head.upgrade, w.asgi != nil, let verdict = webSocketVerdict(head) {
             meterBegin(.websocket)
@@ -355,14 +355,14 @@ final class H1Connection: WorkerConnection {
         meterBegin(.http11)
         if let asgi = w.asgi {
             phase = .request
-            asyncRequest.bodyWanted = false
+            perRequest.asyncRequest.bodyWanted = false
             updateInterest()
             asgi.start(gatewayRequest, exchange: self)
-        } else if let thread = poolThread {
+        } else if let thread = perRequest.poolThread {
             // Served like an ASGI request, by a pool thread (see WSGIPool).
-            poolThread = nil
+            perRequest.poolThread = nil
             phase = .request
-            asyncRequest.bodyWanted = false
+            perRequest.asyncRequest.bodyWanted = false
             updateInterest()
             w.wsgiPool!.serve(gatewayRequest, transport: self, thread: thread)
         } else {
@@ -402,18 +402,19 @@ final class H1Connection: WorkerConnection {
     /// request was refused (413, bad chunked framing) without reaching the
     /// application.
     private func beginRequest(_ head: H1RequestHead) -> Bool {
-        request.version = head.version
-        request.body = H1RequestBody(framing: head.framing)
+        let rs = perRequest  // one reference for the call, not a retain per use
+        rs.request.version = head.version
+        rs.request.body = H1RequestBody(framing: head.framing)
         var declared: Int64?
         if case .contentLength(let n) = head.framing { declared = n }
-        exchange = HTTPExchange(isHead: head.method == .head, declaredBodyLength: declared,
-                                maxBody: worker.config.maxBody, start: request.start,
+        rs.exchange = HTTPExchange(isHead: head.method == .head, declaredBodyLength: declared,
+                                maxBody: worker.config.maxBody, start: rs.request.start,
                                 expectsContinue: head.expectContinue, minBodyRate: worker.config.minBodyRate)
         switch head.framing {
         case .none:
             break
         case .contentLength:
-            if let status = exchange.refusal {
+            if let status = rs.exchange.refusal {
                 // Decided from the declared length, before reading any of it.
                 sendErrorAndLinger(status)
                 return false
@@ -428,8 +429,8 @@ final class H1Connection: WorkerConnection {
             }
         }
         aborted = false
-        request.framing = nil
-        request.keepAlive = head.keepAlive
+        rs.request.framing = nil
+        rs.request.keepAlive = head.keepAlive
         return true
     }
 
@@ -437,19 +438,19 @@ final class H1Connection: WorkerConnection {
     /// the connection for the next request or close it.
     func afterResponse() {
         endCounted()
-        if let line = request.accessLine {
-            worker.accessLog.record(line, exchange, peer: peer, now: worker.now)
-            request.accessLine = nil
+        if let line = perRequest.request.accessLine {
+            worker.accessLog.record(line, perRequest.exchange, peer: peer, now: worker.now)
+            perRequest.request.accessLine = nil
         }
-        request.requestID = nil
-        request.bytesSeen = false
+        perRequest.request.requestID = nil
+        bytesSeen = false
         parsing?.head.reset()
-        if aborted || writeFailed || !exchange.headSent {
+        if aborted || writeFailed || !perRequest.exchange.headSent {
             close()
             return
         }
         switch H1ConnectionReuse(keepAlive: requestKeepAlive, hardStopping: worker.hardStopping,
-                                 requestBodyComplete: request.body.complete, continuePending: exchange.continuePending) {
+                                 requestBodyComplete: perRequest.request.body.complete, continuePending: perRequest.exchange.continuePending) {
         case .close:
             close()
         case .lingerThenClose:
@@ -460,7 +461,7 @@ final class H1Connection: WorkerConnection {
         case .discardBodyThenReadNext:
             phase = .head
             updateInterest()
-            request.body.discardBudget = 1 << 20
+            perRequest.request.body.discardBudget = 1 << 20
             phase = .discarding
             worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
         }
@@ -471,6 +472,7 @@ final class H1Connection: WorkerConnection {
     private func becomeIdle() {
         releaseInput()
         releaseParsing()
+        releaseRequestState()
         worker.arm(self, milliseconds: worker.config.keepAliveMilliseconds)
     }
 
@@ -482,7 +484,7 @@ final class H1Connection: WorkerConnection {
             // Reading stays armed from the head phase (no epoll_ctl per
             // request) until bytes arrive that nobody asked for.
             want = .peerClosed
-            if asyncRequest.bodyWanted || !asyncRequest.readPaused { want.insert(.readable) }
+            if perRequest.asyncRequest.bodyWanted || !readPaused { want.insert(.readable) }
             if hasPendingOutput { want.insert(.writable) }
         case .queued:
             want = .peerClosed
@@ -497,7 +499,7 @@ final class H1Connection: WorkerConnection {
         case .proxyHeader, .head, .discarding, .lingering:
             // peerClosed too, so that starting a request changes nothing.
             want = .readableOrPeerClosed
-            asyncRequest.readPaused = false
+            readPaused = false
             if hasPendingOutput { want.insert(.writable) }
         case .closed:
             return

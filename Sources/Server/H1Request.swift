@@ -7,10 +7,7 @@ import HTTP1
 /// (`HTTPExchange`, the decisions every transport shares) to frame the
 /// response and to decide what comes after it. Reset for each request.
 struct H1Request {
-    /// A byte of the request arrived: the timer is the request timeout from
-    /// then on, not the keep-alive timeout.
-    var bytesSeen = false
-    /// When that byte arrived (the access log's start).
+    /// When its first byte arrived (the access log's start).
     var start = Instant(nanoseconds: 0)
     var version: H1Version = .http11
     var body = H1RequestBody()

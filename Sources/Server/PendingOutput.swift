@@ -16,8 +16,6 @@ struct PendingOutput {
     /// Bytes produced while a file is pending, which go out after it (the
     /// end of its chunk, trailers): `bytes` always go before the file.
     var afterFile = ByteBuffer()
-    /// The worker holds this connection's last response (CoalescedOutput).
-    var held = false
     /// A sender (ASGI `send()`, a WebSocket) waits for this to drain below
     /// the low-water mark.
     var drainWanted = false

@@ -31,14 +31,14 @@ extension Worker {
 extension H1Connection {
     func meterBegin(_ p: MetricsProtocol) {
         guard worker.metrics.enabled else { return }  // then meterEnd has nothing to do either
-        request.metered = p
+        perRequest.request.metered = p
         worker.metrics.requestBegun(p)
     }
 
     func meterEnd() {
-        guard let p = request.metered else { return }
-        request.metered = nil
-        worker.metrics.requestEnded(p, status: exchange.status, microseconds: worker.microseconds(since: exchange.start))
+        guard let p = perRequest.request.metered else { return }
+        perRequest.request.metered = nil
+        worker.metrics.requestEnded(p, status: perRequest.exchange.status, microseconds: worker.microseconds(since: perRequest.exchange.start))
     }
 }
 

@@ -720,6 +720,8 @@ final class Worker {
     /// connections return theirs (a bounded number is kept for reuse).
     func takeParsing() -> H1RequestParsing { pools.takeParsing() }
     func giveParsing(_ p: H1RequestParsing) { pools.giveParsing(p) }
+    func takeRequestState() -> H1RequestState { pools.takeRequestState() }
+    func giveRequestState(_ s: H1RequestState) { pools.giveRequestState(s) }
 
     func takeBlock() -> UnsafeMutableRawPointer { pools.takeBlock() }
     func giveBlock(_ b: UnsafeMutableRawPointer) { pools.giveBlock(b) }

@@ -2,7 +2,7 @@ import Core
 import HTTP1
 
 /// Memory the worker hands its connections and takes back: read-buffer
-/// blocks, HTTP/1.1 parsing state, and the scratch buffer for reading a file
+/// blocks, HTTP/1.1 parsing and per-request state, and the scratch buffer for reading a file
 /// on transports that cannot sendfile.
 ///
 /// Separate from Worker because it is pure reuse bookkeeping (how many are
@@ -14,6 +14,8 @@ struct WorkerPools: ~Copyable {
     /// Parsing state for connections with a request under way; idle
     /// connections return theirs (a bounded number is kept for reuse).
     private var parsing: [H1RequestParsing] = []
+    /// Per-request state (H1RequestState) likewise.
+    private var requestStates: [H1RequestState] = []
     /// The limits parsing state (and a chunked decoder) is made with.
     let limits: H1Limits
     private var scratch: UnsafeMutableRawBufferPointer?
@@ -37,6 +39,15 @@ struct WorkerPools: ~Copyable {
         guard parsing.count < 256 else { return }
         p.head.reset()
         parsing.append(p)
+    }
+
+    mutating func takeRequestState() -> H1RequestState {
+        requestStates.popLast() ?? H1RequestState()
+    }
+
+    mutating func giveRequestState(_ s: H1RequestState) {
+        guard requestStates.count < 256 else { return }
+        requestStates.append(s)
     }
 
     /// Reading a file for a transport that cannot sendfile (HTTP/2, TLS);

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +46,7 @@ enum Counter {
     PYTHON_FREES = 3,
     SERVER_BYTES = 4,        // bytes requested by the server's allocations
     PYTHON_BYTES = 5,
+    LIVE_BYTES = 6,          // usable bytes of every caller's blocks still allocated (int64; frees subtract)
     COUNTERS = 8,
 };
 
@@ -123,6 +125,17 @@ static void count(void *caller, enum Counter server, enum Counter python, size_t
     if (bytes) __atomic_fetch_add(&counters[py ? PYTHON_BYTES : SERVER_BYTES], bytes, __ATOMIC_RELAXED);
 }
 
+// Live bytes by malloc_usable_size (what the block holds, not what was asked), so that an allocation and
+// its free cancel whoever made them.
+static void *born(void *pointer) {
+    if (pointer != NULL) __atomic_fetch_add(&counters[LIVE_BYTES], malloc_usable_size(pointer), __ATOMIC_RELAXED);
+    return pointer;
+}
+
+static void dying(void *pointer) {
+    if (pointer != NULL) __atomic_fetch_sub(&counters[LIVE_BYTES], malloc_usable_size(pointer), __ATOMIC_RELAXED);
+}
+
 static void mapCounters(void) {
     const char *dir = getenv("PEREGRINE_TEST_MALLOC_COUNT_DIR");
     if (dir == NULL) return;
@@ -160,27 +173,30 @@ __attribute__((constructor)) static void start(void) {
 
 void *malloc(size_t size) {
     count(__builtin_return_address(0), SERVER_ALLOCATIONS, PYTHON_ALLOCATIONS, size);
-    return __libc_malloc(size);
+    return born(__libc_malloc(size));
 }
 
 void *calloc(size_t n, size_t size) {
     count(__builtin_return_address(0), SERVER_ALLOCATIONS, PYTHON_ALLOCATIONS, n * size);
-    return __libc_calloc(n, size);
+    return born(__libc_calloc(n, size));
 }
 
 void *realloc(void *pointer, size_t size) {
     count(__builtin_return_address(0), SERVER_ALLOCATIONS, PYTHON_ALLOCATIONS, size);
-    return __libc_realloc(pointer, size);
+    size_t before = pointer != NULL ? malloc_usable_size(pointer) : 0;
+    void *moved = __libc_realloc(pointer, size);
+    if (moved != NULL || size == 0) __atomic_fetch_sub(&counters[LIVE_BYTES], before, __ATOMIC_RELAXED);
+    return born(moved);
 }
 
 void *memalign(size_t alignment, size_t size) {
     count(__builtin_return_address(0), SERVER_ALLOCATIONS, PYTHON_ALLOCATIONS, size);
-    return __libc_memalign(alignment, size);
+    return born(__libc_memalign(alignment, size));
 }
 
 void *aligned_alloc(size_t alignment, size_t size) {
     count(__builtin_return_address(0), SERVER_ALLOCATIONS, PYTHON_ALLOCATIONS, size);
-    return __libc_memalign(alignment, size);
+    return born(__libc_memalign(alignment, size));
 }
 
 int posix_memalign(void **out, size_t alignment, size_t size) {
@@ -188,11 +204,12 @@ int posix_memalign(void **out, size_t alignment, size_t size) {
     count(__builtin_return_address(0), SERVER_ALLOCATIONS, PYTHON_ALLOCATIONS, size);
     void *p = __libc_memalign(alignment, size);
     if (p == NULL) return ENOMEM;
-    *out = p;
+    *out = born(p);
     return 0;
 }
 
 void free(void *pointer) {
     if (pointer != NULL) count(__builtin_return_address(0), SERVER_FREES, PYTHON_FREES, 0);
+    dying(pointer);
     __libc_free(pointer);
 }
