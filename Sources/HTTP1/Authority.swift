@@ -40,7 +40,7 @@ enum Authority {
                     i += 3
                     continue
                 }
-                if !ByteClass.isRegNameChar(c) { return false }
+                if !ByteClassTable.has(c, ByteClassTable.regName) { return false }
                 i += 1
             }
             // RFC 9110 §4.2.1: an "http" URI with an empty host is invalid.

@@ -117,18 +117,12 @@ struct Bytes {
     /// Whether `start..<end` equals the lowercase ASCII `lower`, ignoring case.
     @inlinable
     func equalsIgnoringCase(_ start: Int, _ end: Int, _ lower: StaticString) -> Bool {
-        let n = lower.utf8CodeUnitCount
-        guard end - start == n else { return false }
-        let l = lower.utf8Start
-        for i in 0..<n where ByteClass.lowercased(base[start + i]) != l[i] { return false }
-        return true
+        wordsEqual(start, end, lower, foldCase: true)
     }
 
     /// Whether `start..<end` equals `text` exactly (case-sensitive).
     @inlinable
     func equals(_ start: Int, _ end: Int, _ text: StaticString) -> Bool {
-        let n = text.utf8CodeUnitCount
-        guard end - start == n else { return false }
-        return memcmp(base + start, text.utf8Start, n) == 0
+        wordsEqual(start, end, text, foldCase: false)
     }
 }

@@ -85,18 +85,17 @@ public struct H1HeadParser: Sendable {
         var lineStart = scanner.fieldsStart
         let fieldsEnd = scanner.headEnd - 2  // the empty line's CRLF
         while lineStart < fieldsEnd {
-            // The scanner saw a CRLF at the end of every line in this range.
-            guard let lf = b.firstIndex(of: Byte.lf, from: lineStart, to: fieldsEnd) else {
-                preconditionFailure("field line without the CRLF the scanner found")
-            }
-            let field = try FieldLine.parse(b, lineStart, lf - 1)
+            // The scanner saw a CRLF at the end of every line in this range,
+            // so the field parser finds each line's end as it validates the
+            // value, without a search of its own.
+            let (field, lineEnd) = try FieldLine.parse(b, lineStart, before: fieldsEnd)
             if !field.dropped {
                 guard headers.append(name: field.name, value: field.value, token: field.token) else {
                     throw .tooManyFields
                 }
                 try semantics.note(b, field)
             }
-            lineStart = lf + 1
+            lineStart = lineEnd + 2
         }
         return try semantics.finish(b, requestLine, headLength: scanner.headEnd)
     }
