@@ -115,13 +115,13 @@ struct Bytes {
     }
 
     /// Whether `start..<end` equals the lowercase ASCII `lower`, ignoring case.
-    @inlinable
+    @inlinable @inline(__always)
     func equalsIgnoringCase(_ start: Int, _ end: Int, _ lower: StaticString) -> Bool {
         wordsEqual(start, end, lower, foldCase: true)
     }
 
     /// Whether `start..<end` equals `text` exactly (case-sensitive).
-    @inlinable
+    @inlinable @inline(__always)
     func equals(_ start: Int, _ end: Int, _ text: StaticString) -> Bool {
         wordsEqual(start, end, text, foldCase: false)
     }

@@ -82,7 +82,8 @@ struct FieldLine {
         var valueEnd = lineEnd
         while valueEnd > valueStart && ByteClass.isOWS(b[valueEnd - 1]) { valueEnd -= 1 }
         let token = HeaderToken.recognise(b, start, nameEnd)
-        let dropped = hasUnderscore || (token == .other && b.equalsIgnoringCase(start, nameEnd, "proxy"))
+        let dropped = hasUnderscore
+            || (nameEnd - start == 5 && token == .other && b.equalsIgnoringCase(start, nameEnd, "proxy"))
         let field = FieldLine(
             name: ByteSpan(offset: start, length: nameEnd - start),
             value: ByteSpan(offset: valueStart, length: valueEnd - valueStart),

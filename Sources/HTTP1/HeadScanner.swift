@@ -115,6 +115,15 @@ struct HeadScanner: Sendable {
                 versionStart = position
                 phase = .version
             case .version:
+                // Nearly every request says "HTTP/1.1" then CR: one word
+                // compare decides what the loop below would, byte for byte.
+                if position == versionStart && versionStart + 9 <= Swift.min(b.count, headLimit)
+                    && b.load64(versionStart) == HeadScanner.http11 && b[versionStart + 8] == Byte.cr {
+                    versionEnd = versionStart + 8
+                    position = versionEnd + 1
+                    phase = .requestLineLF
+                    continue
+                }
                 let stop = Swift.min(b.count, headLimit, versionStart + 8)
                 var p = position
                 while p < stop && ByteClass.isTargetByte(b[p]) { p += 1 }
@@ -140,6 +149,10 @@ struct HeadScanner: Sendable {
         }
         return try scanFields(b, limits)
     }
+
+    /// "HTTP/1.1" as a little-endian word, H first (RFC 9112 §2.3);
+    /// `HeadScannerTests.testHTTP11WordIsTheVersionText` checks it.
+    static let http11: UInt64 = 0x312E_312F_5054_5448
 
     /// The end of the run of VCHAR bytes from `start`, stopping at `end`:
     /// eight bytes a step (`Bytes.notVCHAR`) while a word fits, then byte by
