@@ -5,8 +5,10 @@ import Darwin
 #endif
 
 /// Byte classes from the ABNF of RFC 9110 §5.6 and RFC 3986, as 128-bit
-/// masks so a test is a shift and an AND, no table lookup and no branch per
-/// class member. `ByteClassTests` checks each mask against its ABNF.
+/// masks so a test is a shift and an AND, no branch per class member.
+/// `ByteClassTests` checks each mask against its ABNF. The head parser's
+/// inner loops use `ByteClassTable` (built from the same classes) and the
+/// word-at-a-time tests of `Bytes+Words.swift` instead.
 @usableFromInline
 enum ByteClass {
     // tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." /

@@ -12,7 +12,8 @@ import Core
 ///    (version, target form) at once, so a 505 or a bad target is answered
 ///    without waiting for the rest of the head.
 /// 2. When the empty line is found, one pass over the field lines validates
-///    each (`FieldLine`), stores the kept ones in the table and feeds the
+///    each (`FieldLine`, which finds the line's CRLF as it checks the value,
+///    eight bytes a step), stores the kept ones in the table and feeds the
 ///    framing-relevant ones to `FieldSemantics`, which decides Host, body
 ///    framing, Expect and persistence.
 ///

@@ -21,7 +21,8 @@
 ///   (CRLF) received prior to the request-line". We ignore up to
 ///   `H1Limits.maxLeadingEmptyLines`.
 /// * Request line (RFC 9112 §3): `method SP request-target SP HTTP-version
-///   CRLF`, checked byte by byte: method = token, target = 1*VCHAR (no CTL,
+///   CRLF`, each part checked in one run (the target eight bytes a step)
+///   that stops at its first other byte: method = token, target = 1*VCHAR (no CTL,
 ///   SP, DEL or obs-text), exactly one SP between parts. "Although the
 ///   request-line grammar rule requires that each of the component elements
 ///   be separated by a single SP octet, recipients MAY instead parse on
