@@ -31,18 +31,17 @@ enum Authority {
             i += 1  // "]"
             if i < end && b[i] != Byte.colon { return false }
         } else {
-            while i < end && b[i] != Byte.colon {
-                let c = b[i]
-                if c == Byte.percent {
-                    // pct-encoded = "%" HEXDIG HEXDIG
-                    guard i + 2 < end, ByteClass.hexValue(b[i + 1]) != nil,
-                          ByteClass.hexValue(b[i + 2]) != nil else { return false }
-                    i += 3
-                    continue
-                }
-                if !ByteClass.isRegNameChar(c) { return false }
-                i += 1
+            // Runs of reg-name bytes by table, a pct-encoded triplet between
+            // runs; whatever else stops the host must be the port's ":".
+            while true {
+                while i < end && ByteClassTable.has(b[i], ByteClassTable.regName) { i += 1 }
+                guard i < end && b[i] == Byte.percent else { break }
+                // pct-encoded = "%" HEXDIG HEXDIG
+                guard i + 2 < end, ByteClass.hexValue(b[i + 1]) != nil,
+                      ByteClass.hexValue(b[i + 2]) != nil else { return false }
+                i += 3
             }
+            if i < end && b[i] != Byte.colon { return false }
             // RFC 9110 §4.2.1: an "http" URI with an empty host is invalid.
             if requireHost && i == start { return false }
         }

@@ -5,8 +5,10 @@ import Darwin
 #endif
 
 /// Byte classes from the ABNF of RFC 9110 §5.6 and RFC 3986, as 128-bit
-/// masks so a test is a shift and an AND, no table lookup and no branch per
-/// class member. `ByteClassTests` checks each mask against its ABNF.
+/// masks so a test is a shift and an AND, no branch per class member.
+/// `ByteClassTests` checks each mask against its ABNF. The head parser's
+/// inner loops use `ByteClassTable` (built from the same classes) and the
+/// word-at-a-time tests of `Bytes+Words.swift` instead.
 @usableFromInline
 enum ByteClass {
     // tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." /
@@ -115,20 +117,14 @@ struct Bytes {
     }
 
     /// Whether `start..<end` equals the lowercase ASCII `lower`, ignoring case.
-    @inlinable
+    @inlinable @inline(__always)
     func equalsIgnoringCase(_ start: Int, _ end: Int, _ lower: StaticString) -> Bool {
-        let n = lower.utf8CodeUnitCount
-        guard end - start == n else { return false }
-        let l = lower.utf8Start
-        for i in 0..<n where ByteClass.lowercased(base[start + i]) != l[i] { return false }
-        return true
+        wordsEqual(start, end, lower, foldCase: true)
     }
 
     /// Whether `start..<end` equals `text` exactly (case-sensitive).
-    @inlinable
+    @inlinable @inline(__always)
     func equals(_ start: Int, _ end: Int, _ text: StaticString) -> Bool {
-        let n = text.utf8CodeUnitCount
-        guard end - start == n else { return false }
-        return memcmp(base + start, text.utf8Start, n) == 0
+        wordsEqual(start, end, text, foldCase: false)
     }
 }

@@ -21,7 +21,8 @@
 ///   (CRLF) received prior to the request-line". We ignore up to
 ///   `H1Limits.maxLeadingEmptyLines`.
 /// * Request line (RFC 9112 §3): `method SP request-target SP HTTP-version
-///   CRLF`, checked byte by byte: method = token, target = 1*VCHAR (no CTL,
+///   CRLF`, each part checked in one run (the target eight bytes a step)
+///   that stops at its first other byte: method = token, target = 1*VCHAR (no CTL,
 ///   SP, DEL or obs-text), exactly one SP between parts. "Although the
 ///   request-line grammar rule requires that each of the component elements
 ///   be separated by a single SP octet, recipients MAY instead parse on
@@ -85,40 +86,57 @@ struct HeadScanner: Sendable {
                     phase = .method
                 }
             case .method:
-                if ByteClass.isTchar(c) {
-                    guard position - methodStart < H1Limits.maxMethodBytes else { throw .methodTooLong }
-                    position += 1
-                } else if c == Byte.sp && position > methodStart {
-                    position += 1
-                    targetStart = position
-                    phase = .target
-                } else {
-                    throw .invalidMethod
-                }
+                // Each part runs to its first byte outside its class (or to
+                // the end of the bytes, the head limit or its own limit)
+                // in a tight loop, then that byte decides, exactly as a
+                // byte-by-byte walk would.
+                let stop = Swift.min(b.count, headLimit, methodStart + H1Limits.maxMethodBytes)
+                var p = position
+                while p < stop && ByteClassTable.has(b[p], ByteClassTable.tchar) { p += 1 }
+                position = p
+                guard p < b.count else { return .needMore }
+                guard p < headLimit else { throw .headTooLarge }
+                let d = b[p]
+                if ByteClass.isTchar(d) { throw .methodTooLong }
+                guard d == Byte.sp && p > methodStart else { throw .invalidMethod }
+                position = p + 1
+                targetStart = position
+                phase = .target
             case .target:
-                if ByteClass.isTargetByte(c) {
-                    guard position - targetStart < limits.maxTargetBytes else { throw .targetTooLong }
-                    position += 1
-                } else if c == Byte.sp {
-                    guard position > targetStart else { throw .emptyTarget }
-                    position += 1
-                    versionStart = position
-                    phase = .version
-                } else {
-                    throw .invalidTargetByte
-                }
+                let stop = Swift.min(b.count, headLimit, targetStart + limits.maxTargetBytes)
+                let p = Self.vcharRun(b, from: position, to: stop)
+                position = p
+                guard p < b.count else { return .needMore }
+                guard p < headLimit else { throw .headTooLarge }
+                let d = b[p]
+                if ByteClass.isTargetByte(d) { throw .targetTooLong }
+                guard d == Byte.sp else { throw .invalidTargetByte }
+                guard p > targetStart else { throw .emptyTarget }
+                position = p + 1
+                versionStart = position
+                phase = .version
             case .version:
-                if c == Byte.cr {
-                    versionEnd = position
-                    position += 1
+                // Nearly every request says "HTTP/1.1" then CR: one word
+                // compare decides what the loop below would, byte for byte.
+                if position == versionStart && versionStart + 9 <= Swift.min(b.count, headLimit)
+                    && b.load64(versionStart) == HeadScanner.http11 && b[versionStart + 8] == Byte.cr {
+                    versionEnd = versionStart + 8
+                    position = versionEnd + 1
                     phase = .requestLineLF
-                } else if c == Byte.lf {
-                    throw .bareLF
-                } else if ByteClass.isTargetByte(c) && position - versionStart < 8 {
-                    position += 1
-                } else {
-                    throw .malformedVersion
+                    continue
                 }
+                let stop = Swift.min(b.count, headLimit, versionStart + 8)
+                var p = position
+                while p < stop && ByteClass.isTargetByte(b[p]) { p += 1 }
+                position = p
+                guard p < b.count else { return .needMore }
+                guard p < headLimit else { throw .headTooLarge }
+                let d = b[p]
+                if d == Byte.lf { throw .bareLF }
+                guard d == Byte.cr else { throw .malformedVersion }
+                versionEnd = p
+                position = p + 1
+                phase = .requestLineLF
             case .requestLineLF:
                 guard c == Byte.lf else { throw .bareCR }
                 position += 1
@@ -131,6 +149,25 @@ struct HeadScanner: Sendable {
             }
         }
         return try scanFields(b, limits)
+    }
+
+    /// "HTTP/1.1" as a little-endian word, H first (RFC 9112 §2.3);
+    /// `HeadScannerTests.testHTTP11WordIsTheVersionText` checks it.
+    static let http11: UInt64 = 0x312E_312F_5054_5448
+
+    /// The end of the run of VCHAR bytes from `start`, stopping at `end`:
+    /// eight bytes a step (`Bytes.notVCHAR`) while a word fits, then byte by
+    /// byte. Targets are the longest part of most request lines.
+    @inline(__always)
+    private static func vcharRun(_ b: Bytes, from start: Int, to end: Int) -> Int {
+        var p = start
+        while p + 8 <= end {
+            let flags = Bytes.notVCHAR(b.load64(p))
+            if flags != 0 { return p + flags.trailingZeroBitCount &>> 3 }
+            p += 8
+        }
+        while p < end && ByteClass.isTargetByte(b[p]) { p += 1 }
+        return p
     }
 
     private mutating func scanFields(_ b: Bytes, _ limits: H1Limits) throws(H1Error) -> Step {

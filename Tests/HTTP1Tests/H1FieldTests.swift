@@ -114,3 +114,97 @@ final class H1FieldTests: XCTestCase {
         XCTAssertFalse(isValidValue(Array("a\r\nSet-Cookie: x")))
     }
 }
+
+/// The field-value scan reads eight bytes a step (`Bytes.controlOrDEL`) and
+/// finishes byte by byte; a byte must get the same verdict wherever it falls
+/// relative to those words and to the end of the head.
+final class H1FieldValueWordScanTests: XCTestCase {
+    private let filler = Array("abcdefghijklmnopqrstuvwxyz0123".utf8)
+
+    /// A head whose last field value holds `byte` at `position` of 30 value
+    /// bytes, with `trailing` more field lines after it (0: it is the last
+    /// line, so the value's end falls in the byte-by-byte tail).
+    private func head(_ byte: UInt8, at position: Int, trailing: Int) -> [UInt8] {
+        var value = filler
+        value[position] = byte
+        var bytes = Array("GET / HTTP/1.1\r\nHost: h\r\nX-Long: ".utf8) + value + Array("\r\n".utf8)
+        for i in 0..<trailing { bytes += Array("Y\(i): z\r\n".utf8) }
+        return bytes + Array("\r\n".utf8)
+    }
+
+    func testEveryCTLAndDELIsRejectedAtEveryPosition() {
+        let forbidden: [UInt8] = Array(0x00...0x08) + Array(0x0A...0x1F) + [0x7F]
+        for trailing in [0, 2] {
+            for position in 0..<filler.count {
+                for byte in forbidden {
+                    let input = head(byte, at: position, trailing: trailing)
+                    // A LF makes the line end early at a bare LF; everything
+                    // else is a bad value byte.
+                    let expected: H1Error = byte == 0x0A ? .bareLF : .invalidFieldValue
+                    input.withUnsafeBytes { raw in
+                        var parser = H1HeadParser(limits: H1Limits())
+                        let table = H1HeaderTable(capacity: 100)
+                        XCTAssertEqual(parser.parse(raw, headers: table), .failed(expected),
+                                       "byte \(byte) at \(position), \(trailing) lines after")
+                    }
+                }
+            }
+        }
+    }
+
+    func testHTABObsTextAndSPAreKeptAtEveryPosition() {
+        for trailing in [0, 2] {
+            for position in 0..<filler.count {
+                for byte: UInt8 in [0x09, 0x20, 0x7E, 0x80, 0xFF] {
+                    let input = head(byte, at: position, trailing: trailing)
+                    var expected = filler
+                    expected[position] = byte
+                    // OWS at either end is trimmed off the value.
+                    while let f = expected.first, f == 0x09 || f == 0x20 { expected.removeFirst() }
+                    while let l = expected.last, l == 0x09 || l == 0x20 { expected.removeLast() }
+                    input.withUnsafeBytes { raw in
+                        var parser = H1HeadParser(limits: H1Limits())
+                        let table = H1HeaderTable(capacity: 100)
+                        guard case .complete = parser.parse(raw, headers: table) else {
+                            return XCTFail("byte \(byte) at \(position) refused")
+                        }
+                        let v = table.value(1)
+                        XCTAssertEqual(Array(raw[v.start..<v.end]), expected, "byte \(byte) at \(position)")
+                        XCTAssertEqual(table.count, 2 + trailing)
+                    }
+                }
+            }
+        }
+    }
+
+    func testLongValuesWithTabsSplitEveryWay() throws {
+        let value = "a\tb c\t\td" + String(repeating: "x\t", count: 12) + "\u{7E}end"
+        let r = try XCTUnwrap(assertAccepted("GET / HTTP/1.1\r\nHost: h\r\nX: \t \(value) \t\r\nY: 1\r\n\r\n"))
+        XCTAssertEqual(r.fields[1].value, value)
+        XCTAssertEqual(r.fields[2].value, "1")
+    }
+
+    func testBareCRInALongValueIsRejected() {
+        assertRejected("GET / HTTP/1.1\r\nHost: h\r\nX: aaaaaaaaaaaa\rbbbbbbbbbbbb\r\n\r\n", 400, .invalidFieldValue)
+        assertRejected("GET / HTTP/1.1\r\nHost: h\r\nX: aaaaaaaaaaaa\r\r\n\r\n", 400, .invalidFieldValue)
+    }
+
+    /// The request-target is scanned by words too (`Bytes.notVCHAR`).
+    func testEveryNonVCHARInALongTargetIsRefusedAtEveryPosition() {
+        let path = Array("/abcdefghijklmnopqrstuvwxyz/0123".utf8)
+        for position in 1..<path.count {
+            for byte: UInt8 in [0x00, 0x09, 0x0D, 0x20, 0x7F, 0x80, 0xFF] {
+                var target = path
+                target[position] = byte
+                let input = Array("GET ".utf8) + target + Array(" HTTP/1.1\r\nHost: h\r\n\r\n".utf8)
+                input.withUnsafeBytes { raw in
+                    var parser = H1HeadParser(limits: H1Limits())
+                    let result = parser.parse(raw, headers: H1HeaderTable(capacity: 100))
+                    // SP ends the target early: what follows is no version.
+                    let expected: H1Error = byte == 0x20 ? .malformedVersion : .invalidTargetByte
+                    XCTAssertEqual(result, .failed(expected), "byte \(byte) at \(position)")
+                }
+            }
+        }
+    }
+}

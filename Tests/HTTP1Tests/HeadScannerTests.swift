@@ -149,3 +149,21 @@ extension String {
         return out + rest
     }
 }
+
+extension HeadScannerTests {
+    func testHTTP11WordIsTheVersionText() {
+        Array("HTTP/1.1".utf8).withUnsafeBytes { XCTAssertEqual(Bytes($0).load64(0), HeadScanner.http11) }
+    }
+
+    /// The "HTTP/1.1" word shortcut and the byte loop agree at every split
+    /// and on near misses.
+    func testVersionShortcutAndByteLoopAgree() {
+        feedThreeWays(Array("GET / HTTP/1.1\r\nHost: h\r\n\r\n"))
+        for version in ["HTTP/1.1x", "HTTP/1.1 ", "HTTP/1.1\n", "HTTP/1.0", "http/1.1", "HTTP/2.0", "HTTP/1.12"] {
+            feedThreeWays(Array("GET / \(version)\r\nHost: h\r\n\r\n"))
+        }
+        assertRejected("GET / HTTP/1.1x\r\nHost: h\r\n\r\n", 400, .malformedVersion)
+        assertRejected("GET / HTTP/1.1\nHost: h\r\n\r\n", 400, .bareLF)
+        assertRejected("GET / HTTP/1.1\rHost: h\r\n\r\n", 400, .bareCR)
+    }
+}
