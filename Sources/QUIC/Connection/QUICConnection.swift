@@ -300,14 +300,10 @@ extension QUICConnection {
         default: return nil
         }
         let fin = s.receive!.finAfterReadable
-        // `body` reads through a copy of the receive side (it may act on the
-        // stream meanwhile: STOP_SENDING, a reset), and the copy is gone
-        // before the side is consumed in place: alive, it would hold a second
-        // reference to the buffer's storage and make consuming copy it.
-        let (consumed, result): (Int, R) = {
-            let view = s.receive!
-            return view.withReadableBytes { body($0, fin) }
-        }()
+        // `body` reads through a copy of the receive side's buffer (it may
+        // act on the stream meanwhile: STOP_SENDING, a reset), and the copy
+        // is gone before the side is consumed in place (StreamReceiveSide).
+        let (consumed, result): (Int, R) = s.receive!.withReadableBytes { body($0, fin) }
         // What `body` did may have abandoned the side (its bytes are gone
         // already) or closed the stream.
         guard streams[id] === s, s.receive != nil, !s.receive!.abandoned else {
@@ -332,10 +328,9 @@ extension QUICConnection {
     /// `fin`); returns how many were accepted. Taking fewer arms a
     /// `.streamWritable` event for when space frees.
     public func write(stream id: UInt64, _ bytes: UnsafeRawBufferPointer, fin: Bool) -> Int {
-        guard isOpen, let s = streams[id], var send = s.send else { return 0 }
+        guard isOpen, let s = streams[id], let send = s.send else { return 0 }
         let n = send.write(bytes, limit: configuration.maxSendBufferPerStream)
         if fin && n == bytes.count { send.finish() }
-        s.send = send
         queueForSend(s)
         scheduleUpdate()
         return n
