@@ -135,16 +135,15 @@ public final class QUICConnection {
         get { context.frameScratch }
         _modify { yield &context.frameScratch }
     }
+    /// The client's transport parameters still consulted (nil: not yet received).
+    var peerParameters: PeerTransportLimits?
     /// The packet being processed carried IMMEDIATE_ACK (draft-ietf-quic-ack-frequency §5).
     var immediateAckRequested = false
-
     public internal(set) var isHandshakeComplete = false
     var handshakeDonePending = false
     /// A packet carrying HANDSHAKE_DONE was acknowledged: the client knows
     /// the handshake is confirmed (RFC 9001 §4.1.2), probes need not repeat it.
     var handshakeDoneAcknowledged = false
-    /// The client's transport parameters still consulted (nil: not yet received).
-    var peerParameters: PeerTransportLimits?
     var peerAckDelayExponent: UInt64 = 3
     var peerMaxUDPPayloadSize = 65527
 
@@ -164,23 +163,25 @@ public final class QUICConnection {
     var receiveLimit: UInt64
     var receivedTotal: UInt64 = 0
     var consumedTotal: UInt64 = 0
-    var maxDataPending = false
     var sendLimit: UInt64 = 0
     var sentTotal: UInt64 = 0
     var dataBlockedPending: UInt64?
     var dataBlockedSentAt: UInt64?
+    // (Flags are declared after an optional where they can be: they fill
+    // its padding, and an idle connection is that much smaller.)
+    var maxDataPending = false
 
     var localIDs = LocalConnectionIDs()
     var peerIDs: PeerConnectionIDs
     /// ECN counts and validation on the path (QUICConnection+ECN.swift).
     var ecn = ECNValidation()
-    /// The ECN field of the datagram being processed / built.
-    var receivingECN = ECNCodepoint.notECT
-    var sendingECN = ECNCodepoint.notECT
     /// Path MTU discovery (QUICConnection+PMTU.swift); the datagram being
     /// built is a probe.
     var pmtu = PathMTUDiscovery(maximum: PathMTUDiscovery.base)
     var sendingPMTUProbe = false
+    /// The ECN field of the datagram being processed / built.
+    var receivingECN = ECNCodepoint.notECT
+    var sendingECN = ECNCodepoint.notECT
     /// RFC 9221 datagrams (QUICConnection+Datagrams.swift).
     var incomingDatagrams: DatagramQueue
     var outgoingDatagrams: DatagramQueue
@@ -194,9 +195,9 @@ public final class QUICConnection {
     var lastSeen: Instant
 
     // Endpoint bookkeeping.
-    var queuedForOutput = false
     var timerGeneration: UInt64 = 0
     var armedDeadline: Instant?
+    var queuedForOutput = false
     /// Counted among the endpoint's half-open connections (not yet
     /// handshake-complete, not terminated), created at `createdAt`.
     var isHalfOpen = false

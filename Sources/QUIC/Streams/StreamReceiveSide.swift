@@ -43,16 +43,17 @@ final class StreamReceiveSide {
         case receiving, sizeKnown, dataReceived, dataRead, resetReceived, resetRead
     }
 
-    private(set) var state = State.receiving
     private(set) var buffer = ReassemblyBuffer()
     private(set) var finalSize: UInt64?
+    // (These two here, in the padding after an optional.)
+    private(set) var state = State.receiving
+    /// The application gave up reading: data is dropped on arrival.
+    private(set) var abandoned = false
     /// The highest offset received (counts toward connection flow control).
     private(set) var highestReceived: UInt64 = 0
     /// The limit we advertised.
     private(set) var maxData: UInt64
     let window: UInt64
-    /// The application gave up reading: data is dropped on arrival.
-    private(set) var abandoned = false
     /// A reset whose reliable bytes are not all read yet: the error code
     /// and the Reliable Size in force (the lowest received).
     private(set) var reliableReset: (errorCode: UInt64, reliableSize: UInt64)?

@@ -32,7 +32,6 @@ final class StreamSendSide {
         case sending, dataSent, dataReceived, resetSent, resetReceived
     }
 
-    private(set) var state = State.sending
     private(set) var buffer = SendBuffer()
     /// The peer's limit for this stream (§4.1).
     private(set) var peerMaxData: UInt64
@@ -48,6 +47,8 @@ final class StreamSendSide {
     private var resetAcked = false
     /// A STREAM_DATA_BLOCKED at this limit is owed (§4.1, §19.13).
     var blockedPending: UInt64?
+    // (Here, in the padding after an optional.)
+    private(set) var state = State.sending
     private var blockedSentAt: UInt64?
     /// `write` took less than offered: tell the application when space frees.
     var wantsWritable = false
