@@ -108,7 +108,7 @@ public final class H3Session {
     // MARK: output
 
     /// Bytes for our control, encoder and decoder streams (H3LocalStream).
-    var localOutput: [[UInt8]] = [[], [], []]
+    var localOutput = H3LocalOutput()
     /// The identifier of the last GOAWAY we sent (§5.2).
     public internal(set) var goAwayID: UInt64?
     /// Set by the first connection error; sticky.
@@ -205,7 +205,7 @@ public final class H3Session {
 
     /// Whether any local stream has bytes to write.
     public var hasPendingOutput: Bool {
-        localOutput.contains { !$0.isEmpty } || decoder.hasPendingDecoderStreamBytes
+        !localOutput.isEmpty || decoder.hasPendingDecoderStreamBytes
     }
 
     /// Appends the bytes waiting for our unidirectional stream `stream` to
@@ -219,10 +219,10 @@ public final class H3Session {
     @discardableResult
     public func writeOutput(for stream: H3LocalStream, into out: inout [UInt8]) -> Int {
         let start = out.count
-        out.append(contentsOf: localOutput[stream.rawValue])
+        out.append(contentsOf: localOutput[stream])
         // Our control and QPACK encoder streams carry a few bytes once (the
         // SETTINGS, a GOAWAY): their buffers are not kept for an idle session.
-        localOutput[stream.rawValue] = []
+        localOutput[stream] = []
         if stream == .qpackDecoder { decoder.takeDecoderStreamBytes(into: &out) }
         return out.count - start
     }
@@ -241,9 +241,9 @@ public final class H3Session {
         var payload: [UInt8] = []
         for i in 0 ..< Int((seed >> 48) % 8) { payload.append(UInt8(truncatingIfNeeded: seed >> UInt64(i * 8))) }
         payload.withUnsafeBytes { H3FrameEncoder.appendGreaseFrame(frame, payload: $0, to: &control) }
-        localOutput[H3LocalStream.control.rawValue] = control
-        H3FrameEncoder.appendStreamType(.qpackEncoder, to: &localOutput[H3LocalStream.qpackEncoder.rawValue])
-        H3FrameEncoder.appendStreamType(.qpackDecoder, to: &localOutput[H3LocalStream.qpackDecoder.rawValue])
+        localOutput[.control] = control
+        H3FrameEncoder.appendStreamType(.qpackEncoder, to: &localOutput[.qpackEncoder])
+        H3FrameEncoder.appendStreamType(.qpackDecoder, to: &localOutput[.qpackDecoder])
     }
 
     // MARK: errors

@@ -75,8 +75,13 @@ public final class QUICConnection {
     var others: [PeerPath] = []
     static let maxOtherPaths = 4
     /// The last validated path we left: where the connection returns if the
-    /// path it moved to fails validation (§9.3.2).
-    var fallback: DatagramPath?
+    /// path it moved to fails validation (§9.3.2). Out of line, like its
+    /// congestion state: most connections never migrate.
+    var fallback: DatagramPath? {
+        get { fallbackBox?.value }
+        set { fallbackBox = newValue.map { Boxed($0) } }
+    }
+    var fallbackBox: Boxed<DatagramPath>?
     /// The congestion state of `fallback`, when moving reset it (§9.4).
     var fallbackRecovery: LossRecovery<CongestionControl>.PathState? {
         get { fallbackRecoveryBox?.value }
