@@ -64,9 +64,9 @@ final class H3Connection {
     init(service: QUICService, quic: QUICConnection) {
         self.service = service
         self.quic = quic
-        core = H3Session(limits: service.limits, greaseSeed: UInt64.random(in: 0...UInt64.max),
+        core = H3Session(template: service.sessionTemplate, greaseSeed: UInt64.random(in: 0...UInt64.max),
                          headerScratch: service.headerScratch)
-        webTransport = service.limits.webTransport.map { H3WebTransport(limits: $0, metrics: service.worker.metrics) }
+        webTransport = service.sessionTemplate.webTransport.map { H3WebTransport(template: $0, metrics: service.worker.metrics) }
         peer = H3Connection.peerInfo(quic)
         ageDeadline = service.worker.admission.connectionDeadline(now: service.worker.now)
     }

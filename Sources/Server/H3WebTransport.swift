@@ -26,8 +26,8 @@ final class H3WebTransport {
     private var collectedGone = 0
     private var collectedQUIC: UInt64 = 0
 
-    init(limits: WebTransportLimits, metrics: WorkerMetrics) {
-        registry = WebTransportRegistry(limits: limits)
+    init(template: WebTransportTemplate, metrics: WorkerMetrics) {
+        registry = WebTransportRegistry(template: template)
         self.metrics = metrics
     }
 

@@ -58,6 +58,9 @@ final class QUICService: DatagramHandler {
     /// Open HTTP/3 connections (handshake complete, not yet closed).
     private(set) var connections: [ObjectIdentifier: H3Connection] = [:]
     let limits: H3Limits
+    /// What every connection's `H3Session` shares (limits, SETTINGS, the
+    /// 431 response).
+    let sessionTemplate: H3SessionTemplate
     /// The field-section decoding list every connection of this service
     /// (this worker thread) shares.
     let headerScratch = H3HeaderScratch()
@@ -71,6 +74,7 @@ final class QUICService: DatagramHandler {
         self.worker = worker
         self.socket = socket
         self.limits = limits
+        sessionTemplate = H3SessionTemplate(limits: limits)
         out = DatagramBatch(capacity: QUICService.sendBatchCapacity, slotSize: max(1500, configuration.maxUDPPayloadSize))!
         out.usesSegmentation = socket.supportsSegmentation
         endpoint = QUICEndpoint(configuration: configuration,

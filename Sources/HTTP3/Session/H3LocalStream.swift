@@ -37,3 +37,31 @@ public enum H3LocalStream: Int, Sendable, CaseIterable {
         self.init(rawValue: Int(id / 4))
     }
 }
+
+/// Bytes waiting for each of our unidirectional streams, inline in the
+/// session (an array of three would be one more allocation per connection,
+/// kept while it is idle).
+struct H3LocalOutput {
+    private var control: [UInt8] = []
+    private var qpackEncoder: [UInt8] = []
+    private var qpackDecoder: [UInt8] = []
+
+    subscript(stream: H3LocalStream) -> [UInt8] {
+        get {
+            switch stream {
+            case .control: control
+            case .qpackEncoder: qpackEncoder
+            case .qpackDecoder: qpackDecoder
+            }
+        }
+        _modify {
+            switch stream {
+            case .control: yield &control
+            case .qpackEncoder: yield &qpackEncoder
+            case .qpackDecoder: yield &qpackDecoder
+            }
+        }
+    }
+
+    var isEmpty: Bool { control.isEmpty && qpackEncoder.isEmpty && qpackDecoder.isEmpty }
+}

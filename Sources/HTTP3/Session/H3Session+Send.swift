@@ -141,7 +141,7 @@ extension H3Session {
         let id = announceOnly ? Self.maxGoAwayID : nextRequestStreamID
         if let goAwayID, id >= goAwayID { return }
         goAwayID = id
-        H3FrameEncoder.appendGoaway(streamID: id, to: &localOutput[H3LocalStream.control.rawValue])
+        H3FrameEncoder.appendGoaway(streamID: id, to: &localOutput[.control])
     }
 
     /// §5.2: "2^62-4 for servers".

@@ -60,9 +60,11 @@ import HTTPFields
 
 /// One HTTP/3 server connection; see the file comment for the usage loop.
 public final class H3Session {
-    let limits: H3Limits
+    /// Limits, SETTINGS, frame bounds: the server's, shared by its sessions.
+    let template: H3SessionTemplate
+    var limits: H3Limits { template.limits }
     /// The SETTINGS we sent.
-    public private(set) var localSettings: H3Settings
+    public var localSettings: H3Settings { template.localSettings }
     /// The client's SETTINGS; nil until its control stream delivered them
     /// (until then its defaults apply: §7.2.4.2).
     public internal(set) var peerSettings: H3Settings?
@@ -72,7 +74,7 @@ public final class H3Session {
     /// Where field sections are decoded; shared by the sessions of a thread
     /// (H3HeaderScratch.swift).
     let headerScratch: H3HeaderScratch
-    let frameLimits: H3FrameReader.Limits
+    var frameLimits: H3FrameReader.Limits { template.frameLimits }
 
     // MARK: the client's unidirectional streams
 
@@ -106,7 +108,7 @@ public final class H3Session {
     // MARK: output
 
     /// Bytes for our control, encoder and decoder streams (H3LocalStream).
-    var localOutput: [[UInt8]] = [[], [], []]
+    var localOutput = H3LocalOutput()
     /// The identifier of the last GOAWAY we sent (§5.2).
     public internal(set) var goAwayID: UInt64?
     /// Set by the first connection error; sticky.
@@ -133,9 +135,9 @@ public final class H3Session {
         get { headerScratch.nameScratch }
         _modify { yield &headerScratch.nameScratch }
     }
-    /// A 431 response HEADERS frame, built once (`H3Event.headTooLarge`
-    /// points into it).
-    let headTooLargeResponse: UnsafeMutableRawBufferPointer
+    /// A 431 response HEADERS frame, built once per server
+    /// (`H3Event.headTooLarge` points into it).
+    var headTooLargeResponse: UnsafeMutableRawBufferPointer { template.headTooLargeResponse }
 
     /// Queues the control stream (stream type, SETTINGS with a reserved
     /// setting, a reserved frame) and the QPACK streams' types.
@@ -144,35 +146,20 @@ public final class H3Session {
     ///   peers cannot come to depend on one); pass a random number.
     /// `headerScratch`: one per thread, shared by its sessions (a session
     /// of its own when not given).
-    public init(limits: H3Limits, greaseSeed: UInt64 = 0, headerScratch: H3HeaderScratch = H3HeaderScratch()) {
-        self.headerScratch = headerScratch
-        let l = limits.clamped
-        self.limits = l
-        localSettings = H3Settings(qpackMaxTableCapacity: UInt64(l.qpackMaxTableCapacity),
-                                   qpackBlockedStreams: UInt64(l.qpackBlockedStreams),
-                                   maxFieldSectionSize: UInt64(l.maxFieldSectionSize),
-                                   enableConnectProtocol: l.enableConnectProtocol)
-        if let wt = l.webTransport { localSettings.webTransport = wt.advertised }
-        decoder = QPACKDecoder(maxTableCapacity: l.qpackMaxTableCapacity, maxBlockedStreams: l.qpackBlockedStreams,
-                               maxFieldSectionSize: l.maxFieldSectionSize)
-        frameLimits = H3FrameReader.Limits(maxHeadersLength: l.maxHeadersFrameBytes, maxSettingsLength: l.maxSettingsFrameBytes,
-                                           rejectsWebTransportStreamFrame: l.webTransport != nil)
-        controlStream = H3ControlStream(limits: frameLimits)
-        closedRequests = ClosedStreamIDs(capacity: l.closedStreamMemory)
-
-        var response: [UInt8] = []
-        var section: [UInt8] = []
-        encoder.beginSection(into: &section)
-        Self.encodeStatus(431, encoder, into: &section)
-        section.withUnsafeBytes { H3FrameEncoder.appendHeaders($0, to: &response) }
-        headTooLargeResponse = UnsafeMutableRawBufferPointer.allocate(byteCount: response.count, alignment: 1)
-        headTooLargeResponse.copyBytes(from: response)
-
-        writePreambles(greaseSeed: greaseSeed)
+    public convenience init(limits: H3Limits, greaseSeed: UInt64 = 0, headerScratch: H3HeaderScratch = H3HeaderScratch()) {
+        self.init(template: H3SessionTemplate(limits: limits), greaseSeed: greaseSeed, headerScratch: headerScratch)
     }
 
-    deinit {
-        headTooLargeResponse.deallocate()
+    /// A session of a server whose sessions share `template`.
+    public init(template: H3SessionTemplate, greaseSeed: UInt64 = 0, headerScratch: H3HeaderScratch = H3HeaderScratch()) {
+        self.template = template
+        self.headerScratch = headerScratch
+        let l = template.limits
+        decoder = QPACKDecoder(maxTableCapacity: l.qpackMaxTableCapacity, maxBlockedStreams: l.qpackBlockedStreams,
+                               maxFieldSectionSize: l.maxFieldSectionSize)
+        controlStream = H3ControlStream(limits: template.frameLimits)
+        closedRequests = ClosedStreamIDs(capacity: l.closedStreamMemory)
+        writePreambles(greaseSeed: greaseSeed)
     }
 
     // MARK: state for the glue
@@ -218,7 +205,7 @@ public final class H3Session {
 
     /// Whether any local stream has bytes to write.
     public var hasPendingOutput: Bool {
-        localOutput.contains { !$0.isEmpty } || decoder.hasPendingDecoderStreamBytes
+        !localOutput.isEmpty || decoder.hasPendingDecoderStreamBytes
     }
 
     /// Appends the bytes waiting for our unidirectional stream `stream` to
@@ -232,10 +219,10 @@ public final class H3Session {
     @discardableResult
     public func writeOutput(for stream: H3LocalStream, into out: inout [UInt8]) -> Int {
         let start = out.count
-        out.append(contentsOf: localOutput[stream.rawValue])
+        out.append(contentsOf: localOutput[stream])
         // Our control and QPACK encoder streams carry a few bytes once (the
         // SETTINGS, a GOAWAY): their buffers are not kept for an idle session.
-        localOutput[stream.rawValue] = []
+        localOutput[stream] = []
         if stream == .qpackDecoder { decoder.takeDecoderStreamBytes(into: &out) }
         return out.count - start
     }
@@ -254,9 +241,9 @@ public final class H3Session {
         var payload: [UInt8] = []
         for i in 0 ..< Int((seed >> 48) % 8) { payload.append(UInt8(truncatingIfNeeded: seed >> UInt64(i * 8))) }
         payload.withUnsafeBytes { H3FrameEncoder.appendGreaseFrame(frame, payload: $0, to: &control) }
-        localOutput[H3LocalStream.control.rawValue] = control
-        H3FrameEncoder.appendStreamType(.qpackEncoder, to: &localOutput[H3LocalStream.qpackEncoder.rawValue])
-        H3FrameEncoder.appendStreamType(.qpackDecoder, to: &localOutput[H3LocalStream.qpackDecoder.rawValue])
+        localOutput[.control] = control
+        H3FrameEncoder.appendStreamType(.qpackEncoder, to: &localOutput[.qpackEncoder])
+        H3FrameEncoder.appendStreamType(.qpackDecoder, to: &localOutput[.qpackDecoder])
     }
 
     // MARK: errors

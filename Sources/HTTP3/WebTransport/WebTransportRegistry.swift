@@ -50,9 +50,11 @@ import Core
 
 /// The WebTransport sessions of one connection; see the file comment.
 public final class WebTransportRegistry {
-    let limits: WebTransportLimits
+    /// The server's limits and settings, shared by its connections.
+    let template: WebTransportTemplate
+    var limits: WebTransportLimits { template.limits }
     /// Our WebTransport settings (what `H3Session` advertised).
-    let local: H3WebTransportSettings
+    var local: H3WebTransportSettings { template.local }
     /// The client's, once its SETTINGS arrived.
     public private(set) var peer: H3WebTransportSettings?
 
@@ -96,12 +98,15 @@ public final class WebTransportRegistry {
     /// `goAway` was called: sessions accepted later drain at once.
     var goingAway = false
 
-    public init(limits: WebTransportLimits) {
-        let l = limits.clamped
-        self.limits = l
-        local = l.advertised
-        gone = ClosedStreamIDs(capacity: l.closedSessionMemory)
-        closeReceived = ClosedStreamIDs(capacity: l.closedSessionMemory)
+    public convenience init(limits: WebTransportLimits) {
+        self.init(template: WebTransportTemplate(limits: limits))
+    }
+
+    /// A registry of a server whose connections share `template`.
+    public init(template: WebTransportTemplate) {
+        self.template = template
+        gone = ClosedStreamIDs(capacity: template.limits.closedSessionMemory)
+        closeReceived = ClosedStreamIDs(capacity: template.limits.closedSessionMemory)
     }
 
     // MARK: events and output
@@ -306,5 +311,19 @@ public final class WebTransportRegistry {
         guard !failed else { return }
         failed = true
         emit(.connectionError(code: code, reason: reason))
+    }
+}
+
+/// The limits (clamped) and advertised settings every `WebTransportRegistry`
+/// of a server shares, built once (`H3SessionTemplate.webTransport`) so a
+/// connection does not carry its own copy.
+public final class WebTransportTemplate {
+    let limits: WebTransportLimits
+    let local: H3WebTransportSettings
+
+    public init(limits: WebTransportLimits) {
+        let l = limits.clamped
+        self.limits = l
+        local = l.advertised
     }
 }

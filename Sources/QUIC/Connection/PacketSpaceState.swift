@@ -12,14 +12,15 @@ struct PacketSpaceState {
     /// The largest of our packet numbers the peer acknowledged (packet
     /// number length, RFC 9000 §17.1).
     var largestAcked: UInt64?
+    /// Keys discarded: nothing more is sent or received in this space.
+    /// (Here, in the padding after an optional.)
+    private(set) var discarded = false
     var received = ReceivedPackets()
     var cryptoReceive = ReassemblyBuffer()
     var cryptoSend = SendBuffer()
     var sent = SentPacketLog()
     /// PTO probes owed in this space (RFC 9002 §6.2.4).
     var probesOwed = 0
-    /// Keys discarded: nothing more is sent or received in this space.
-    private(set) var discarded = false
 
     /// Out-of-order CRYPTO data buffered beyond the read offset at most
     /// (§7.5: "at least 4096 bytes"); more is CRYPTO_BUFFER_EXCEEDED.

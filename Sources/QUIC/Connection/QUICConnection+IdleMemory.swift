@@ -4,8 +4,8 @@
 // sending, acknowledging and reading allocate nothing; once it has been
 // quiet for a while (the glue decides how long, QUICEndpoint's
 // `releaseIdleMemory`), that spare capacity is given back: the 1-RTT
-// sent-packet log's arrays when nothing is outstanding, each stream's send
-// and receive storage when everything written was acknowledged and
+// sent-packet log's arrays when nothing is outstanding, the 1-RTT CRYPTO
+// stream's storage and each stream's send and receive storage when everything written was acknowledged and
 // everything received read, the range lists at their size, and the lists
 // of pending announcements. Nothing it holds changes meaning: the next
 // packet or write grows them again.
@@ -27,6 +27,10 @@ extension QUICConnection {
         }
         spaces[app].sent.releaseIdleCapacity()
         spaces[app].received.releaseIdleCapacity()
+        // The 1-RTT CRYPTO stream carried our session tickets (RFC 8446
+        // §4.6.1): their bytes, once acknowledged, need no storage.
+        spaces[app].cryptoSend.releaseIdleCapacity()
+        spaces[app].cryptoReceive.releaseIdleCapacity()
         for s in streams.all {
             s.receive?.releaseIdleCapacity()
             s.send?.releaseIdleCapacity()

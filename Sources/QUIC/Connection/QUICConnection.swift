@@ -75,8 +75,13 @@ public final class QUICConnection {
     var others: [PeerPath] = []
     static let maxOtherPaths = 4
     /// The last validated path we left: where the connection returns if the
-    /// path it moved to fails validation (§9.3.2).
-    var fallback: DatagramPath?
+    /// path it moved to fails validation (§9.3.2). Out of line, like its
+    /// congestion state: most connections never migrate.
+    var fallback: DatagramPath? {
+        get { fallbackBox?.value }
+        set { fallbackBox = newValue.map { Boxed($0) } }
+    }
+    var fallbackBox: Boxed<DatagramPath>?
     /// The congestion state of `fallback`, when moving reset it (§9.4).
     var fallbackRecovery: LossRecovery<CongestionControl>.PathState? {
         get { fallbackRecoveryBox?.value }
@@ -135,16 +140,15 @@ public final class QUICConnection {
         get { context.frameScratch }
         _modify { yield &context.frameScratch }
     }
+    /// The client's transport parameters still consulted (nil: not yet received).
+    var peerParameters: PeerTransportLimits?
     /// The packet being processed carried IMMEDIATE_ACK (draft-ietf-quic-ack-frequency §5).
     var immediateAckRequested = false
-
     public internal(set) var isHandshakeComplete = false
     var handshakeDonePending = false
     /// A packet carrying HANDSHAKE_DONE was acknowledged: the client knows
     /// the handshake is confirmed (RFC 9001 §4.1.2), probes need not repeat it.
     var handshakeDoneAcknowledged = false
-    /// The client's transport parameters still consulted (nil: not yet received).
-    var peerParameters: PeerTransportLimits?
     var peerAckDelayExponent: UInt64 = 3
     var peerMaxUDPPayloadSize = 65527
 
@@ -164,23 +168,25 @@ public final class QUICConnection {
     var receiveLimit: UInt64
     var receivedTotal: UInt64 = 0
     var consumedTotal: UInt64 = 0
-    var maxDataPending = false
     var sendLimit: UInt64 = 0
     var sentTotal: UInt64 = 0
     var dataBlockedPending: UInt64?
     var dataBlockedSentAt: UInt64?
+    // (Flags are declared after an optional where they can be: they fill
+    // its padding, and an idle connection is that much smaller.)
+    var maxDataPending = false
 
     var localIDs = LocalConnectionIDs()
     var peerIDs: PeerConnectionIDs
     /// ECN counts and validation on the path (QUICConnection+ECN.swift).
     var ecn = ECNValidation()
-    /// The ECN field of the datagram being processed / built.
-    var receivingECN = ECNCodepoint.notECT
-    var sendingECN = ECNCodepoint.notECT
     /// Path MTU discovery (QUICConnection+PMTU.swift); the datagram being
     /// built is a probe.
     var pmtu = PathMTUDiscovery(maximum: PathMTUDiscovery.base)
     var sendingPMTUProbe = false
+    /// The ECN field of the datagram being processed / built.
+    var receivingECN = ECNCodepoint.notECT
+    var sendingECN = ECNCodepoint.notECT
     /// RFC 9221 datagrams (QUICConnection+Datagrams.swift).
     var incomingDatagrams: DatagramQueue
     var outgoingDatagrams: DatagramQueue
@@ -194,9 +200,9 @@ public final class QUICConnection {
     var lastSeen: Instant
 
     // Endpoint bookkeeping.
-    var queuedForOutput = false
     var timerGeneration: UInt64 = 0
     var armedDeadline: Instant?
+    var queuedForOutput = false
     /// Counted among the endpoint's half-open connections (not yet
     /// handshake-complete, not terminated), created at `createdAt`.
     var isHalfOpen = false
@@ -300,14 +306,10 @@ extension QUICConnection {
         default: return nil
         }
         let fin = s.receive!.finAfterReadable
-        // `body` reads through a copy of the receive side (it may act on the
-        // stream meanwhile: STOP_SENDING, a reset), and the copy is gone
-        // before the side is consumed in place: alive, it would hold a second
-        // reference to the buffer's storage and make consuming copy it.
-        let (consumed, result): (Int, R) = {
-            let view = s.receive!
-            return view.withReadableBytes { body($0, fin) }
-        }()
+        // `body` reads through a copy of the receive side's buffer (it may
+        // act on the stream meanwhile: STOP_SENDING, a reset), and the copy
+        // is gone before the side is consumed in place (StreamReceiveSide).
+        let (consumed, result): (Int, R) = s.receive!.withReadableBytes { body($0, fin) }
         // What `body` did may have abandoned the side (its bytes are gone
         // already) or closed the stream.
         guard streams[id] === s, s.receive != nil, !s.receive!.abandoned else {
@@ -332,10 +334,9 @@ extension QUICConnection {
     /// `fin`); returns how many were accepted. Taking fewer arms a
     /// `.streamWritable` event for when space frees.
     public func write(stream id: UInt64, _ bytes: UnsafeRawBufferPointer, fin: Bool) -> Int {
-        guard isOpen, let s = streams[id], var send = s.send else { return 0 }
+        guard isOpen, let s = streams[id], let send = s.send else { return 0 }
         let n = send.write(bytes, limit: configuration.maxSendBufferPerStream)
         if fin && n == bytes.count { send.finish() }
-        s.send = send
         queueForSend(s)
         scheduleUpdate()
         return n

@@ -34,17 +34,18 @@ struct ReceivedPackets {
     private(set) var ranges = RangeSet()
     /// Packet numbers below this are treated as already processed.
     private(set) var forgottenBelow: UInt64 = 0
-    private(set) var largest: UInt64?
     private(set) var largestReceivedTime = Instant(nanoseconds: 0)
     /// Ack-eliciting packets received since the last ACK frame sent.
     private(set) var unackedElicitingCount = 0
+    private(set) var largest: UInt64?
+    // (The two flags here, in the padding after an optional.)
     /// An ACK frame should go out now.
     private(set) var ackImmediately = false
-    /// When an ACK frame must go out at the latest (delayed ACK), if one is owed.
-    private(set) var ackDeadline: Instant?
     /// Something new arrived since the last ACK frame (an ACK may be
     /// piggybacked even when none is owed).
     private(set) var hasNewRanges = false
+    /// When an ACK frame must go out at the latest (delayed ACK), if one is owed.
+    private(set) var ackDeadline: Instant?
     /// The largest ack-eliciting packet number received (§13.2.1's
     /// reordering rule; largest_unacked in draft-ietf-quic-ack-frequency §6.2).
     private(set) var largestAckEliciting: UInt64?

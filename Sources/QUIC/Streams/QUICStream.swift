@@ -1,22 +1,16 @@
 // One stream: its receiving part, its sending part, or both (RFC 9000 §2,
 // §3). A peer's unidirectional stream has only a receiving part; one of ours
 // only a sending part. A class, so the connection mutates it in place in the
-// stream map without copy-on-write.
+// stream map without copy-on-write; its parts are classes too, each
+// allocated only when the stream has it, so the unidirectional streams
+// HTTP/3 keeps open for the whole connection (RFC 9114 §6.2) do not carry
+// room for the part they never use.
 
 final class QUICStream {
     let id: UInt64
     var receive: StreamReceiveSide?
     var send: StreamSendSide?
-    /// Queued in the connection's list of streams with frames to send.
-    var queuedForSend = false
-    /// A MAX_STREAM_DATA for this stream is owed (the value is computed when sent).
-    var maxStreamDataPending = false
-    /// The application stopped reading for now (`setReadingParked`): what
-    /// arrives is credited to the connection at once (StreamReceiveSide).
-    /// This and `connectionCredited` live here, not in the receive side,
-    /// which `withReadableBytes` works on as a copy while the application,
-    /// inside it, may park the stream.
-    var readingParked = false
+    // (Declared so the flags fill the padding after an optional.)
     /// The offset up to which the receive side's bytes were credited back
     /// to the connection (MAX_DATA).
     private(set) var connectionCredited: UInt64 = 0
@@ -27,6 +21,15 @@ final class QUICStream {
     var reliableResetSize: UInt64 = 0
     /// A STOP_SENDING with this code is owed (§3.5).
     var stopSendingPending: UInt64?
+    /// Queued in the connection's list of streams with frames to send.
+    var queuedForSend = false
+    /// A MAX_STREAM_DATA for this stream is owed (the value is computed when sent).
+    var maxStreamDataPending = false
+    /// The application stopped reading for now (`setReadingParked`): what
+    /// arrives is credited to the connection at once (StreamReceiveSide).
+    /// This and `connectionCredited` live here, not in the receive side:
+    /// the application may park the stream inside `withReadableBytes`.
+    var readingParked = false
     private(set) var stopSendingCode: UInt64?
 
     init(id: UInt64, receive: StreamReceiveSide?, send: StreamSendSide?) {

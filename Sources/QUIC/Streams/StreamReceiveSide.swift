@@ -38,21 +38,22 @@
 // connection window and starve the stream that is being read; the stream's
 // own window still bounds what it holds.
 
-struct StreamReceiveSide {
+final class StreamReceiveSide {
     enum State: Equatable {
         case receiving, sizeKnown, dataReceived, dataRead, resetReceived, resetRead
     }
 
-    private(set) var state = State.receiving
     private(set) var buffer = ReassemblyBuffer()
     private(set) var finalSize: UInt64?
+    // (These two here, in the padding after an optional.)
+    private(set) var state = State.receiving
+    /// The application gave up reading: data is dropped on arrival.
+    private(set) var abandoned = false
     /// The highest offset received (counts toward connection flow control).
     private(set) var highestReceived: UInt64 = 0
     /// The limit we advertised.
     private(set) var maxData: UInt64
     let window: UInt64
-    /// The application gave up reading: data is dropped on arrival.
-    private(set) var abandoned = false
     /// A reset whose reliable bytes are not all read yet: the error code
     /// and the Reliable Size in force (the lowest received).
     private(set) var reliableReset: (errorCode: UInt64, reliableSize: UInt64)?
@@ -63,7 +64,7 @@ struct StreamReceiveSide {
     }
 
     /// The buffer's spare capacity back (an idle stream).
-    mutating func releaseIdleCapacity() { buffer.releaseIdleCapacity() }
+    func releaseIdleCapacity() { buffer.releaseIdleCapacity() }
 
     var isTerminal: Bool { state == .dataRead || state == .resetRead }
 
@@ -89,7 +90,7 @@ struct StreamReceiveSide {
     /// Applies a STREAM frame. Returns how much `highestReceived` grew (the
     /// connection's flow-control accounting) and whether there is something
     /// new for the application to read.
-    mutating func receive(offset: UInt64, _ bytes: UnsafeRawBufferPointer, fin: Bool) throws(QUICError) -> (growth: UInt64, readable: Bool) {
+    func receive(offset: UInt64, _ bytes: UnsafeRawBufferPointer, fin: Bool) throws(QUICError) -> (growth: UInt64, readable: Bool) {
         let end = offset + UInt64(bytes.count)  // ≤ 2^62-1, checked by the frame decoder
         if let finalSize {
             guard end <= finalSize else { throw .dataBeyondFinalSize }
@@ -135,7 +136,7 @@ struct StreamReceiveSide {
     /// changes nothing, or waits for the reliable bytes to be read:
     /// `completeReliableReset`). The bytes that will never be read are
     /// credited back by `QUICStream.takeConnectionCredit`.
-    mutating func receiveReset(finalSize size: UInt64, reliableSize: UInt64 = 0,
+    func receiveReset(finalSize size: UInt64, reliableSize: UInt64 = 0,
                                errorCode: UInt64) throws(QUICError) -> (growth: UInt64, notify: UInt64?) {
         if let finalSize, finalSize != size { throw .finalSizeChanged }
         guard size >= highestReceived else { throw .finalSizeBelowReceived }
@@ -159,7 +160,7 @@ struct StreamReceiveSide {
     /// Once every byte below the Reliable Size was read, the pending reset
     /// takes effect (Reset Recvd): returns its error code when the
     /// application must be told (not when it abandoned the side).
-    mutating func completeReliableReset() -> UInt64? {
+    func completeReliableReset() -> UInt64? {
         guard let r = reliableReset, state == .sizeKnown, abandoned || buffer.readOffset >= r.reliableSize else { return nil }
         buffer.discard(upTo: finalSize!)
         // Given up by the application (STOP_SENDING): nobody is told, and
@@ -171,7 +172,7 @@ struct StreamReceiveSide {
     }
 
     /// The application was told of the reset.
-    mutating func resetRead() {
+    func resetRead() {
         if state == .resetReceived { state = .resetRead }
     }
 
@@ -183,11 +184,15 @@ struct StreamReceiveSide {
 
     func withReadableBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
         let n = readableCount
-        return buffer.withContiguousBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        // `body` may act on this side while it reads (abandon it, reset
+        // it): it reads a copy of the buffer, gone before the side is
+        // consumed (alive, it would make consuming copy the storage).
+        let view = buffer
+        return view.withContiguousBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
     }
 
     /// The application read `n` bytes. Returns the bytes of credit released.
-    mutating func consume(_ n: Int) -> UInt64 {
+    func consume(_ n: Int) -> UInt64 {
         let before = creditOffset
         buffer.consume(n)
         if state == .dataReceived && buffer.readOffset == finalSize { state = .dataRead }
@@ -195,13 +200,13 @@ struct StreamReceiveSide {
     }
 
     /// A FIN with no bytes before it was read (the empty end of a stream).
-    mutating func finRead() {
+    func finRead() {
         if state == .dataReceived && buffer.readOffset == finalSize { state = .dataRead }
     }
 
     /// The application will not read any more (§3.5 STOP_SENDING): data is
     /// dropped, its credit returned (`limitUpdate`, `QUICStream.takeConnectionCredit`).
-    mutating func abandon() {
+    func abandon() {
         guard !abandoned else { return }
         abandoned = true
         buffer.discard(upTo: highestReceived)
@@ -221,7 +226,7 @@ struct StreamReceiveSide {
         return proposed > maxData && proposed - maxData >= window / 2 ? proposed : nil
     }
 
-    mutating func advertise(_ limit: UInt64) {
+    func advertise(_ limit: UInt64) {
         maxData = max(maxData, limit)
     }
 }

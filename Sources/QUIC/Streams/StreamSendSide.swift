@@ -27,12 +27,11 @@
 // so the reliable size is capped by the credit left and the connection
 // reserves it (`resetStream`'s `reserved`).
 
-struct StreamSendSide {
+final class StreamSendSide {
     enum State: Equatable {
         case sending, dataSent, dataReceived, resetSent, resetReceived
     }
 
-    private(set) var state = State.sending
     private(set) var buffer = SendBuffer()
     /// The peer's limit for this stream (§4.1).
     private(set) var peerMaxData: UInt64
@@ -48,6 +47,8 @@ struct StreamSendSide {
     private var resetAcked = false
     /// A STREAM_DATA_BLOCKED at this limit is owed (§4.1, §19.13).
     var blockedPending: UInt64?
+    // (Here, in the padding after an optional.)
+    private(set) var state = State.sending
     private var blockedSentAt: UInt64?
     /// `write` took less than offered: tell the application when space frees.
     var wantsWritable = false
@@ -57,21 +58,21 @@ struct StreamSendSide {
     }
 
     /// The buffer's spare capacity back (an idle stream).
-    mutating func releaseIdleCapacity() { buffer.releaseIdleCapacity() }
+    func releaseIdleCapacity() { buffer.releaseIdleCapacity() }
 
     var isTerminal: Bool { state == .dataReceived || state == .resetReceived }
     var acceptsData: Bool { state == .sending && finOffset == nil }
 
     func space(limit: Int) -> Int { acceptsData ? max(0, limit - buffer.bufferedCount) : 0 }
 
-    mutating func write(_ bytes: UnsafeRawBufferPointer, limit: Int) -> Int {
+    func write(_ bytes: UnsafeRawBufferPointer, limit: Int) -> Int {
         let n = min(bytes.count, space(limit: limit))
         if n > 0 { buffer.append(UnsafeRawBufferPointer(rebasing: bytes[0..<n])) }
         if n < bytes.count { wantsWritable = true }
         return n
     }
 
-    mutating func finish() {
+    func finish() {
         guard acceptsData else { return }
         finOffset = buffer.end
         finPending = true
@@ -115,7 +116,7 @@ struct StreamSendSide {
         return finOffset
     }
 
-    mutating func markSent(offset: UInt64, length: Int, fin: Bool) {
+    func markSent(offset: UInt64, length: Int, fin: Bool) {
         buffer.markSent(offset: offset, length: length)
         if fin {
             finPending = false
@@ -126,13 +127,13 @@ struct StreamSendSide {
 
     /// Whether the stream is blocked by its own limit with data waiting, and
     /// STREAM_DATA_BLOCKED was not sent at this limit yet.
-    mutating func noteBlockedIfNeeded() {
+    func noteBlockedIfNeeded() {
         guard state == .sending, buffer.hasNewData, buffer.nextNew >= peerMaxData, blockedSentAt != peerMaxData else { return }
         blockedSentAt = peerMaxData
         blockedPending = peerMaxData
     }
 
-    mutating func acked(offset: UInt64, length: Int, fin: Bool) {
+    func acked(offset: UInt64, length: Int, fin: Bool) {
         guard sendsData else { return }
         buffer.markAcked(offset: offset, length: length)
         if state == .resetSent {
@@ -143,14 +144,14 @@ struct StreamSendSide {
         if finAcked && buffer.allAcknowledged { state = .dataReceived }
     }
 
-    mutating func lost(offset: UInt64, length: Int, fin: Bool) {
+    func lost(offset: UInt64, length: Int, fin: Bool) {
         guard sendsData else { return }
         buffer.markLost(offset: offset, length: length)
         if fin && !finAcked && reset == nil { finPending = true }
     }
 
     /// MAX_STREAM_DATA (§19.10): limits only grow.
-    mutating func raiseLimit(_ limit: UInt64) -> Bool {
+    func raiseLimit(_ limit: UInt64) -> Bool {
         guard limit > peerMaxData else { return false }
         peerMaxData = limit
         return true
@@ -158,7 +159,7 @@ struct StreamSendSide {
 
     /// Resets the stream (§3.1, §19.4). The final size is what was sent so
     /// far. Returns false when it is already reset or all data was acknowledged.
-    mutating func resetStream(errorCode: UInt64) -> Bool {
+    func resetStream(errorCode: UInt64) -> Bool {
         guard state == .sending || state == .dataSent else { return false }
         reset = (errorCode, buffer.nextNew, nil)
         resetPending = true
@@ -175,7 +176,7 @@ struct StreamSendSide {
     /// bytes not sent yet. Returns nil when it is already reset or all data
     /// was acknowledged, else the bytes beyond those sent that the final
     /// size covers — the caller counts them against the connection's limit.
-    mutating func resetStream(errorCode: UInt64, reliableSize: UInt64, connectionCredit: UInt64) -> UInt64? {
+    func resetStream(errorCode: UInt64, reliableSize: UInt64, connectionCredit: UInt64) -> UInt64? {
         guard state == .sending || state == .dataSent else { return nil }
         let sent = buffer.nextNew
         let reliable = min(reliableSize, buffer.end, max(sent, min(peerMaxData, sent + connectionCredit)))
@@ -188,9 +189,9 @@ struct StreamSendSide {
         return finalSize - sent
     }
 
-    mutating func resetStreamSent() { resetPending = false }
-    mutating func resetStreamLost() { if state == .resetSent { resetPending = true } }
-    mutating func resetStreamAcked() {
+    func resetStreamSent() { resetPending = false }
+    func resetStreamLost() { if state == .resetSent { resetPending = true } }
+    func resetStreamAcked() {
         guard state == .resetSent else { return }
         resetAcked = true
         if buffer.allAcknowledged { state = .resetReceived }

@@ -124,7 +124,7 @@ final class SendBufferTests: XCTestCase {
 
 final class StreamReceiveSideTests: XCTestCase {
     func testWindowUpdateOnlyAfterHalfAWindowIsRead() {
-        var r = StreamReceiveSide(window: 1000)
+        let r = StreamReceiveSide(window: 1000)
         _ = try? [UInt8](repeating: 1, count: 1000).withUnsafeBytes { try r.receive(offset: 0, $0, fin: false) }
         XCTAssertNil(r.limitUpdate)
         XCTAssertEqual(r.consume(499), 499)
@@ -136,7 +136,7 @@ final class StreamReceiveSideTests: XCTestCase {
     }
 
     func testFlowControlLimitIsExact() {
-        var r = StreamReceiveSide(window: 100)
+        let r = StreamReceiveSide(window: 100)
         XCTAssertNoThrow(try [UInt8](repeating: 1, count: 100).withUnsafeBytes { try r.receive(offset: 0, $0, fin: false) })
         XCTAssertThrowsQUIC(.streamFlowControl) {
             _ = try [UInt8](repeating: 1, count: 1).withUnsafeBytes { try r.receive(offset: 100, $0, fin: false) }
