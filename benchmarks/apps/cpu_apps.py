@@ -41,6 +41,7 @@ ROUNDS = int(os.environ.get("CPU_APP_ROUNDS", "0")) or _calibrate()
 
 
 def wsgi(environ: dict[str, Any], start_response: Callable[..., object]) -> Iterable[bytes]:
+    """WSGI: spin ROUNDS, answer with the result."""
     body = str(_spin(ROUNDS)).encode()
     start_response("200 OK", [("content-type", "text/plain"), ("content-length", str(len(body)))])
     return [body]
@@ -51,6 +52,7 @@ async def asgi(
     receive: Callable[[], Awaitable[dict[str, Any]]],
     send: Callable[[dict[str, Any]], Awaitable[None]],
 ) -> None:
+    """ASGI: the same work as `wsgi`."""
     if scope["type"] != "http":
         return
     body = str(_spin(ROUNDS)).encode()
