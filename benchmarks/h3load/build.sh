@@ -12,6 +12,6 @@ mkdir -p "$1"
 out=$(cd "$1" && pwd)/h3load
 packages="libngtcp2 libngtcp2_crypto_gnutls libnghttp3 gnutls"
 # shellcheck disable=SC2046,SC2086
-cc -O2 -std=gnu11 -Wall -Wextra -o "$out" "$here"/main.c "$here"/conn.c "$here"/io.c "$here"/h3.c "$here"/stats.c \
+cc -O2 -std=gnu11 -Wall -Wextra -o "$out" "$here"/main.c "$here"/conn.c "$here"/io.c "$here"/h3.c "$here"/../histogram/histogram.c \
     $(pkg-config --cflags $packages) $(pkg-config --libs $packages)
 echo "$out"

@@ -11,7 +11,7 @@
  *   conn.c   a QUIC connection: socket, TLS session, ngtcp2 callbacks, failure and close;
  *   io.c     its packet I/O: recvmmsg with UDP GRO in, sendmmsg out;
  *   h3.c     the HTTP/3 layer of a connection: nghttp3 callbacks and request slots;
- *   stats.c  a bounded log-linear latency histogram.
+ *   ../histogram/histogram.c  the bounded log-linear latency histogram (shared with openloop).
  * Latency is from the moment the request is submitted (its HEADERS are written in the same loop turn) to
  * the moment its response FIN is read.
  */
@@ -27,22 +27,7 @@
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 
-/* Latency histogram: values in microseconds, 2^HIST_SUB_BITS linear buckets per power of two, so the
- * relative error of a percentile is below 1/2^HIST_SUB_BITS; values past 2^HIST_MAX_EXP µs (~ 18 min) land in
- * the last bucket. Fixed size: no allocation per sample. */
-#define HIST_SUB_BITS 6
-#define HIST_MAX_EXP 30
-#define HIST_BUCKETS ((HIST_MAX_EXP + 1) << HIST_SUB_BITS)
-
-struct histogram {
-    uint64_t counts[HIST_BUCKETS];
-    uint64_t total;
-    uint64_t max;
-};
-
-void histogram_record(struct histogram *h, uint64_t value);
-/* The value at quantile q (0..1): the upper edge of the bucket holding it, never above the maximum seen. */
-uint64_t histogram_quantile(const struct histogram *h, double q);
+#include "../histogram/histogram.h"
 
 struct conn;
 

@@ -17,9 +17,9 @@ mkdir -p "$1"
 out=$(cd "$1" && pwd)
 flags="-O2 -std=gnu11 -Wall -Wextra"
 # shellcheck disable=SC2086
-cc $flags -o "$out/openloop" "$here"/main.c "$here"/conn.c "$here"/http.c "$here"/hist.c
+cc $flags -o "$out/openloop" "$here"/main.c "$here"/conn.c "$here"/http.c "$here"/../histogram/histogram.c
 if [ $check -eq 1 ]; then
     # shellcheck disable=SC2086
-    cc $flags -o "$out/openloop-check" "$here"/check.c "$here"/http.c "$here"/hist.c
+    cc $flags -o "$out/openloop-check" "$here"/check.c "$here"/http.c "$here"/../histogram/histogram.c
 fi
 echo "$out/openloop"

@@ -1,4 +1,4 @@
-/* Unit checks of openloop's histogram (hist.c) and response parser (http.c), run by tests/test_openloop.py:
+/* Unit checks of openloop's histogram (../histogram/histogram.c) and response parser (http.c), run by tests/test_openloop.py:
  * prints "ok" and exits 0, or names the first failed check and exits 1. Build: build.sh --check DIRECTORY. */
 #include <stdio.h>
 #include <string.h>

@@ -281,7 +281,8 @@ def test_latency_histogram(tmp_path: Path) -> None:
     program = tmp_path / "stats_test"
     flags = subprocess.run(["pkg-config", "--cflags", *LIBRARIES], capture_output=True, text=True, check=True)
     subprocess.run(
-        ["cc", "-O2", f"-I{source}", "-o", str(program), str(source / "stats_test.c"), str(source / "stats.c"),
+        ["cc", "-O2", f"-I{source}", "-o", str(program), str(source / "stats_test.c"),
+         str(source.parent / "histogram" / "histogram.c"),
          *flags.stdout.split()],
         check=True,
     )  # fmt: skip

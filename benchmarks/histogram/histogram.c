@@ -1,5 +1,5 @@
-/* The log-linear latency histogram (openloop.h): bucket = (exponent, next HIST_SUB_BITS - 1 bits of mantissa). */
-#include "openloop.h"
+/* The log-linear latency histogram (histogram.h): bucket = (exponent, next HIST_SUB_BITS - 1 bits of mantissa). */
+#include "histogram.h"
 
 #define SUB_COUNT (1u << (HIST_SUB_BITS - 1))
 
