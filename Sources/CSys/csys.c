@@ -173,6 +173,7 @@ int csys_errno(void) { return errno; }
 const char *csys_strerror(int err) { return strerror(err); }
 int csys_eagain(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 int csys_eintr(int err) { return err == EINTR; }
+int csys_eaddrinuse(int err) { return err == EADDRINUSE; }
 
 int csys_accept_failure(int err) {
     switch (err) {

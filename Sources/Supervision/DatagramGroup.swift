@@ -48,14 +48,24 @@ final class DatagramGroup {
     private var holders: [Int32?]
     private var steered: [Int] = []
 
-    init(listener: Listener, port: Int, slots: Int, contexts: Int) throws(StartupFailure) {
+    /// Why the group could not be bound, and whether the port was taken
+    /// (EADDRINUSE), which a caller that let the kernel choose the TCP port
+    /// can answer by choosing again.
+    struct BindFailure: Error {
+        let failure: StartupFailure
+        let portTaken: Bool
+    }
+
+    init(listener: Listener, port: Int, slots: Int, contexts: Int) throws(BindFailure) {
         let count = slots * DatagramGroup.generations * contexts
         guard count <= QUICConnectionIDLayout.maxSocketIndex + 1 else {
-            throw StartupFailure("--http3: \(slots) workers of \(contexts) threads need \(count) UDP sockets, more than 65,536")
+            throw BindFailure(failure: StartupFailure("--http3: \(slots) workers of \(contexts) threads need \(count) UDP sockets, more than 65,536"),
+                              portTaken: false)
         }
         switch UDPSocket.bindGroup(like: listener.fd, port: port, count: count) {
         case .failure(let f):
-            throw StartupFailure("cannot bind UDP \(listener.host):\(port) for HTTP/3 (\(f.reason))")
+            throw BindFailure(failure: StartupFailure("cannot bind UDP \(listener.host):\(port) for HTTP/3 (\(f.reason))"),
+                              portTaken: f.addressInUse)
         case .success(let (fds, bound)):
             self.fds = fds
             self.port = bound

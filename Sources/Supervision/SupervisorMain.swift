@@ -58,8 +58,7 @@ public enum SupervisorMain {
                 guard let tcp = listeners.first(where: { !$0.isUnix }) else {
                     throw StartupFailure("--http3 needs a TCP listener: every inherited socket is a unix socket")
                 }
-                let group = try DatagramGroup(listener: tcp, port: config.quicPort ?? tcp.port,
-                                              slots: config.workerProcesses, contexts: config.workerContexts())
+                let group = try bindDatagrams(config, listeners: &listeners, tcp: tcp)
                 try group.steerNewConnections(to: [])
                 datagrams = group
             }
@@ -68,6 +67,34 @@ public enum SupervisorMain {
             csys_exit(supervisor.run())
         } catch {
             ProcessStart.fail(error.message)
+        }
+    }
+
+    /// How many TCP ports the kernel may choose for `--port 0` before one is
+    /// also free for UDP.
+    static let ephemeralPortAttempts = 20
+
+    /// The UDP group for `--http3`, on the TCP listener's port (or
+    /// `--quic-port`). With `--port 0` the kernel chose a port free for TCP
+    /// only; another socket (a client's, say) may hold its number for UDP.
+    /// Then the listener is bound again on another port, as a user of
+    /// `--port 0` asked for any free port, not for this one.
+    static func bindDatagrams(_ config: Config, listeners: inout [Listener], tcp: Listener) throws(StartupFailure) -> DatagramGroup {
+        var tcp = tcp
+        let rebindable = config.port == 0 && config.quicPort == nil && !tcp.inherited && listeners.count == 1
+        var attempt = 1
+        while true {
+            do {
+                return try DatagramGroup(listener: tcp, port: config.quicPort ?? tcp.port,
+                                         slots: config.workerProcesses, contexts: config.workerContexts())
+            } catch {
+                guard rebindable, error.portTaken, attempt < ephemeralPortAttempts else { throw error.failure }
+                _ = csys_close(tcp.fd)
+                tcp = try Listener.bind(config)
+                tcp.secure = config.tlsEnabled
+                listeners = [tcp]
+                attempt += 1
+            }
         }
     }
 

@@ -43,6 +43,7 @@ int csys_accept_failure(int err);
 int csys_accept_shortage_enter(void);
 int csys_accept_shortage_leave(void);
 int csys_eintr(int err);
+int csys_eaddrinuse(int err);
 
 long csys_read(int fd, void *buf, size_t len);
 /// read(2) at an offset, leaving the file position alone.

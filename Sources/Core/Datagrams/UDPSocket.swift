@@ -56,13 +56,17 @@ public struct UDPSocket: Sendable {
         var err = [CChar](repeating: 0, count: 256)
         let bound = csys_udp_bind_group(likeFD, Int32(port), Int32(count), &fds, &err, 256)
         guard bound >= 0 else {
-            return .failure(BindFailure(reason: String(decoding: err.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+            let inUse = csys_eaddrinuse(csys_errno()) != 0
+            return .failure(BindFailure(reason: String(decoding: err.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+                                        addressInUse: inUse))
         }
         return .success((fds, Int(bound)))
     }
 
     public struct BindFailure: Error, Sendable {
         public let reason: String
+        /// EADDRINUSE: another socket holds the port.
+        public let addressInUse: Bool
     }
 
     /// The kernel knows UDP_SEGMENT (GSO): a batch sent on this socket may
