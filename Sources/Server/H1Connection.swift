@@ -65,12 +65,18 @@ final class H1Connection: WorkerConnection {
     var interest: IOEvents = []
     var input = ByteBuffer()
     var inputPooled = false
-    /// Held while a request arrives or is served (nil when idle).
+    /// Held while a request arrives or is served, and after it until the
+    /// worker's idle pass (nil when idle past it; see +RequestState).
     var parsing: H1RequestParsing?
     /// The per-request state (request, exchange, output, ASGI and pool
-    /// thread), taken at a request's first byte and given back at idle:
-    /// see H1RequestState and H1Connection+RequestState.
+    /// thread), taken at a request's first byte and kept while the
+    /// connection is busy; the worker's once-a-second pass takes it back
+    /// from a connection it finds idle: see H1RequestState and
+    /// H1Connection+RequestState.
     var requestState: H1RequestState?
+    /// On the worker's list of connections that went idle holding their
+    /// parsing or request state (`Worker.wentIdle`), until its next pass.
+    var idleListed = false
     /// A request's first byte has arrived (the timer is the request
     /// timeout, not the keep-alive one).
     var bytesSeen = false
@@ -115,6 +121,7 @@ final class H1Connection: WorkerConnection {
         outputHeld = false
         aborted = false
         writeFailed = false
+        idleListed = false  // a token on the list from before the close is stale
         h2HandOff = .prefaceMayCome
         ageDeadline = worker.admission.connectionDeadline(now: worker.now)
         worker.metrics.connectionOpened(.tcp)
@@ -468,11 +475,12 @@ final class H1Connection: WorkerConnection {
     }
 
     /// No request in progress and nothing buffered: give the buffer back and
-    /// wait (keep-alive timeout).
+    /// wait (keep-alive timeout). The parsing and request state stay until
+    /// the worker's next pass (a connection busy again by then keeps them:
+    /// no take and give per request).
     private func becomeIdle() {
         releaseInput()
-        releaseParsing()
-        releaseRequestState()
+        if !idleListed { keepRequestMemoryUntilPass() }
         worker.arm(self, milliseconds: worker.config.keepAliveMilliseconds)
     }
 
