@@ -319,6 +319,9 @@ final class H1Connection: WorkerConnection {
         let base = UnsafeRawPointer(input.readable.baseAddress!)
         input.readerIndex += head.headLength
         guard beginRequest(head) else { return }
+        // One reference for the call, not a retain per use: the state is
+        // the connection's until an idle pass, which cannot come meanwhile.
+        let rs = perRequest
         let path = UnsafeRawBufferPointer(start: base + head.path.start, count: head.path.count)
         switch w.admission.admit(path: path, counted: !(head.upgrade && w.asgi != nil)) {
         case .health:
@@ -332,7 +335,7 @@ final class H1Connection: WorkerConnection {
             afterResponse()
             return
         case .application:
-            perRequest.request.counted = !(head.upgrade && w.asgi != nil)
+            rs.request.counted = !(head.upgrade && w.asgi != nil)
         }
         let table = w.headerTable
         let spans = w.fieldSpans
@@ -341,14 +344,14 @@ final class H1Connection: WorkerConnection {
         }
         var gatewayRequest = GatewayRequest(
             base: base, method: head.methodSpan, target: head.target, path: head.path, query: head.query,
-            httpVersion: perRequest.request.version == .http10 ? "HTTP/1.0" : "HTTP/1.1", isHead: perRequest.exchange.isHead,
+            httpVersion: rs.request.version == .http10 ? "HTTP/1.0" : "HTTP/1.1", isHead: rs.exchange.isHead,
             fieldCount: table.count, fields: UnsafePointer(spans), peer: peer)
         if let resolver = w.forwardedResolver { gatewayRequest.resolveForwarded(resolver) }
         if let ids = w.requestIDs {
             gatewayRequest.requestID = ids.assign(gatewayRequest)
-            perRequest.request.requestID = gatewayRequest.requestID
+            rs.request.requestID = gatewayRequest.requestID
         }
-        perRequest.request.accessLine = w.accessLog.requestLine(gatewayRequest)
+        rs.request.accessLine = w.accessLog.requestLine(gatewayRequest)
         w.requestsServed += 1
         if head.upgrade, w.asgi != nil, let verdict = webSocketVerdict(head) {
             meterBegin(.websocket)
@@ -362,14 +365,14 @@ final class H1Connection: WorkerConnection {
         meterBegin(.http11)
         if let asgi = w.asgi {
             phase = .request
-            perRequest.asyncRequest.bodyWanted = false
+            rs.asyncRequest.bodyWanted = false
             updateInterest()
             asgi.start(gatewayRequest, exchange: self)
-        } else if let thread = perRequest.poolThread {
+        } else if let thread = rs.poolThread {
             // Served like an ASGI request, by a pool thread (see WSGIPool).
-            perRequest.poolThread = nil
+            rs.poolThread = nil
             phase = .request
-            perRequest.asyncRequest.bodyWanted = false
+            rs.asyncRequest.bodyWanted = false
             updateInterest()
             w.wsgiPool!.serve(gatewayRequest, transport: self, thread: thread)
         } else {
@@ -445,19 +448,20 @@ final class H1Connection: WorkerConnection {
     /// the connection for the next request or close it.
     func afterResponse() {
         endCounted()
-        if let line = perRequest.request.accessLine {
-            worker.accessLog.record(line, perRequest.exchange, peer: peer, now: worker.now)
-            perRequest.request.accessLine = nil
+        let rs = perRequest  // one reference for the call, not a retain per use
+        if let line = rs.request.accessLine {
+            worker.accessLog.record(line, rs.exchange, peer: peer, now: worker.now)
+            rs.request.accessLine = nil
         }
-        perRequest.request.requestID = nil
+        rs.request.requestID = nil
         bytesSeen = false
         parsing?.head.reset()
-        if aborted || writeFailed || !perRequest.exchange.headSent {
+        if aborted || writeFailed || !rs.exchange.headSent {
             close()
             return
         }
         switch H1ConnectionReuse(keepAlive: requestKeepAlive, hardStopping: worker.hardStopping,
-                                 requestBodyComplete: perRequest.request.body.complete, continuePending: perRequest.exchange.continuePending) {
+                                 requestBodyComplete: rs.request.body.complete, continuePending: rs.exchange.continuePending) {
         case .close:
             close()
         case .lingerThenClose:
@@ -468,7 +472,7 @@ final class H1Connection: WorkerConnection {
         case .discardBodyThenReadNext:
             phase = .head
             updateInterest()
-            perRequest.request.body.discardBudget = 1 << 20
+            rs.request.body.discardBudget = 1 << 20
             phase = .discarding
             worker.arm(self, milliseconds: worker.config.requestTimeoutMilliseconds)
         }
