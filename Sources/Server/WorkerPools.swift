@@ -82,5 +82,5 @@ struct WorkerPools: ~Copyable {
         }
     }
 
-    static let keptAfterPass = 16
+    static let keptAfterPass = 4
 }
