@@ -6,9 +6,10 @@ import Exchanges
 /// (`perRequest.exchange`, ...); reached with no state held, it takes one
 /// from the pool.
 ///
-/// Given back lazily, with the parsing state (`H1RequestParsing`): a
-/// connection that goes idle keeps both and puts itself on the worker's
-/// list (`Worker.wentIdle`, once until the next pass); the worker's
+/// Given back lazily, with the parsing state (`H1RequestParsing`), once a
+/// client has come back (its first idle gives both back at once, see
+/// `becomeIdle`): a connection that goes idle keeps both and puts itself
+/// on the worker's list (`Worker.wentIdle`, once until the next pass); the worker's
 /// once-a-second pass (`Worker.idlePass`) takes them from the listed
 /// connections that are still idle. A connection whose next request comes
 /// first (h2load's, a browser's: the common case) reuses its own with no

@@ -5,8 +5,9 @@ import Exchanges
 /// the ASGI side's (`H1AsyncRequest`), the response bytes that wait for the
 /// socket (`PendingOutput`) and the WSGI pool thread taken for it (about
 /// 330 bytes). Taken from the worker's pool when a request's first bytes
-/// arrive and given back by the worker's once-a-second pass when it finds
-/// the connection idle with nothing left to write (`H1Connection.idlePassed`),
+/// arrive and given back when the connection first goes idle with nothing
+/// left to write, later by the worker's once-a-second pass when it finds
+/// the connection idle (`H1Connection.becomeIdle`, `idlePassed`),
 /// so a keep-alive connection idle for a second or two holds a reference to
 /// none, and a busy one keeps its own. A connection that upgrades (WebSocket) or closes
 /// keeps its own until it is reused: what a closed connection's application
