@@ -357,7 +357,8 @@ extension H1Connection {
 
     func close() {
         guard phase != .closed else { return }
-        // An idle connection holds no request state, and takes none here.
+        // One idle past the worker's pass holds no request state, and takes
+        // none here; one idle since less keeps its last request's, ended.
         let state = requestState
         if state != nil { endCounted() }
         worker.metrics.connectionClosed(.tcp)

@@ -414,7 +414,18 @@ final class Worker {
         if wsgi != nil { quic?.serveWaiting() }
         enforceGracefulDeadline()
         reportToSupervisor()
-        pools.trimIfDue(now: now)
+        if pools.trimDue(now: now) { idlePass() }
+    }
+
+    /// Once a second: connections that went idle since the previous pass
+    /// and are idle still give back what they need only while busy (an
+    /// HTTP/1.1 connection's parsing and request state), then the pools
+    /// trim. O(connections gone idle), not O(open connections).
+    private func idlePass() {
+        for token in connections.takeWentIdle() {
+            connections.connection(for: token)?.idlePassed()
+        }
+        pools.trim()
     }
 
     private func acceptConnections(from listener: Listener) {
@@ -722,6 +733,9 @@ final class Worker {
     func giveParsing(_ p: H1RequestParsing) { pools.giveParsing(p) }
     func takeRequestState() -> H1RequestState { pools.takeRequestState() }
     func giveRequestState(_ s: H1RequestState) { pools.giveRequestState(s) }
+    /// `c` went idle holding its parsing or request state: the next pass
+    /// (`idlePass`) takes them back if `c` is idle still.
+    func wentIdle(_ c: H1Connection) { connections.noteWentIdle(c.token) }
 
     func takeBlock() -> UnsafeMutableRawPointer { pools.takeBlock() }
     func giveBlock(_ b: UnsafeMutableRawPointer) { pools.giveBlock(b) }

@@ -42,10 +42,16 @@ protocol WorkerConnection: AnyObject {
     /// response-at-a-time connection closes after its next response, see
     /// `Worker.stopRequested`).
     func announceGoingAway()
+    /// The worker's once-a-second pass found it on the list of connections
+    /// that went idle holding memory they need only while busy
+    /// (`Worker.wentIdle`): still idle, it gives that back. The default
+    /// holds nothing of the kind.
+    func idlePassed()
 }
 
 extension WorkerConnection {
     func announceGoingAway() {}
+    func idlePassed() {}
 }
 
 extension WorkerConnection {

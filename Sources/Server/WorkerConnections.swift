@@ -1,9 +1,10 @@
 import Core
 
 /// Every open connection of the worker, of any kind (the ConnectionSlab),
-/// and the two lists of them the loop visits after a round's events: those
+/// the two lists of them the loop visits after a round's events: those
 /// whose timer expired and those with decrypted input the poller will not
-/// report (see H1Connection+TLS).
+/// report (see H1Connection+TLS), and the list its once-a-second pass
+/// visits: those that went idle since the previous pass (`wentIdle`).
 ///
 /// Separate from Worker because both lists name slab entries (indices,
 /// tokens) and are kept between rounds only to reuse their storage; the
@@ -13,6 +14,9 @@ struct WorkerConnections {
     private var slab = ConnectionSlab()
     private var expired: [Int] = []
     private var deferredReads: [UInt64] = []
+    /// Tokens, so a connection closed meanwhile (its entry reused or not)
+    /// is not visited.
+    private var wentIdle: [UInt64] = []
 
     mutating func insert(_ c: any WorkerConnection) -> (index: Int, generation: UInt32) { slab.insert(c) }
     mutating func release(_ index: Int) { slab.release(index) }
@@ -38,5 +42,17 @@ struct WorkerConnections {
         let due = deferredReads
         deferredReads.removeAll(keepingCapacity: true)
         return due
+    }
+
+    /// `token` went idle holding what it needs only while busy; the
+    /// connection lists itself once until the next pass.
+    mutating func noteWentIdle(_ token: UInt64) { wentIdle.append(token) }
+
+    /// The connections (tokens) that went idle since the last pass, taken
+    /// off the list. Its storage is not kept: a quiet worker holds none.
+    mutating func takeWentIdle() -> [UInt64] {
+        let listed = wentIdle
+        wentIdle = []
+        return listed
     }
 }

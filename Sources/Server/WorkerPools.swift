@@ -11,8 +11,9 @@ import HTTP1
 /// cost what they did.
 struct WorkerPools: ~Copyable {
     private var buffers = BufferPool()
-    /// Parsing state for connections with a request under way; idle
-    /// connections return theirs (a bounded number is kept for reuse).
+    /// Parsing state for connections with a request under way; connections
+    /// idle at the worker's pass, and closed ones, return theirs (a bounded
+    /// number is kept for reuse).
     private var parsing: [H1RequestParsing] = []
     /// Per-request state (H1RequestState) likewise.
     private var requestStates: [H1RequestState] = []
@@ -61,10 +62,25 @@ struct WorkerPools: ~Copyable {
         }
     }
 
-    /// At most once a second, the idle blocks' pages go back to the kernel.
-    mutating func trimIfDue(now: Instant) {
-        guard now.milliseconds(since: lastTrim) >= 1000 else { return }
+    /// Once a second (the worker then runs its idle pass, then `trim`).
+    mutating func trimDue(now: Instant) -> Bool {
+        guard now.milliseconds(since: lastTrim) >= 1000 else { return false }
         lastTrim = now
-        buffers.trim()
+        return true
     }
+
+    /// The idle blocks' pages go back to the kernel, and of the parsing and
+    /// request states the idle pass gave back, a few are kept: a busy
+    /// connection keeps its own, so takers are new connections and those
+    /// waking after a second or more idle, and the states of many
+    /// connections gone idle at once are freed rather than held.
+    mutating func trim() {
+        buffers.trim()
+        if parsing.count > WorkerPools.keptAfterPass { parsing.removeLast(parsing.count - WorkerPools.keptAfterPass) }
+        if requestStates.count > WorkerPools.keptAfterPass {
+            requestStates.removeLast(requestStates.count - WorkerPools.keptAfterPass)
+        }
+    }
+
+    static let keptAfterPass = 4
 }
