@@ -6,7 +6,9 @@
 import CTLS
 import Dispatch
 import Glibc
+import QUIC
 import XCTest
+@testable import TLS
 
 final class HandshakeHeapTests: XCTestCase {
     private func stats() -> ctls_handshake_heap_stats {
@@ -39,6 +41,26 @@ final class HandshakeHeapTests: XCTestCase {
 
     func testInstalledBeforeOpenSSLsFirstAllocation() {
         XCTAssertEqual(ctls_handshake_heap_installed(), 1)
+    }
+
+    /// A real handshake: OpenSSL's blocks are on the heap while it runs and
+    /// all gone once both sides are freed (the server's at its release).
+    func testAHandshakesMemoryIsAllGivenBack() throws {
+        let server = try QUICTLSContext(pairs: [Fixture.pair("a")], ticketSecret: Fixture.secret)
+        let client = try QUICTLSClientContext()
+        // OpenSSL's lazily made globals (provider caches, this thread's
+        // error state) come with the first handshake and stay.
+        XCTAssertEqual(try HandshakePipe(server, client).run(), .completed)
+        let before = stats()
+        var pipe: HandshakePipe? = try HandshakePipe(server, client)
+        XCTAssertEqual(pipe?.run(), .completed)
+        XCTAssertGreaterThan(stats().live_blocks, before.live_blocks + 50)
+        pipe?.server.releaseAfterHandshake()
+        pipe = nil
+        let after = stats()
+        XCTAssertEqual(after.live_blocks, before.live_blocks)
+        XCTAssertEqual(after.used_chunks, before.used_chunks)
+        XCTAssertEqual(after.fallbacks, 0)
     }
 
     func testOutsideAHandshakeAllocationsAreMallocs() throws {
