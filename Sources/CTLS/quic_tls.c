@@ -22,6 +22,7 @@
 // levels, so no record crosses a key change (RFC 9846 §5.1).
 #define _GNU_SOURCE
 #include "quic_tls_internal.h"
+#include "ctls_handshake_heap.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -40,7 +41,7 @@ static int push(ctls_quic_tls_conn *c, int kind, int level, int suite, const voi
     if (kind == CTLS_QUIC_EVENT_SEND && c->nevents > c->head) {
         struct event *last = &c->events[c->nevents - 1];
         if (last->kind == CTLS_QUIC_EVENT_SEND && last->level == level) {
-            uint8_t *grown = realloc(last->data, last->len + len);
+            uint8_t *grown = ctls_handshake_heap_realloc(last->data, last->len + len);
             if (!grown) return -1;
             memcpy(grown + last->len, data, len);
             last->data = grown;
@@ -51,14 +52,14 @@ static int push(ctls_quic_tls_conn *c, int kind, int level, int suite, const voi
     if (c->head == c->nevents) c->head = c->nevents = 0;
     if (c->nevents == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 8;
-        struct event *grown = realloc(c->events, cap * sizeof *grown);
+        struct event *grown = ctls_handshake_heap_realloc(c->events, cap * sizeof *grown);
         if (!grown) return -1;
         c->events = grown;
         c->cap = cap;
     }
     uint8_t *copy = NULL;
     if (len > 0) {
-        copy = malloc(len);
+        copy = ctls_handshake_heap_malloc(len);
         if (!copy) return -1;
         memcpy(copy, data, len);
     }
@@ -216,13 +217,13 @@ static int tp_parse(SSL *ssl, unsigned int type, unsigned int context, const uns
                     X509 *x, size_t chainidx, int *al, void *arg) {
     (void)type, (void)context, (void)x, (void)chainidx, (void)arg;
     ctls_quic_tls_conn *c = SSL_get_app_data(ssl);
-    uint8_t *copy = malloc(inlen ? inlen : 1);
+    uint8_t *copy = ctls_handshake_heap_malloc(inlen ? inlen : 1);
     if (!copy) {
         *al = SSL_AD_INTERNAL_ERROR;
         return 0;
     }
     if (inlen) memcpy(copy, in, inlen);
-    free(c->peer_tp);
+    ctls_handshake_heap_free(c->peer_tp);
     c->peer_tp = copy;
     c->peer_tp_len = inlen;
     c->have_peer_tp = 1;
@@ -268,7 +269,7 @@ static void ssl_free(ctls_quic_tls_conn *c) {
 static ctls_quic_tls_conn *conn_new(SSL_CTX *ctx, const uint8_t *tp, size_t tp_len) {
     ctls_quic_tls_conn *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->tp = malloc(tp_len ? tp_len : 1);
+    c->tp = ctls_handshake_heap_malloc(tp_len ? tp_len : 1);
     c->ssl = SSL_new(ctx);
     if (c->ssl) atomic_fetch_add(&live_connections, 1);
     BIO *rbio = BIO_new(BIO_s_mem());
@@ -293,9 +294,17 @@ static ctls_quic_tls_conn *conn_new(SSL_CTX *ctx, const uint8_t *tp, size_t tp_l
     return c;
 }
 
+// OpenSSL's allocations while it works for a QUIC handshake go to the
+// handshake heap (ctls_handshake_heap.h): freed when the handshake is
+// over, they would otherwise leave pages of malloc's heap pinned by the
+// blocks connections keep. Our own long-lived blocks (the connection, the
+// facts kept after release) stay malloc's; the packet protection keys are
+// made by the caller, outside.
 ctls_quic_tls_conn *ctls_quic_tls_conn_new_server(ctls_quic_tls_server *s, const uint8_t *tp, size_t tp_len) {
     if (!s || s->id.npairs == 0) return NULL;
+    ctls_handshake_heap_enter();
     ctls_quic_tls_conn *c = conn_new(s->id.pairs[0].ctx, tp, tp_len);
+    ctls_handshake_heap_leave();
     if (!c) return NULL;
     c->server = s;
     c->omit_tp = 0;
@@ -305,10 +314,9 @@ ctls_quic_tls_conn *ctls_quic_tls_conn_new_server(ctls_quic_tls_server *s, const
 
 static int drive(ctls_quic_tls_conn *c);
 
-ctls_quic_tls_conn *ctls_quic_tls_conn_new_client(ctls_quic_tls_client *cl, const char *server_name,
-                                                  const uint8_t *alpn, size_t alpn_len, const uint8_t *tp,
-                                                  size_t tp_len, const uint8_t *session, size_t session_len,
-                                                  char *err, size_t errlen) {
+static ctls_quic_tls_conn *new_client(ctls_quic_tls_client *cl, const char *server_name, const uint8_t *alpn,
+                                      size_t alpn_len, const uint8_t *tp, size_t tp_len, const uint8_t *session,
+                                      size_t session_len, char *err, size_t errlen) {
     ctls_quic_tls_conn *c = conn_new(cl->ctx, tp, tp_len);
     if (!c) {
         ctls_set_err(err, errlen, "cannot create a TLS connection%s%s", NULL, NULL);
@@ -336,18 +344,29 @@ ctls_quic_tls_conn *ctls_quic_tls_conn_new_client(ctls_quic_tls_client *cl, cons
     return c;
 }
 
+ctls_quic_tls_conn *ctls_quic_tls_conn_new_client(ctls_quic_tls_client *cl, const char *server_name,
+                                                  const uint8_t *alpn, size_t alpn_len, const uint8_t *tp,
+                                                  size_t tp_len, const uint8_t *session, size_t session_len,
+                                                  char *err, size_t errlen) {
+    ctls_handshake_heap_enter();
+    ctls_quic_tls_conn *c =
+        new_client(cl, server_name, alpn, alpn_len, tp, tp_len, session, session_len, err, errlen);
+    ctls_handshake_heap_leave();
+    return c;
+}
+
 void ctls_quic_tls_conn_free(ctls_quic_tls_conn *c) {
     if (!c) return;
     ssl_free(c);
     for (int i = 0; i < 4; i++) ctls_quic_aead_free(c->keys[i].aead);
     for (size_t i = c->head; i < c->nevents; i++) {
         OPENSSL_cleanse(c->events[i].data, c->events[i].len);
-        free(c->events[i].data);
+        ctls_handshake_heap_free(c->events[i].data);
     }
-    free(c->events);
-    free(c->taken);
-    free(c->tp);
-    free(c->peer_tp);
+    ctls_handshake_heap_free(c->events);
+    ctls_handshake_heap_free(c->taken);
+    ctls_handshake_heap_free(c->tp);
+    ctls_handshake_heap_free(c->peer_tp);
     free(c->session);
     free(c->kept_alpn);
     free(c);
@@ -372,16 +391,16 @@ int ctls_quic_tls_conn_release(ctls_quic_tls_conn *c) {
         ctls_quic_aead_free(c->keys[i].aead);
         c->keys[i].aead = NULL;
     }
-    free(c->events);
+    ctls_handshake_heap_free(c->events);
     c->events = NULL;
     c->nevents = c->head = c->cap = 0;
-    free(c->taken);
+    ctls_handshake_heap_free(c->taken);
     c->taken = NULL;
-    free(c->tp);
+    ctls_handshake_heap_free(c->tp);
     c->tp = NULL;
     c->tp_len = 0;
     // The peer's transport parameters were applied when they arrived.
-    free(c->peer_tp);
+    ctls_handshake_heap_free(c->peer_tp);
     c->peer_tp = NULL;
     c->peer_tp_len = 0;
     return 0;
@@ -471,7 +490,7 @@ static int wrap(ctls_quic_tls_conn *c, int level, const uint8_t *p, size_t n) {
     return BIO_write(c->rbio, record, (int)total) == (int)total ? 0 : -1;
 }
 
-int ctls_quic_tls_conn_receive(ctls_quic_tls_conn *c, int level, const uint8_t *data, size_t len) {
+static int receive(ctls_quic_tls_conn *c, int level, const uint8_t *data, size_t len) {
     if (c->alert) return -1;
     // RFC 9001 §4.1.3: CRYPTO data is handed to TLS, which after the
     // handshake takes only post-handshake messages; a QUIC client sends
@@ -498,9 +517,16 @@ int ctls_quic_tls_conn_receive(ctls_quic_tls_conn *c, int level, const uint8_t *
     return drive(c);
 }
 
+int ctls_quic_tls_conn_receive(ctls_quic_tls_conn *c, int level, const uint8_t *data, size_t len) {
+    ctls_handshake_heap_enter();
+    int r = receive(c, level, data, len);
+    ctls_handshake_heap_leave();
+    return r;
+}
+
 int ctls_quic_tls_conn_next_event(ctls_quic_tls_conn *c, ctls_quic_tls_event *ev) {
     if (c->taken) {
-        free(c->taken);
+        ctls_handshake_heap_free(c->taken);
         c->taken = NULL;
     }
     if (c->head == c->nevents) return 0;
@@ -518,10 +544,12 @@ int ctls_quic_tls_conn_failure(ctls_quic_tls_conn *c, const char **reason) {
 // Replaces our transport parameters before the handshake sends them (a
 // server that switched versions after reading the ClientHello, RFC 9368).
 int ctls_quic_tls_conn_set_transport_parameters(ctls_quic_tls_conn *c, const uint8_t *tp, size_t tp_len) {
-    uint8_t *copy = malloc(tp_len ? tp_len : 1);
+    ctls_handshake_heap_enter();
+    uint8_t *copy = ctls_handshake_heap_malloc(tp_len ? tp_len : 1);
+    ctls_handshake_heap_leave();
     if (!copy) return -1;
     if (tp_len) memcpy(copy, tp, tp_len);
-    free(c->tp);
+    ctls_handshake_heap_free(c->tp);
     c->tp = copy;
     c->tp_len = tp_len;
     return 0;

@@ -177,8 +177,10 @@ final class QUICService: DatagramHandler {
 
     /// Gives back the spare capacity of connections quiet long enough (QUIC's
     /// buffers and this glue's), and, once a burst of handshakes is over, the
-    /// heap pages their TLS states freed (`malloc_trim`: glibc keeps them
-    /// otherwise, between the connections' blocks).
+    /// heap pages the handshakes freed (`malloc_trim`: glibc keeps them
+    /// otherwise, between the connections' blocks). OpenSSL's part is not
+    /// there: it went to CTLS's handshake heap, whose chunks go back as
+    /// they empty (TRANSPORT.md, "What an idle HTTP/3 connection holds").
     private func releaseIdleMemory(now: Instant) {
         idleReleaseDeadline = endpoint.releaseIdleMemory(now: now, quietFor: Self.idleReleaseQuiet) { quic in
             if let context = quic.applicationContext { unsafeDowncast(context, to: H3Connection.self).releaseIdleMemory() }
