@@ -91,6 +91,22 @@ PyObject *pshim_unicode_decimal(long long value) {
     return s;
 }
 
+int pshim_dict_version(PyObject *dict, uint64_t *version) {
+#if PY_VERSION_HEX < 0x030E0000
+    /* Deprecated since 3.12 (PEP 699) but still advanced on every change
+       through 3.13, atomically on free-threaded builds. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    *version = ((PyDictObject *)dict)->ma_version_tag;
+#pragma GCC diagnostic pop
+    return 1;
+#else
+    (void)dict;
+    *version = 0;
+    return 0;
+#endif
+}
+
 PyObject *pshim_dict_new_presized(Py_ssize_t minused) {
 #if PY_VERSION_HEX < 0x030F0000
     return _PyDict_NewPresized(minused);

@@ -18,6 +18,18 @@ import PyBridge
 /// WSGIObjectSlot), and a dict assignment was the largest share of building
 /// an environ (about 165 instructions each, a dozen per request). The copy
 /// then carries them; the application gets its own dict as before.
+///
+/// The copy itself (cloning the table, then freeing it after the response:
+/// a malloc and a free, since a table that size is past Python's small-object
+/// allocator) was a tenth of a small WSGI request. So an environ the
+/// application neither kept nor changed is not freed: `finish` keeps it as
+/// the spare, and the next plain request (no TLS variables, no proxy's
+/// word, no generated request id; at most 32 fields) fills it in with the
+/// same only-when-different rule as the template, its fields replaced only
+/// when they differ from the last request's. "Neither kept nor changed" is
+/// the dict's reference count (ours alone) and its PEP 509 version tag,
+/// which every change advances; on CPython 3.14 and later, which no longer
+/// keep the tag, every request gets a copy.
 struct WSGIEnvironBuilder: ~Copyable {
     let keys: WSGIKeys
     let template: PyRef
@@ -35,6 +47,22 @@ struct WSGIEnvironBuilder: ~Copyable {
     /// What the template holds under the per-request keys (borrowed: the
     /// template keeps each alive, so an equal pointer is the same object).
     private var held = HeldValues()
+    /// The environ of the request in progress (a strong reference), from
+    /// `build` to `finish`.
+    private var current: PyRef?
+    /// An environ handed out before, that nothing else holds and the
+    /// application left as it was (a strong reference).
+    private var spare: PyRef?
+    /// Whether `current` may become the spare, and its version tag when it
+    /// was handed out.
+    private var currentReusable = false
+    private var currentVersion: UInt64 = 0
+    /// What `current` (then `spare`) holds under the per-request keys.
+    private var heldOut = HeldValues()
+    /// The fields `current` (then `spare`) was given.
+    private var given = GivenFields()
+    /// The interpreter keeps version tags (CPython before 3.14).
+    private let reuseSupported: Bool
     /// `--scheme`: wsgi.url_scheme is the template's whatever a proxy says.
     let schemeForced: Bool
     /// The template's wsgi.url_scheme is https.
@@ -77,6 +105,8 @@ struct WSGIEnvironBuilder: ~Copyable {
         }
         PyDict_SetItem(t, keys.wsgiInput, Py.none)
         template = t
+        var tag: UInt64 = 0
+        reuseSupported = pshim_dict_version(t, &tag) != 0
     }
 
     /// Sets `key` to a new reference `value` (consumed).
@@ -100,17 +130,74 @@ struct WSGIEnvironBuilder: ~Copyable {
         return true
     }
 
-    /// A new environ dict, or nil with a Python exception set.
-    mutating func build(_ request: GatewayRequest, input: PyRef) -> PyOwned? {
-        guard setRequestLine(request), setPeer(request.peer),
-              Self.put(template, keys.wsgiInput, &held.input, input),
-              let owner = PyOwned(stealing: PyDict_Copy(template)) else { return nil }
-        let env = owner.ref
+    /// The environ for `request` (borrowed: valid until `finish`), or nil
+    /// with a Python exception set.
+    mutating func build(_ request: GatewayRequest, input: PyRef) -> PyRef? {
+        let plain = reuseSupported && request.fieldCount <= GivenFields.capacity && request.peer.tls == nil
+            && request.peer.proxySSL == nil && request.forwarded == nil && request.requestID?.generated != true
+        if plain, let env = spare {
+            spare = nil
+            var h = heldOut
+            let filled = setRequestLine(env, &h, request) && setPeer(env, &h, request.peer)
+                && Self.put(env, keys.wsgiInput, &h.input, input)
+            heldOut = h
+            guard filled else { Py.decref(env); return nil }
+            if fieldPairs(request) {
+                if !given.matchesPairs(request.fieldCount) {
+                    given.remove(from: env)
+                    insertPairs(env, request)
+                }
+                return handOut(env, reusable: true)
+            }
+            // A field's str could not be made: start again from a copy,
+            // whose loop skips such a field.
+            Py.decref(env)
+        } else if let old = spare {
+            spare = nil
+            Py.decref(old)
+        }
+        return buildByCopy(request, input: input, plain: plain)
+    }
+
+    /// The application has returned and its iterable is closed and
+    /// released: the environ becomes the spare if nothing holds it and it
+    /// is as it was handed out.
+    mutating func finish() {
+        guard let env = current else { return }
+        current = nil
+        var version: UInt64 = 0
+        if currentReusable && pshim_refcnt(env) == 1 && pshim_dict_version(env, &version) != 0
+            && version == currentVersion {
+            spare = env
+        } else {
+            Py.decref(env)
+        }
+    }
+
+    private mutating func handOut(_ env: PyRef, reusable: Bool) -> PyRef {
+        current = env
+        currentReusable = reusable
+        if reusable { _ = pshim_dict_version(env, &currentVersion) }
+        return env
+    }
+
+    /// A copy of the template, filled in.
+    private mutating func buildByCopy(_ request: GatewayRequest, input: PyRef, plain: Bool) -> PyRef? {
+        var h = held
+        let filled = setRequestLine(template, &h, request) && setPeer(template, &h, request.peer)
+            && Self.put(template, keys.wsgiInput, &h.input, input)
+        held = h
+        guard filled, let env = PyDict_Copy(template) else { return nil }
+        heldOut = held
+        given.forget()
+        if plain && fieldPairs(request) {
+            insertPairs(env, request)
+            return handOut(env, reusable: true)
+        }
         if let tls = request.peer.tls, let variables = tls.wsgiVariables() { PyDict_Update(env, variables) }
         if let ssl = request.peer.proxySSL, let value = PyOwned(stealing: ssl.pythonDict()) {
             PyDict_SetItemString(env, "peregrine.proxy_ssl", value.ref)
         }
-
         for i in 0..<request.fieldCount {
             let f = request.fields[i]
             let name = request.bytes(f.name)
@@ -125,25 +212,7 @@ struct WSGIEnvironBuilder: ~Copyable {
                 guard let madeValue = PyOwned(stealing: Py.latin1(value)) else { PyErr_Clear(); continue }
                 (key, v) = recentFields.keep(i, name: name, value: value, key: madeKey, value: madeValue)
             }
-            // One lookup: stores `v` unless the key is there already, and
-            // returns what the dict holds (borrowed: `env` is not yet the
-            // application's). The size tells which: a one-character value
-            // is a str CPython shares, so two fields may give the same `v`.
-            let before = PyDict_Size(env)
-            guard let existing = PyDict_SetDefault(env, key, v) else { PyErr_Clear(); continue }
-            if PyDict_Size(env) == before {
-                // Repeated fields are one field with a list value (RFC 9110
-                // §5.3); cookies are joined the way the Cookie header joins
-                // them (RFC 6265 §5.4).
-                let separator = name.equalsIgnoringASCIICase("cookie") ? "; " : ", "
-                let sep = PyOwned(stealing: Py.str(separator))
-                if let joined = PyOwned(stealing: PyUnicode_Concat(existing, sep.ref)),
-                   let full = PyOwned(stealing: PyUnicode_Concat(joined.ref, v)) {
-                    PyDict_SetItem(env, key, full.ref)
-                }
-                // Content-Length and Content-Type are single-valued; the
-                // parser has already refused differing Content-Lengths.
-            }
+            Self.insertField(env, key, v, name: name)
         }
         // A generated request id replaces whatever the client sent under
         // its name (--request-id-header).
@@ -154,7 +223,60 @@ struct WSGIEnvironBuilder: ~Copyable {
         }
         // After the fields: a forwarded host replaces HTTP_HOST.
         if let forwarded = request.forwarded { applyForwarded(env, forwarded) }
-        return owner
+        return handOut(env, reusable: false)
+    }
+
+    /// The key and value of each of the request's fields (at most
+    /// `GivenFields.capacity`) into `given`'s scratch pairs, borrowed from
+    /// `recentFields` (distinct positions: each stays valid for the whole
+    /// request); false (no exception set) if one could not be made.
+    private mutating func fieldPairs(_ request: GatewayRequest) -> Bool {
+        for i in 0..<request.fieldCount {
+            let f = request.fields[i]
+            let name = request.bytes(f.name)
+            let value = request.bytes(f.value)
+            if let same = recentFields.cached(i, name: name, value: value) {
+                given.setPair(i, same.0, same.1)
+                continue
+            }
+            guard let madeKey = fieldKey(name) else { PyErr_Clear(); return false }
+            guard let madeValue = PyOwned(stealing: Py.latin1(value)) else { PyErr_Clear(); return false }
+            let (key, v) = recentFields.keep(i, name: name, value: value, key: madeKey, value: madeValue)
+            given.setPair(i, key, v)
+        }
+        return true
+    }
+
+    /// Inserts the scratch pairs and records them as `env`'s fields.
+    private mutating func insertPairs(_ env: PyRef, _ request: GatewayRequest) {
+        for i in 0..<request.fieldCount {
+            let (key, v) = given.pair(i)
+            Self.insertField(env, key, v, name: request.bytes(request.fields[i].name))
+        }
+        given.recordPairs(request.fieldCount)
+    }
+
+    /// One field into the environ. One lookup: stores `v` unless the key is
+    /// there already. The size tells which: a one-character value is a str
+    /// CPython shares, so two fields may give the same `v`.
+    private static func insertField(_ env: PyRef, _ key: PyRef, _ v: PyRef, name: UnsafeRawBufferPointer) {
+        let before = PyDict_Size(env)
+        // Borrowed (`env` is not yet the application's).
+        guard let existing = PyDict_SetDefault(env, key, v) else { PyErr_Clear(); return }
+        guard PyDict_Size(env) == before else { return }
+        // Repeated fields are one field with a list value (RFC 9110
+        // §5.3); cookies are joined the way the Cookie header joins
+        // them (RFC 6265 §5.4). Content-Length and Content-Type are
+        // single-valued; the parser has already refused differing
+        // Content-Lengths.
+        let separator = name.equalsIgnoringASCIICase("cookie") ? "; " : ", "
+        let sep = PyOwned(stealing: Py.str(separator))
+        if let joined = PyOwned(stealing: PyUnicode_Concat(existing, sep.ref)),
+           let full = PyOwned(stealing: PyUnicode_Concat(joined.ref, v)) {
+            PyDict_SetItem(env, key, full.ref)
+        } else {
+            PyErr_Clear()
+        }
     }
 
     /// The environ key of a request field (a new reference), or nil (the
@@ -204,40 +326,42 @@ struct WSGIEnvironBuilder: ~Copyable {
     }
 
     /// REQUEST_METHOD, PATH_INFO, QUERY_STRING, RAW_URI, REQUEST_URI and
-    /// SERVER_PROTOCOL into the template; false with an exception set.
-    private mutating func setRequestLine(_ request: GatewayRequest) -> Bool {
+    /// SERVER_PROTOCOL into `env` (the template or the spare), `held` being
+    /// what it holds; false with an exception set.
+    private mutating func setRequestLine(_ env: PyRef, _ held: inout HeldValues, _ request: GatewayRequest) -> Bool {
         guard let method = PyOwned(stealing: keys.method(request.bytes(request.method))),
-              Self.put(template, keys.requestMethod, &held.method, method.ref) else { return false }
+              Self.put(env, keys.requestMethod, &held.method, method.ref) else { return false }
         let path = request.bytes(request.path)
         let pathInfo = recentPath.cached(path) ?? recentPath.keep(path, decodedPath(path))
-        guard Self.put(template, keys.pathInfo, &held.path, pathInfo) else { return false }
+        guard Self.put(env, keys.pathInfo, &held.path, pathInfo) else { return false }
         let q = request.bytes(request.query)
         let query = q.isEmpty ? keys.emptyString : recentQuery.cached(q) ?? recentQuery.keep(q, Py.latin1(q))
-        guard Self.put(template, keys.queryString, &held.query, query) else { return false }
+        guard Self.put(env, keys.queryString, &held.query, query) else { return false }
         let t = request.bytes(request.target)
         let target = recentTarget.cached(t) ?? recentTarget.keep(t, Py.latin1(t))
-        guard Self.put(template, keys.rawURI, &held.rawURI, target),
-              Self.put(template, keys.requestURI, &held.requestURI, target) else { return false }
+        guard Self.put(env, keys.rawURI, &held.rawURI, target),
+              Self.put(env, keys.requestURI, &held.requestURI, target) else { return false }
         let proto: PyRef
         switch request.httpVersion.utf8CodeUnitCount {
         case 8 where request.httpVersion.utf8Start[7] == 0x30: proto = keys.http10
         case 8: proto = keys.http11
         default: proto = request.httpVersion.utf8Start[5] == 0x33 ? keys.http3 : keys.http2
         }
-        return Self.put(template, keys.serverProtocol, &held.proto, proto)
+        return Self.put(env, keys.serverProtocol, &held.proto, proto)
     }
 
-    /// REMOTE_* and SERVER_* into the template: the address strings repeat
+    /// REMOTE_* and SERVER_* into `env` (the template or the spare), `held`
+    /// being what it holds: the address strings repeat
     /// from request to request (one listener, few client addresses), so the
     /// last of each is kept, and the client ports of recent connections;
     /// false with an exception set.
-    private mutating func setPeer(_ peer: PeerInfo) -> Bool {
+    private mutating func setPeer(_ env: PyRef, _ held: inout HeldValues, _ peer: PeerInfo) -> Bool {
         let remotePort = peer.isUnix ? keys.emptyString : remotePorts.object(peer.remotePort)
-        return Self.put(template, keys.remoteAddr, &held.remoteAddr,
+        return Self.put(env, keys.remoteAddr, &held.remoteAddr,
                         recentRemoteAddress.object(peer.isUnix ? "" : peer.remoteAddress))
-            && Self.put(template, keys.remotePort, &held.remotePort, remotePort)
-            && Self.put(template, keys.serverName, &held.serverName, recentServerName.object(peer.serverName))
-            && Self.put(template, keys.serverPort, &held.serverPort, recentServerPort.object(peer.serverPort))
+            && Self.put(env, keys.remotePort, &held.remotePort, remotePort)
+            && Self.put(env, keys.serverName, &held.serverName, recentServerName.object(peer.serverName))
+            && Self.put(env, keys.serverPort, &held.serverPort, recentServerPort.object(peer.serverPort))
     }
 
     /// PATH_INFO is the percent-decoded path as latin-1 (PEP 3333 "native

@@ -130,20 +130,25 @@ public final class WSGIGateway {
         csys_board_store(currentToken, 0, Int64(bitPattern: token))
         defer { endRequest() }
 
-        guard let result = callApplication(request, token: token) else { applicationFailed(); return }
-        respond(with: result.ref)
-        closeIterable(result.ref)
+        if let result = callApplication(request, token: token) {
+            respond(with: result.ref)
+            closeIterable(result.ref)
+        } else {
+            applicationFailed()
+        }
     }
 
-    /// `application(environ, start_response)`: the environ, wsgi.input and
-    /// start_response are released when the call returns (the application
-    /// keeps its own references if it wants them); nil with the exception set.
+    /// `application(environ, start_response)`: the application keeps its own
+    /// references to the environ, wsgi.input and start_response if it wants
+    /// them (ours to the environ ends at `endRequest`, which may keep it for
+    /// the next request if the application did not); nil with the exception set.
     private func callApplication(_ request: GatewayRequest, token: UInt64) -> PyOwned? {
-        // Borrowed from the slots, which keep them past the call.
+        // Borrowed from the slots, which keep them past the call, and from
+        // the builder, which keeps the environ until `endRequest`.
         guard let input = inputSlot.object(for: self, token: token),
               let start = startSlot.object(for: self, token: token),
               let env = environ.build(request, input: input) else { return nil }
-        return PyOwned(stealing: pshim_call2(app, env.ref, start))
+        return PyOwned(stealing: pshim_call2(app, env, start))
     }
 
     /// The `write` callable start_response returns (a new reference), bound
@@ -154,7 +159,10 @@ public final class WSGIGateway {
         return write
     }
 
+    /// After the application's iterable is released (`serve`'s scope for
+    /// it has ended), so a generator that used the environ no longer holds it.
     private func endRequest() {
+        environ.finish()
         csys_board_store(currentToken, 0, 0)
         statusRef = nil
         headersRef = nil

@@ -6,6 +6,7 @@
 // Python.h through the CPython module, so Swift sees one PyObject type.
 #include "../../CPython/shim.h"
 #include <stddef.h>
+#include <stdint.h>
 
 void pshim_incref(PyObject *o);
 void pshim_decref(PyObject *o);
@@ -59,6 +60,10 @@ PyObject *pshim_unicode_decimal(long long value);
 /// A dict with room for `minused` items before it must grow (copies of it
 /// keep that room: see the WSGI environ template).
 PyObject *pshim_dict_new_presized(Py_ssize_t minused);
+/* Stores a value in *version that changes whenever the dict is modified
+   (PEP 509's version tag) and returns 1; returns 0 on interpreters that no
+   longer keep one (3.14 and later). */
+int pshim_dict_version(PyObject *dict, uint64_t *version);
 
 PyTypeObject *pshim_type(PyObject *o);
 const char *pshim_type_name(PyObject *o);
