@@ -1,6 +1,7 @@
 """Resident memory of each server (whole process tree) idle, and with 1,000 idle keep-alive connections.
 
 Usage: python3 benchmarks/memory.py [--connections 1000] [--servers a,b] [--output FILE]
+       python3 benchmarks/memory.py --app fastapi   # the ASGI servers on the FastAPI app instead of `hello`
        python3 benchmarks/memory.py --websocket     # 1,000 idle WebSocket connections instead
        python3 benchmarks/memory.py --h3            # 1,000 idle HTTP/3 connections (h3load --idle), and TLS's share
 
@@ -22,6 +23,11 @@ what makes the ASGI figure vary by ~100 B between runs. Whether the burst runs b
 (WSGI, December 2026: 648 KiB of heap growth without it, 652 with it): a per-connection figure that moved between
 sessions moved with the code (the exchange layer put an `HTTPExchange` and more in the connection object:
 593 bytes until the per-request state moved to a pooled object).
+
+With --app fastapi, the ASGI servers only (a WSGI server named in --servers is an error) serve the harness's FastAPI
+application instead (apps.fastapi_app:app, run.py's `fastapi` app), the same way: the burst's and the 1,000
+connections' request is its `GET /`. The results go to fastapi-memory-<time>.json, with targets of their own
+(peregrine-asgi's idle PSS against uvicorn's and granian-asgi's, issue 20 point 3).
 
 With --websocket, the ASGI servers of the WebSocket benchmark serve the `ws-echo` application instead, and each
 of the 1,000 connections completes the WebSocket handshake, has one 32-byte text message echoed, and idles.
@@ -173,10 +179,9 @@ async def hold(
     return len(connections), still_open, memory
 
 
-def measure_server(name: str, env: Environment, connections: int, websocket: bool = False) -> dict[str, object]:
-    """Idle and loaded memory of one server on `hello` (or, with `websocket`, on `ws-echo`)."""
-    app = APPS["ws-echo" if websocket else "hello"]
-    with harness.serving(SERVERS[name], app, env, cpu=None, protocol=WS if websocket else H1) as running:
+def measure_server(name: str, env: Environment, connections: int, app: App) -> dict[str, object]:
+    """Idle and loaded memory of one server on `app` (`hello`, `fastapi`, or `ws-echo` over WebSockets)."""
+    with harness.serving(SERVERS[name], app, env, cpu=None, protocol=WS if app.websocket else H1) as running:
         asyncio.run(warm_up(app, running.port))
         time.sleep(SETTLE_SECONDS)
         idle_rss, idle_pss = harness.tree_memory_kib(running.pid)
@@ -329,11 +334,10 @@ def prepare_h3(env: Environment, names: list[str], scratch: Path, result: dict[s
 
 
 def missing_executables(
-    names: list[str], env: Environment, websocket: bool, protocol: harness.Protocol | None = None
+    names: list[str], env: Environment, app: App, protocol: harness.Protocol | None = None
 ) -> dict[str, str]:
-    """The executable each chosen server would be started with, for those that do not exist (name: path)."""
-    app = APPS["ws-echo" if websocket else "hello"]
-    protocol = protocol or (WS if websocket else H1)
+    """The executable each chosen server would be started with, serving `app`, for those that do not exist."""
+    protocol = protocol or (WS if app.websocket else H1)
     missing: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as scratch:
         if protocol.tls and env.tls is None:  # only named in the command line: a placeholder path will do
@@ -375,11 +379,66 @@ def raise_file_limit(needed: int) -> None:
         sys.exit(f"need {needed} open files; raise the hard limit (ulimit -Hn)")
 
 
+#: The applications --app chooses from: `hello` (every HTTP/1.1 server) and `fastapi` (the ASGI servers).
+MEMORY_APPS = ("hello", "fastapi")
+
+
+def chosen_app(app: str, websocket: bool, h3: bool) -> App:
+    """The application measured: `ws-echo` with --websocket, else --app's (`fastapi` only over HTTP/1.1)."""
+    if app != "hello" and (websocket or h3):
+        sys.exit(f"--app {app} measures idle HTTP/1.1 keep-alive connections: not with --websocket or --h3")
+    return APPS["ws-echo" if websocket else app]
+
+
+def chosen_servers(servers: str | None, app: App, protocol: harness.Protocol) -> list[str]:
+    """--servers (comma-separated), or every server of the mode that serves `app`; exits naming any it cannot run.
+
+    Baseline builds (run.py --baseline) are never chosen by default. With --app fastapi that is the ASGI servers;
+    a WSGI (or static) server named for it is an error, since it cannot serve an ASGI application.
+    """
+    flag = " with --websocket" if protocol.websocket else " with --h3" if protocol.http3 else ""
+    default = [
+        name
+        for name, server in SERVERS.items()
+        if server.speaks(protocol) and server.serves(app) and "baseline" not in name
+    ]
+    names = servers.split(",") if servers else default
+    unknown = [name for name in names if name not in SERVERS or not SERVERS[name].speaks(protocol)]
+    if unknown:
+        sys.exit(f"not measured{flag}: {', '.join(unknown)}")
+    cannot = [name for name in names if not SERVERS[name].serves(app)]
+    if cannot:
+        sys.exit(
+            f"--app {app.name} is an ASGI application; {', '.join(cannot)} cannot serve it "
+            f"(the servers that can: {', '.join(default)})"
+        )
+    return names
+
+
+def results_prefix(app: App, h3: bool) -> str:
+    """The results file's name before its time: `memory` for hello, its own prefix for every other measurement.
+
+    report.py shows the newest `memory-*` file as the hello table, so a FastAPI run is `fastapi-memory-*` (as the
+    WebSocket and HTTP/3 runs are `ws-memory-*` and `h3-memory-*`) and never hides the newest hello run.
+    """
+    if app.websocket:
+        return "ws-memory"
+    if h3:
+        return "h3-memory"
+    return "memory" if app.name == "hello" else f"{app.name}-memory"
+
+
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--connections", type=int, default=1000)
     parser.add_argument("--servers", help=f"comma-separated subset of {','.join(SERVERS)}")
+    parser.add_argument(
+        "--app",
+        choices=MEMORY_APPS,
+        default="hello",
+        help="the application served (default hello; fastapi: apps.fastapi_app:app on the ASGI servers only)",
+    )
     parser.add_argument("--peregrine", help="peregrine console script (default: the one in benchmarks/.venv)")
     parser.add_argument(
         "--websocket", action="store_true", help="idle WebSocket connections (ws-echo) on the ws mode's servers"
@@ -392,7 +451,10 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--output",
         type=Path,
-        help="default: benchmarks/results/memory-<time>.json (--websocket: ws-memory-<time>, --h3: h3-memory-<time>)",
+        help=(
+            "default: benchmarks/results/memory-<time>.json (--app fastapi: fastapi-memory-<time>, "
+            "--websocket: ws-memory-<time>, --h3: h3-memory-<time>)"
+        ),
     )
     return parser.parse_args(argv)
 
@@ -404,19 +466,15 @@ def main(argv: list[str] | None = None) -> int:
     if websocket and h3:
         sys.exit("--websocket or --h3, not both")
     protocol = WS if websocket else H3 if h3 else H1
-    flag = " with --websocket" if websocket else " with --h3" if h3 else ""
-    default = [name for name, server in SERVERS.items() if server.speaks(protocol) and "baseline" not in name]
-    names = arguments.servers.split(",") if arguments.servers else default
-    unknown = [name for name in names if name not in SERVERS or not SERVERS[name].speaks(protocol)]
-    if unknown:
-        sys.exit(f"not measured{flag}: {', '.join(unknown)}")
+    app = chosen_app(str(arguments.app), websocket, h3)
+    names = chosen_servers(arguments.servers, app, protocol)
     peregrine = str(Path(arguments.peregrine).absolute()) if arguments.peregrine else None
     env = Environment(
         peregrine=peregrine or str(harness.VENV_DIR / "bin" / "peregrine"),
         venv=harness.VENV_DIR,
         keep_alive=KEEP_ALIVE_SECONDS,
     )
-    missing = missing_executables(names, env, websocket, protocol)
+    missing = missing_executables(names, env, app, protocol)
     if missing:
         listed = "\n".join(f"    {name}: {executable}" for name, executable in missing.items())
         log(f"not installed, nothing measured:\n{listed}\nto install them:\n{how_to_install(missing, env)}")
@@ -426,9 +484,11 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "connections": arguments.connections,
         "mode": "websocket" if websocket else "http3" if h3 else "http",
+        "app": app.name,
         "load_average_start": list(os.getloadavg()),
     }
     servers: dict[str, object] = {}
+    log(f"memory: {', '.join(names)} serving {app.name}, {arguments.connections:,} idle connections")
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as scratch:
         if h3:
             prepare_h3(env, names, Path(scratch), result)
@@ -437,13 +497,13 @@ def main(argv: list[str] | None = None) -> int:
                 if h3:
                     servers[name] = measure_h3_server(name, env, arguments.connections)
                 else:
-                    servers[name] = measure_server(name, env, arguments.connections, websocket)
+                    servers[name] = measure_server(name, env, arguments.connections, app)
             except (OSError, RuntimeError, harness.ValidationError) as error:
                 servers[name] = {"error": str(error)[:300]}
                 log(f"  {name:15} FAILED: {error}")
     result["servers"] = servers
-    prefix = "ws-memory" if websocket else "h3-memory" if h3 else "memory"
-    output = arguments.output or harness.RESULTS_DIR / f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    output = arguments.output or harness.RESULTS_DIR / f"{results_prefix(app, h3)}-{stamp}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=1) + "\n")
     log(f"results: {output}")

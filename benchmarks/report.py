@@ -645,14 +645,23 @@ def _load(value: object) -> str:
 
 
 def render_memory(result: dict[str, object]) -> str:
-    """The memory table: the HTTP one with its two targets, or the WebSocket one (no target)."""
+    """The memory table of the app measured, with its targets, or the WebSocket or HTTP/3 one.
+
+    The app is the file's `app` (`hello` in files older than memory.py's --app).
+    """
     servers = result.get("servers", {})
     assert isinstance(servers, dict)  # noqa: S101
     if result.get("mode") == "websocket":
         return render_ws_memory(servers, int(str(result.get("connections", 1000))))
     if result.get("mode") == "http3":
         return render_h3_memory(servers, int(str(result.get("connections", 1000))))
+    app = str(result.get("app", "hello"))
     lines = [
+        (
+            f"Memory, app `{app}`: each server's process tree idle (after a burst of 100 requests) and with "
+            f"{int(str(result.get('connections', 1000))):,} idle keep-alive connections."
+        ),
+        "",
         (
             "| server | idle RSS MiB | idle PSS MiB | RSS with 1,000 idle connections MiB | added per connection "
             "| connections still open | processes |"
@@ -672,13 +681,9 @@ def render_memory(result: dict[str, object]) -> str:
             f"| {entry['processes']} |"
         )
     lines += ["", "| target | figures | verdict |", "| --- | --- | --- |"]
-    ours, uvicorn = servers.get("peregrine-asgi", {}), servers.get("uvicorn", {})
-    if "idle_rss_kib" in ours and "idle_rss_kib" in uvicorn:
-        verdict = "pass" if ours["idle_rss_kib"] <= uvicorn["idle_rss_kib"] else "FAIL"
-        lines.append(
-            f"| ASGI idle RSS ≤ uvicorn's | {ours['idle_rss_kib'] / 1024:.1f} vs "
-            f"{uvicorn['idle_rss_kib'] / 1024:.1f} MiB | {verdict} |"
-        )
+    lines += [_memory_target_row(target, servers) for target in memory_targets(app) if _measured(target, servers)]
+    if app != "hello":
+        return "\n".join(lines)
     for name in ("peregrine-wsgi", "peregrine-asgi"):
         entry = servers.get(name, {})
         per = entry.get("per_connection_bytes")
@@ -690,6 +695,46 @@ def render_memory(result: dict[str, object]) -> str:
                 f"{per:.0f} B each | {verdict} |"
             )
     return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryTarget:
+    """Ours idle `key` (idle_rss_kib or idle_pss_kib) at most `factor` times the peer's."""
+
+    label: str
+    key: str
+    ours: str
+    peer: str
+    factor: float = 1.0
+
+
+def memory_targets(app: str) -> list[MemoryTarget]:
+    """Issue 20 point 3's idle-memory targets for `app`.
+
+    hello: RSS ≤ uvicorn's and PSS ≤ 0.9x uvicorn's; FastAPI: PSS below both uvicorn's and granian's.
+    """
+    if app == "fastapi":
+        return [
+            MemoryTarget("peregrine-asgi idle PSS ≤ uvicorn's", "idle_pss_kib", "peregrine-asgi", "uvicorn"),
+            MemoryTarget("peregrine-asgi idle PSS ≤ granian-asgi's", "idle_pss_kib", "peregrine-asgi", "granian-asgi"),
+        ]
+    if app == "hello":
+        return [
+            MemoryTarget("ASGI idle RSS ≤ uvicorn's", "idle_rss_kib", "peregrine-asgi", "uvicorn"),
+            MemoryTarget("ASGI idle PSS ≤ 0.9x uvicorn's", "idle_pss_kib", "peregrine-asgi", "uvicorn", 0.9),
+        ]
+    return []
+
+
+def _measured(target: MemoryTarget, servers: dict[str, dict[str, object]]) -> bool:
+    return target.key in servers.get(target.ours, {}) and target.key in servers.get(target.peer, {})
+
+
+def _memory_target_row(target: MemoryTarget, servers: dict[str, dict[str, object]]) -> str:
+    ours, peer = _number(servers[target.ours], target.key), _number(servers[target.peer], target.key)
+    verdict = "pass" if ours <= target.factor * peer else "FAIL"
+    ratio = f" ({ours / peer:.2f}x)" if peer else ""
+    return f"| {target.label} | {ours / 1024:.1f} vs {peer / 1024:.1f} MiB{ratio} | {verdict} |"
 
 
 def render_ws_memory(servers: dict[str, dict[str, object]], connections: int) -> str:
@@ -779,7 +824,7 @@ def main(argv: list[str]) -> int:
         parts.append(render_run(json.loads(run_path.read_text())))
     if memory_path is not None:
         parts.append(render_memory(json.loads(memory_path.read_text())))
-    for prefix in ("ws-memory", "h3-memory"):
+    for prefix in ("fastapi-memory", "ws-memory", "h3-memory"):
         path = newest(prefix) if not argv else None
         if path is not None:
             parts.append(render_memory(json.loads(path.read_text())))
