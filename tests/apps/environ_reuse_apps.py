@@ -59,7 +59,7 @@ def answer(environ: Environ, start_response: StartResponse) -> list[bytes]:
     elif path.startswith("/raise"):
         raise RuntimeError("the application fails on purpose")
     seen["pid"] = str(os.getpid())
-    seen["python"] = "%d.%d" % sys.version_info[:2]
+    seen["python"] = "{}.{}".format(*sys.version_info[:2])
     start_response("200 OK", [("Content-Type", "application/json")])
     return [json.dumps(seen).encode()]
 

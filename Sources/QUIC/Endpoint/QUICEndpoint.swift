@@ -134,6 +134,7 @@ public final class QUICEndpoint {
             switch validation {
             case .retry(let odcid, let rscid):
                 (originalDestinationID, retrySourceID, validated) = (odcid, rscid, true)
+                abandonEarlierAttempt(odcid, from: path.peer)
             case .newToken(let nonce):
                 validated = rememberToken(nonce)
             case .invalid:
@@ -252,6 +253,23 @@ public final class QUICEndpoint {
 
     /// At the half-open cap: the oldest handshake under way goes, without a
     /// word (a scan, only ever at the cap and for a validated client).
+    /// The client took a Retry of ours for the attempt whose first
+    /// Destination Connection ID was `odcid`. A connection made from
+    /// another of that attempt's Initials (sent before the Retry reached the
+    /// client, and let in because the half-open count had meanwhile fallen
+    /// below the Retry threshold) will never hear from the client again: it
+    /// now talks to the connection its token makes (§17.2.5.2: one Retry
+    /// per attempt, and the Initial it then sends goes to the Retry's SCID).
+    /// Left alone, such a connection stays half-open until the idle timeout,
+    /// counts against the Retry threshold and holds a stopping worker; after
+    /// a burst of 200 handshakes on one worker there were about 50. The
+    /// token is bound to the address, and only a handshake still under way
+    /// from that same address is ended.
+    private func abandonEarlierAttempt(_ odcid: ConnectionID, from peer: SocketAddress) {
+        guard let earlier = context.routes[odcid], earlier.isHalfOpen, earlier.current.path.peer == peer else { return }
+        earlier.terminate()
+    }
+
     private func evictOldestHalfOpen() {
         var oldest: QUICConnection?
         for c in context.connections.values where c.isHalfOpen {

@@ -298,4 +298,67 @@ final class RetryTests: XCTestCase {
         h.sendClientFinished(acking: h.sendClientHello())
         XCTAssertTrue(h.events.contains { if case .handshakeCompleted = $0 { true } else { false } })
     }
+
+    /// A client's Initial gets a Retry (the half-open count is at the
+    /// threshold), and another Initial of the same attempt, sent before the
+    /// Retry arrived, finds the count below it and makes a connection. The
+    /// client follows the Retry (§17.2.5.2): the Initial with the token
+    /// makes the connection it talks to, and the one made from its earlier
+    /// Initial is ended at once instead of staying half-open until the idle
+    /// timeout (a burst of 200 handshakes left about 50 such).
+    func testAnAttemptThatFollowedARetryEndsTheConnectionItsEarlierInitialMade() throws {
+        let h = ConnectionHarness(configuration: config { $0.retryThreshold = 1 })
+        let filler = newClient(9)
+        let fillerPath = DatagramPath(peer: .ipv4(0x0a00_0009, port: 40_009), local: h.path.local)
+        h.deliver(filler.initialDatagram(Frames.crypto(filler.clientHello)), path: fillerPath)
+        let fillerConnection = try XCTUnwrap(h.endpoint.context.routes[filler.originalDestinationID])
+        XCTAssertEqual(h.endpoint.halfOpenConnectionCount, 1)
+        _ = h.drain()
+
+        h.deliver(h.client.initialDatagram(Frames.crypto(h.client.clientHello)))
+        let r = try XCTUnwrap(retry(h.drain()[0].bytes, odcid: h.client.originalDestinationID))
+        fillerConnection.terminate()
+        XCTAssertEqual(h.endpoint.halfOpenConnectionCount, 0)
+
+        h.deliver(h.client.initialDatagram(Frames.crypto(h.client.clientHello)))
+        let earlier = try XCTUnwrap(h.endpoint.context.routes[h.client.originalDestinationID], "let in below the threshold")
+        XCTAssertEqual(h.endpoint.halfOpenConnectionCount, 1)
+        _ = h.drain()
+
+        h.client.followRetry(sourceID: r.header.sourceID, token: r.token)
+        let flight = h.sendClientHello()
+        XCTAssertFalse(flight.isEmpty)
+        XCTAssertFalse(earlier.isOpen, "the connection of the earlier Initial is ended")
+        XCTAssertNil(h.endpoint.context.routes[h.client.originalDestinationID])
+        XCTAssertEqual(h.endpoint.connectionCount, 1)
+        XCTAssertEqual(h.endpoint.halfOpenConnectionCount, 1)
+        h.sendClientFinished(acking: flight)
+        XCTAssertEqual(h.endpoint.halfOpenConnectionCount, 0)
+        XCTAssertEqual(try serverParameters(h).retrySourceConnectionID, r.header.sourceID)
+    }
+
+    /// Only a handshake from the token's own address is ended: a half-open
+    /// connection routed by the same ID from elsewhere stays.
+    func testARetryTokenEndsNoHandshakeFromAnotherAddress() throws {
+        let h = ConnectionHarness(configuration: config { $0.retryThreshold = 1 })
+        let other = TestClient(destinationID: h.client.originalDestinationID)
+        let otherPath = DatagramPath(peer: .ipv4(0x0a00_0063, port: 50_000), local: h.path.local)
+        h.deliver(other.initialDatagram(Frames.crypto(other.clientHello)), path: otherPath)
+        let elsewhere = try XCTUnwrap(h.endpoint.context.routes[h.client.originalDestinationID])
+        _ = h.drain()
+
+        let retried = newClient(3)
+        h.deliver(retried.initialDatagram(Frames.crypto(retried.clientHello)))
+        let r = try XCTUnwrap(retry(h.drain()[0].bytes, odcid: retried.originalDestinationID))
+        // A token minted for this address over the other connection's ID
+        // (as a client that chose the same ID would get).
+        let token = h.endpoint.context.addressTokens.mintRetry(
+            address: h.path.peer, originalDestinationID: h.client.originalDestinationID,
+            retrySourceID: r.header.sourceID, now: h.now)
+        h.client.followRetry(sourceID: r.header.sourceID, token: token)
+        h.sendClientHello()
+        XCTAssertTrue(elsewhere.isOpen)
+        XCTAssertTrue(elsewhere.isHalfOpen)
+        XCTAssertEqual(h.endpoint.connectionCount, 2)
+    }
 }
