@@ -1,7 +1,7 @@
 """Soak: hours of mixed traffic, signals and worker kills, and a count of everything that went wrong.
 
 Usage: python3 benchmarks/soak.py [--duration SECONDS] [--bin PATH] [--users N] [--sighup-every S]
-                                  [--kill-every S] [--output FILE]
+                                  [--kill-every S] [--steady] [--max-rss-growth KIB_PER_MIN] [--output FILE]
 
 Two servers run `apps.soak_app:app` with `--workers 2`: one in cleartext (HTTP/1.1, h2c, WebSocket) and one
 with TLS (HTTP/1.1 and HTTP/2 over TLS, WebSocket over TLS). Against each, `--users` clients per kind of
@@ -9,7 +9,8 @@ traffic loop until the end: keep-alive and one-shot HTTP/1.1, uploads (sized and
 downloads, HTTP/2 connections with many concurrent streams, WebSocket echo and broadcast, clients that vanish
 mid-request (half a head, half a body, a reset), and malformed requests (400, 431). Every `--sighup-every`
 seconds both supervisors get SIGHUP (the workers are replaced gracefully); every `--kill-every` seconds one
-worker is killed with SIGKILL.
+worker is killed with SIGKILL. With `--steady` a third server (cleartext) gets the same traffic and no
+signal, so its workers live the whole run: a slow leak shows there, where the others' workers live a minute.
 
 What counts:
 - failures: a request or message that did not get its right answer. There must be none, except on
@@ -23,9 +24,13 @@ What counts:
 - per worker: resident memory and open descriptors every 2 s; the slope after each worker's first 10 s is
   reported (KiB and descriptors per minute), and at the end, after the load stops and idle connections
   time out, every worker's descriptors must be back to what a fresh worker holds.
+- long-lived processes (the supervisors, and the steady server's workers): the same slopes after a warm-up
+  of a tenth of the run (10 s to 5 min). On runs of 10 minutes or more they are bounded: RSS by
+  `--max-rss-growth` KiB/min (default 32, under 2 MiB an hour), descriptors by 0.1 a minute.
 - latency percentiles of the HTTP/1.1 keep-alive requests.
 
-Exits 0 when there is no failure and the descriptor check holds; 1 otherwise. The summary goes to stdout,
+Exits 0 when there is no failure, the descriptor check holds and no long-lived process grew past its
+bound; 1 otherwise. The summary goes to stdout,
 the whole report (JSON) to `--output` if given. `tests/test_soak.py` runs it for two minutes in CI.
 """
 
@@ -65,6 +70,12 @@ KILL_WINDOW_SECONDS = 3.0
 WARMUP_SECONDS = 10.0
 SAMPLE_SECONDS = 2.0
 KEEP_ALIVE_MS = 3000
+#: Growth of the long-lived processes is judged on runs at least this long (shorter ones are mostly warm-up).
+BOUNDED_FROM_SECONDS = 600.0
+#: Descriptors may come and go with connections, but not pile up: this many per minute at most, on the slope.
+MAX_FD_GROWTH_PER_MIN = 0.1
+#: Default bound on the RSS slope of a long-lived process after its warm-up (KiB per minute): 1.9 MiB an hour.
+MAX_RSS_GROWTH_KIB_PER_MIN = 32.0
 IO_TIMEOUT = 30.0
 
 
@@ -563,6 +574,33 @@ def fd_count(pid: int) -> int | None:
         return None
 
 
+def trend(points: list[tuple[float, int, int]], warmup: float) -> dict[str, Any]:
+    """One process's samples: first and last, the most descriptors, and the slopes after `warmup` seconds."""
+    first = points[0][0]
+    settled = [(t - first, rss, fds) for t, rss, fds in points if t - first >= warmup]
+    entry: dict[str, Any] = {"samples": len(points), "lifetime_s": round(points[-1][0] - first, 1),
+                             "rss_kib_first": points[0][1], "rss_kib_last": points[-1][1],
+                             "fds_max": max(p[2] for p in points)}  # fmt: skip
+    if len(settled) >= 5:
+        entry["rss_kib_after_warmup"] = settled[0][1]
+        entry["rss_kib_per_min"] = round(slope_per_minute([(t, r) for t, r, _ in settled]), 1)
+        entry["fds_per_min"] = round(slope_per_minute([(t, f) for t, _, f in settled]), 2)
+        entry["settled_s"] = round(settled[-1][0] - settled[0][0], 1)
+    return entry
+
+
+def steady_warmup(duration: float) -> float:
+    """Warm-up of the processes that live the whole run: a tenth of it, at least WARMUP_SECONDS, at most 5 min."""
+    return min(300.0, max(WARMUP_SECONDS, duration / 10))
+
+
+def too_much_growth(entry: dict[str, Any], args: argparse.Namespace) -> bool:
+    """Whether a process that lived the whole run grew past the bound (judged only on runs long enough)."""
+    if args.duration < BOUNDED_FROM_SECONDS or "rss_kib_per_min" not in entry:
+        return False
+    return entry["rss_kib_per_min"] > args.max_rss_growth or entry["fds_per_min"] > MAX_FD_GROWTH_PER_MIN
+
+
 def slope_per_minute(points: list[tuple[float, int]]) -> float:
     """Least-squares slope of (seconds, value), per minute."""
     xs = [x for x, _ in points]
@@ -572,21 +610,24 @@ def slope_per_minute(points: list[tuple[float, int]]) -> float:
     return 0.0 if den == 0 else 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den
 
 
-async def monitor(targets: list[Target], stop: asyncio.Event, series: dict[int, list[tuple[float, int, int]]]) -> None:
-    """Sample every worker's RSS and descriptors every SAMPLE_SECONDS."""
+async def monitor(
+    targets: list[Target], stop: asyncio.Event, series: dict[int, list[tuple[float, int, int]]], owners: dict[int, str]
+) -> None:
+    """Sample every supervisor's and worker's RSS and descriptors every SAMPLE_SECONDS; note whose each is."""
     while not stop.is_set():
         now = time.monotonic()
         for target in targets:
-            for pid in target.workers():
+            for pid in [target.process.pid, *target.workers()]:
                 rss, fds = rss_kib(pid), fd_count(pid)
                 if rss is not None and fds is not None:
                     series.setdefault(pid, []).append((now, rss, fds))
+                    owners[pid] = target.name
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(stop.wait(), SAMPLE_SECONDS)
 
 
 async def signals(targets: list[Target], tally: Tally, stop: asyncio.Event, args: argparse.Namespace) -> Counter[str]:
-    """SIGHUP both supervisors every --sighup-every s; SIGKILL one worker every --kill-every s."""
+    """SIGHUP the supervisors every --sighup-every s; SIGKILL one of their workers every --kill-every s."""
     sent: Counter[str] = Counter()
     begin = time.monotonic()
     next_hup, next_kill = begin + args.sighup_every, begin + args.kill_every
@@ -661,11 +702,16 @@ async def run(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
         raise SystemExit("no peregrine binary: pass --bin or put it on PATH")
     plain = start_server(binary, "plain", None, scratch / "plain.log")
     tls = start_server(binary, "tls", make_certificate(scratch), scratch / "tls.log")
-    targets = [plain, tls]
+    signalled = [plain, tls]
+    # The steady server gets the same traffic and no signal: its workers live the whole run, so their
+    # memory and descriptors over time say whether anything accumulates (the others live a minute).
+    steady = [start_server(binary, "steady", None, scratch / "steady.log")] if args.steady else []
+    targets = signalled + steady
     fresh_fds = {t.name: max(fd_count(pid) or 0 for pid in t.workers()) for t in targets}
     tally = Tally()
     stop = asyncio.Event()
     series: dict[int, list[tuple[float, int, int]]] = {}
+    owners: dict[int, str] = {}
     started = time.monotonic()
     try:
         tasks = [
@@ -675,8 +721,8 @@ async def run(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
             if not (kind == "malformed" and t.tls is not None)
             for n in range(args.users)
         ]
-        watcher = asyncio.create_task(monitor(targets, stop, series))
-        signaller = asyncio.create_task(signals(targets, tally, stop, args))
+        watcher = asyncio.create_task(monitor(targets, stop, series, owners))
+        signaller = asyncio.create_task(signals(signalled, tally, stop, args))
         await asyncio.sleep(args.duration)
         stop.set()
         await asyncio.wait_for(asyncio.gather(*tasks), IO_TIMEOUT * 2)
@@ -696,17 +742,14 @@ async def run(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
                 target.process.wait(20)
             except subprocess.TimeoutExpired:
                 target.process.kill()
-    workers = {}
-    for pid, points in series.items():
-        first = points[0][0]
-        settled = [(t - first, rss, fds) for t, rss, fds in points if t - first >= WARMUP_SECONDS]
-        entry: dict[str, Any] = {"samples": len(points), "lifetime_s": round(points[-1][0] - first, 1),
-                                 "rss_kib_first": points[0][1], "rss_kib_last": points[-1][1],
-                                 "fds_max": max(p[2] for p in points)}  # fmt: skip
-        if len(settled) >= 5:
-            entry["rss_kib_per_min"] = round(slope_per_minute([(t, r) for t, r, _ in settled]), 1)
-            entry["fds_per_min"] = round(slope_per_minute([(t, f) for t, _, f in settled]), 2)
-        workers[pid] = entry
+    supervisors = {t.process.pid: t.name for t in targets}
+    steady_workers = [pid for pid, name in owners.items() if name == "steady" and pid not in supervisors]
+    workers = {pid: trend(points, WARMUP_SECONDS) for pid, points in series.items() if pid not in supervisors}
+    long_warmup = steady_warmup(args.duration)
+    long_lived = {f"{supervisors[pid]} supervisor {pid}": trend(points, long_warmup)
+                  for pid, points in series.items() if pid in supervisors}  # fmt: skip
+    long_lived |= {f"steady worker {pid}": trend(series[pid], long_warmup) for pid in steady_workers}
+    growth = {name: entry for name, entry in long_lived.items() if too_much_growth(entry, args)}
     latencies = sorted(tally.latencies)
 
     def percentile(q: float) -> float:
@@ -729,6 +772,14 @@ async def run(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
         "latency_ms": {q: percentile(v) for q, v in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))}
         | {"count": len(latencies)},
         "workers": workers,
+        "long_lived": long_lived,
+        "long_lived_warmup_s": long_warmup,
+        "growth_bound": {
+            "rss_kib_per_min": args.max_rss_growth,
+            "fds_per_min": MAX_FD_GROWTH_PER_MIN,
+            "applies_from_s": BOUNDED_FROM_SECONDS,
+        },
+        "growth": growth,
         "fresh_worker_fds": fresh_fds,
         "quiet_worker_fds": quiet_fds,
         "fd_leaks": {k: v for k, v in fd_leaks.items() if v},
@@ -752,6 +803,14 @@ def summary(report: dict[str, Any]) -> str:
             lines.append(f"  worker {pid}: lived {entry['lifetime_s']} s, RSS {entry['rss_kib_first']}→"
                          f"{entry['rss_kib_last']} KiB ({entry['rss_kib_per_min']:+} KiB/min after warm-up), "
                          f"descriptors ≤ {entry['fds_max']} ({entry['fds_per_min']:+}/min)")  # fmt: skip
+    for name, entry in report["long_lived"].items():
+        if "rss_kib_per_min" in entry:
+            lines.append(f"  {name}: RSS {entry['rss_kib_after_warmup']}→{entry['rss_kib_last']} KiB over the "
+                         f"{entry['settled_s']} s after {report['long_lived_warmup_s']} s of warm-up "
+                         f"({entry['rss_kib_per_min']:+} KiB/min), descriptors ≤ {entry['fds_max']} "
+                         f"({entry['fds_per_min']:+}/min)")  # fmt: skip
+    for name in report["growth"]:
+        lines.append(f"  GREW past the bound ({report['growth_bound']}): {name}")
     for failure in report["failures"][:20]:
         lines.append(f"  FAILED {failure}")
     return "\n".join(lines)
@@ -766,6 +825,17 @@ def main() -> int:
     parser.add_argument("--sighup-every", type=float, default=60.0)
     parser.add_argument("--kill-every", type=float, default=180.0)
     parser.add_argument("--output", type=Path, help="write the JSON report here")
+    parser.add_argument(
+        "--steady",
+        action="store_true",
+        help="also run a third server with the same traffic and no signals, whose workers live the whole run",
+    )
+    parser.add_argument(
+        "--max-rss-growth",
+        type=float,
+        default=MAX_RSS_GROWTH_KIB_PER_MIN,
+        help="KiB/min: bound on the RSS slope of supervisors and steady workers after warm-up, on runs of 10+ min",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="soak-") as scratch:
         report = asyncio.run(run(args, Path(scratch)))
@@ -775,7 +845,12 @@ def main() -> int:
     if args.output:
         args.output.write_text(json.dumps(report, indent=1, default=str))
     sys.stdout.write(summary(report) + "\n")
-    good = not report["failures"] and not report["fd_leaks"] and all(report["servers_alive"].values())
+    good = (
+        not report["failures"]
+        and not report["fd_leaks"]
+        and not report["growth"]
+        and all(report["servers_alive"].values())
+    )
     return 0 if good else 1
 
 
