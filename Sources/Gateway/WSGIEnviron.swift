@@ -199,20 +199,8 @@ struct WSGIEnvironBuilder: ~Copyable {
             PyDict_SetItemString(env, "peregrine.proxy_ssl", value.ref)
         }
         for i in 0..<request.fieldCount {
-            let f = request.fields[i]
-            let name = request.bytes(f.name)
-            let value = request.bytes(f.value)
-            // Borrowed from `recentFields`, which keeps them until field `i`
-            // of a later request differs.
-            let key: PyRef, v: PyRef
-            if let same = recentFields.cached(i, name: name, value: value) {
-                (key, v) = same
-            } else {
-                guard let madeKey = fieldKey(name) else { continue }
-                guard let madeValue = PyOwned(stealing: Py.latin1(value)) else { PyErr_Clear(); continue }
-                (key, v) = recentFields.keep(i, name: name, value: value, key: madeKey, value: madeValue)
-            }
-            Self.insertField(env, key, v, name: name)
+            guard let (key, v) = fieldObjects(request, i) else { continue }
+            Self.insertField(env, key, v, name: request.bytes(request.fields[i].name))
         }
         // A generated request id replaces whatever the client sent under
         // its name (--request-id-header).
@@ -232,19 +220,26 @@ struct WSGIEnvironBuilder: ~Copyable {
     /// request); false (no exception set) if one could not be made.
     private mutating func fieldPairs(_ request: GatewayRequest) -> Bool {
         for i in 0..<request.fieldCount {
-            let f = request.fields[i]
-            let name = request.bytes(f.name)
-            let value = request.bytes(f.value)
-            if let same = recentFields.cached(i, name: name, value: value) {
-                given.setPair(i, same.0, same.1)
-                continue
-            }
-            guard let madeKey = fieldKey(name) else { PyErr_Clear(); return false }
-            guard let madeValue = PyOwned(stealing: Py.latin1(value)) else { PyErr_Clear(); return false }
-            let (key, v) = recentFields.keep(i, name: name, value: value, key: madeKey, value: madeValue)
+            guard let (key, v) = fieldObjects(request, i) else { return false }
             given.setPair(i, key, v)
         }
         return true
+    }
+
+    /// Field `i`'s environ key and value, borrowed from `recentFields`,
+    /// which keeps them until field `i` of a later request differs (made
+    /// when this one's bytes differ from the last); nil (no exception set)
+    /// if one could not be made.
+    private mutating func fieldObjects(_ request: GatewayRequest, _ i: Int) -> (PyRef, PyRef)? {
+        let f = request.fields[i]
+        let name = request.bytes(f.name)
+        let value = request.bytes(f.value)
+        if let same = recentFields.cached(i, name: name, value: value) { return same }
+        guard let madeKey = fieldKey(name), let madeValue = PyOwned(stealing: Py.latin1(value)) else {
+            PyErr_Clear()
+            return nil
+        }
+        return recentFields.keep(i, name: name, value: value, key: madeKey, value: madeValue)
     }
 
     /// Inserts the scratch pairs and records them as `env`'s fields.
