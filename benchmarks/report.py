@@ -11,6 +11,10 @@ import math
 import statistics
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 #: The load generator's single thread (wrk, h2load) counts as saturated from this share of a core on.
@@ -644,6 +648,28 @@ def _load(value: object) -> str:
     return " / ".join(f"{float(item):.2f}" for item in value) if isinstance(value, list) else "?"
 
 
+def _kib(value: object) -> str:
+    return f"{value / 1024:.2f} KiB" if isinstance(value, int | float) else "n/a"
+
+
+def _mib(entry: dict[str, object], key: str) -> str:
+    return f"{_number(entry, key) / 1024:.1f}"
+
+
+def _server_table(
+    servers: dict[str, dict[str, object]], columns: list[str], cells: Callable[[dict[str, object]], list[str]]
+) -> list[str]:
+    """A memory table's lines: a row per server (in SERVER_ORDER) with `cells` under `columns`, or its error."""
+    lines = ["| server | " + " | ".join(columns) + " |", "| --- |" + " ---: |" * len(columns)]
+    for name in _ordered(list(servers), SERVER_ORDER):
+        entry = servers[name]
+        if "error" in entry:
+            lines.append(f"| {name} | failed: {entry['error']} |" + " |" * (len(columns) - 1))
+        else:
+            lines.append("| " + " | ".join([name, *cells(entry)]) + " |")
+    return lines
+
+
 def render_memory(result: dict[str, object]) -> str:
     """The memory table of the app measured, with its targets, or the WebSocket or HTTP/3 one.
 
@@ -662,24 +688,15 @@ def render_memory(result: dict[str, object]) -> str:
             f"{int(str(result.get('connections', 1000))):,} idle keep-alive connections."
         ),
         "",
-        (
-            "| server | idle RSS MiB | idle PSS MiB | RSS with 1,000 idle connections MiB | added per connection "
-            "| connections still open | processes |"
-        ),
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name in _ordered(list(servers), SERVER_ORDER):
-        entry = servers[name]
-        if "error" in entry:
-            lines.append(f"| {name} | failed: {entry['error']} | | | | | |")
-            continue
-        per = entry.get("per_connection_bytes")
-        per_text = f"{per / 1024:.2f} KiB" if isinstance(per, int | float) else "n/a"
-        lines.append(
-            f"| {name} | {entry['idle_rss_kib'] / 1024:.1f} | {entry['idle_pss_kib'] / 1024:.1f} "
-            f"| {entry['loaded_rss_kib'] / 1024:.1f} | {per_text} | {entry['open_connections']} "
-            f"| {entry['processes']} |"
-        )
+    lines += _server_table(
+        servers,
+        ["idle RSS MiB", "idle PSS MiB", "RSS with 1,000 idle connections MiB", "added per connection",
+         "connections still open", "processes"],
+        lambda entry: [_mib(entry, "idle_rss_kib"), _mib(entry, "idle_pss_kib"), _mib(entry, "loaded_rss_kib"),
+                       _kib(entry.get("per_connection_bytes")), str(entry["open_connections"]),
+                       str(entry["processes"])],
+    )  # fmt: skip
     lines += ["", "| target | figures | verdict |", "| --- | --- | --- |"]
     lines += [_memory_target_row(target, servers) for target in memory_targets(app) if _measured(target, servers)]
     if app != "hello":
@@ -739,28 +756,14 @@ def _memory_target_row(target: MemoryTarget, servers: dict[str, dict[str, object
 
 def render_ws_memory(servers: dict[str, dict[str, object]], connections: int) -> str:
     """Memory with `connections` idle WebSocket connections (handshake done, one message echoed each)."""
-    lines = [
-        (
-            f"| server | idle RSS MiB | idle PSS MiB | RSS with {connections:,} idle WebSockets MiB "
-            "| PSS with them MiB | added RSS per WebSocket | connections still open | processes |"
-        ),
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for name in _ordered(list(servers), SERVER_ORDER):
-        entry = servers[name]
-        if "error" in entry:
-            lines.append(f"| {name} | failed: {entry['error']} | | | | | | |")
-            continue
-        per = entry.get("per_connection_bytes")
-        per_text = f"{per / 1024:.2f} KiB" if isinstance(per, int | float) else "n/a"
-        kib = {
-            key: float(str(entry[key])) for key in ("idle_rss_kib", "idle_pss_kib", "loaded_rss_kib", "loaded_pss_kib")
-        }
-        lines.append(
-            f"| {name} | {kib['idle_rss_kib'] / 1024:.1f} | {kib['idle_pss_kib'] / 1024:.1f} "
-            f"| {kib['loaded_rss_kib'] / 1024:.1f} | {kib['loaded_pss_kib'] / 1024:.1f} | {per_text} "
-            f"| {entry['open_connections']} | {entry['processes']} |"
-        )
+    lines = _server_table(
+        servers,
+        ["idle RSS MiB", "idle PSS MiB", f"RSS with {connections:,} idle WebSockets MiB", "PSS with them MiB",
+         "added RSS per WebSocket", "connections still open", "processes"],
+        lambda entry: [_mib(entry, "idle_rss_kib"), _mib(entry, "idle_pss_kib"), _mib(entry, "loaded_rss_kib"),
+                       _mib(entry, "loaded_pss_kib"), _kib(entry.get("per_connection_bytes")),
+                       str(entry["open_connections"]), str(entry["processes"])],
+    )  # fmt: skip
     return "\n".join(lines)
 
 
@@ -768,30 +771,17 @@ def render_ws_memory(servers: dict[str, dict[str, object]], connections: int) ->
 H3_IDLE_BEYOND_TLS_BYTES = 8 * 1024
 
 
-def _kib(value: object) -> str:
-    return f"{value / 1024:.2f} KiB" if isinstance(value, int | float) else "n/a"
-
-
 def render_h3_memory(servers: dict[str, dict[str, object]], connections: int) -> str:
     """Memory with `connections` idle HTTP/3 connections, the TLS estimate, and issue 15's 8 KiB target."""
-    lines = [
-        (
-            f"| server | idle RSS MiB | idle PSS MiB | RSS with {connections:,} idle HTTP/3 connections MiB "
-            "| added per connection | TLS state (estimate) | beyond TLS | connections | processes |"
-        ),
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for name in _ordered(list(servers), SERVER_ORDER):
-        entry = servers[name]
-        if "error" in entry:
-            lines.append(f"| {name} | failed: {entry['error']} | | | | | | | |")
-            continue
-        lines.append(
-            f"| {name} | {_number(entry, 'idle_rss_kib') / 1024:.1f} | {_number(entry, 'idle_pss_kib') / 1024:.1f} "
-            f"| {_number(entry, 'loaded_rss_kib') / 1024:.1f} | {_kib(entry.get('per_connection_bytes'))} "
-            f"| {_kib(entry.get('tls_state_bytes'))} | {_kib(entry.get('beyond_tls_bytes'))} "
-            f"| {entry.get('open_connections')} | {entry.get('processes')} |"
-        )
+    lines = _server_table(
+        servers,
+        ["idle RSS MiB", "idle PSS MiB", f"RSS with {connections:,} idle HTTP/3 connections MiB",
+         "added per connection", "TLS state (estimate)", "beyond TLS", "connections", "processes"],
+        lambda entry: [_mib(entry, "idle_rss_kib"), _mib(entry, "idle_pss_kib"), _mib(entry, "loaded_rss_kib"),
+                       _kib(entry.get("per_connection_bytes")), _kib(entry.get("tls_state_bytes")),
+                       _kib(entry.get("beyond_tls_bytes")), str(entry.get("open_connections")),
+                       str(entry.get("processes"))],
+    )  # fmt: skip
     lines += ["", "| target | figures | verdict |", "| --- | --- | --- |"]
     for name in ("peregrine-wsgi", "peregrine-asgi"):
         entry = servers.get(name, {})
