@@ -28,13 +28,8 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     private var ended = false
     private var endCode = 1006
     private var endReason: PyOwned?
-    /// Messages made for the application and not yet received, each a new
-    /// reference: an array of owners would need a noncopyable collection, so
-    /// they are released by hand (by `receive()`, which hands them on, or at
-    /// `taskDone`).
-    private var queue: [PyRef] = []
-    private var queuedBytes = 0
-    private var paused = false
+    /// Messages made for the application and not yet received.
+    private var inbox = ASGIInbox()
     private var waiters = ASGIWaiters()
 
 
@@ -69,15 +64,9 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
     }
 
     private func dequeue() -> PyRef? {
-        guard !queue.isEmpty else { return nil }
-        let m = queue.removeFirst()
-        // A message this conversation made and queued, not yet seen by the
-        // application: borrowing from it is safe.
-        if let data = PyDict_GetItem(m, keys.bytes) ?? PyDict_GetItem(m, keys.text) { queuedBytes -= PyObject_Length(data) }
-        if paused && queue.count < gateway.webSocketMaxQueue && queuedBytes < gateway.webSocketMaxQueueBytes {
-            paused = false
-            exchange?.resumeReading()
-        }
+        guard let (m, resume) = inbox.removeFirst(maxCount: gateway.webSocketMaxQueue,
+                                                  maxBytes: gateway.webSocketMaxQueueBytes) else { return nil }
+        if resume { exchange?.resumeReading() }
         return m
     }
 
@@ -282,8 +271,7 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
             ? PyUnicode_DecodeUTF8(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count, "strict")
             : Py.bytes(bytes)) else { PyErr_Clear(); return }
         PyDict_SetItem(m.ref, text ? keys.text : keys.bytes, data.ref)
-        queue.append(m.take())
-        queuedBytes += bytes.count
+        inbox.append(m.take(), bytes: bytes.count)
         // A waiting receive() takes the message when it resumes (one
         // cancelled meanwhile leaves it queued for the next); it is on its
         // way out, so it does not count towards pausing.
@@ -291,8 +279,7 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
             gateway.resolve(waiter.ref, Py.none)
             return
         }
-        if !paused && (queue.count >= gateway.webSocketMaxQueue || queuedBytes >= gateway.webSocketMaxQueueBytes) {
-            paused = true
+        if inbox.pauseIfFull(maxCount: gateway.webSocketMaxQueue, maxBytes: gateway.webSocketMaxQueueBytes) {
             exchange?.pauseReading()
         }
     }
@@ -333,7 +320,6 @@ final class ASGIWebSocket: WebSocketDelegate, ASGIConversation {
             }
         }
         waiters.releaseAll()
-        for m in queue { Py.decref(m) }
-        queue.removeAll()
+        inbox.releaseAll()
     }
 }

@@ -31,11 +31,8 @@ final class ASGIWebTransport: WebTransportDelegate, ASGIConversation {
     private var endCode: UInt32 = 0
     private var endReason: PyOwned?
     private var disconnectRepeats = 0
-    /// Messages made for the application and not yet received, each a new
-    /// reference (released by `receive()` or at `taskDone`).
-    private var queue: [PyRef] = []
-    private var queuedBytes = 0
-    private var paused = false
+    /// Messages made for the application and not yet received.
+    private var inbox = ASGIInbox()
     private var waiters = ASGIWaiters()
 
     static let maxDisconnectRepeats = 100
@@ -61,13 +58,9 @@ final class ASGIWebTransport: WebTransportDelegate, ASGIConversation {
             connectDelivered = true
             return .message(message(wt.connect))
         }
-        if !queue.isEmpty {
-            let m = queue.removeFirst()
-            if let data = PyDict_GetItem(m, wt.data) { queuedBytes -= PyObject_Length(data) }
-            if paused && queue.count < gateway.webSocketMaxQueue && queuedBytes < gateway.webSocketMaxQueueBytes {
-                paused = false
-                exchange?.resumeReading()
-            }
+        if let (m, resume) = inbox.removeFirst(maxCount: gateway.webSocketMaxQueue,
+                                               maxBytes: gateway.webSocketMaxQueueBytes) {
+            if resume { exchange?.resumeReading() }
             return .message(m)
         }
         if ended || refused {
@@ -102,14 +95,12 @@ final class ASGIWebTransport: WebTransportDelegate, ASGIConversation {
 
     /// Queues `m` (a new reference) for the application.
     private func deliver(_ m: PyRef, bytes: Int = 0) {
-        queue.append(m)
-        queuedBytes += bytes
+        inbox.append(m, bytes: bytes)
         if let waiter = waiters.takeReceive(gateway) {
             gateway.resolve(waiter.ref, Py.none)
             return
         }
-        if !paused && (queue.count >= gateway.webSocketMaxQueue || queuedBytes >= gateway.webSocketMaxQueueBytes) {
-            paused = true
+        if inbox.pauseIfFull(maxCount: gateway.webSocketMaxQueue, maxBytes: gateway.webSocketMaxQueueBytes) {
             exchange?.pauseReading()
         }
     }
@@ -397,7 +388,7 @@ final class ASGIWebTransport: WebTransportDelegate, ASGIConversation {
 
     func datagramReceived(_ bytes: UnsafeRawBufferPointer) -> Bool {
         // The queue is full (reading paused): dropped rather than held.
-        guard !ended, !paused, let data = PyOwned(stealing: Py.bytes(bytes)) else { PyErr_Clear(); return false }
+        guard !ended, !inbox.paused, let data = PyOwned(stealing: Py.bytes(bytes)) else { PyErr_Clear(); return false }
         let m = message(wt.datagramReceive)
         PyDict_SetItem(m, wt.data, data.ref)
         deliver(m, bytes: bytes.count)
@@ -447,8 +438,7 @@ final class ASGIWebTransport: WebTransportDelegate, ASGIConversation {
         waiters.releaseAll()
         for tag in openTags.values { Py.decref(tag) }
         openTags.removeAll()
-        for m in queue { Py.decref(m) }
-        queue.removeAll()
+        inbox.releaseAll()
     }
 }
 

@@ -27,6 +27,7 @@ from websocket_support import (  # noqa: E402
     APP,
     BINARY,
     CONT,
+    TEXT,
     WebSocketConnection,
     accept_for,
     assert_ws_still_serving,
@@ -216,3 +217,23 @@ def test_message_of_a_receive_cancelled_once_it_was_ready_goes_to_the_next_recei
         assert ws.read_text() == "and after"
         ws.send_close(1000)
         assert ws.expect_close().close_code == 1000
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("bound", [["--ws-max-queue-bytes", "4096"], ["--ws-max-queue", "2"]])
+def test_queued_non_ascii_text_leaves_the_queue_bounds_as_it_entered(
+    start_server: Callable[..., Server], bound: list[str]
+) -> None:
+    """A text message is counted by its UTF-8 bytes when queued and must be taken off by the same count: counting
+    its characters on the way out (1,000 for these 2,000 bytes) left the queue looking fuller after every message,
+    until reading paused for good and the connection stalled."""
+    server = start_server(APP, *bound)
+    text = "é" * 1000
+    ws = small_buffer_handshake(server, f"/echo?id={unique('utf8')}")
+    with ws:
+        for _ in range(3):
+            # Sent together, so that most wait in the queue (and reading pauses) while the application echoes.
+            ws.send_raw(b"".join(frame(TEXT, text.encode()) for _ in range(40)))
+            for index in range(40):
+                assert ws.read_message(timeout=10) == (TEXT, text.encode()), f"echo {index} did not come"
+    assert_ws_still_serving(server)
