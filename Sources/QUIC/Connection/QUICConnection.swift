@@ -276,6 +276,17 @@ public final class QUICConnection {
     var localID: ConnectionID { localIDs.active.first?.id ?? .empty }
 
     var isOpen: Bool { if case .open = lifecycle { true } else { false } }
+    /// Streams' received bytes can be read while open and while draining:
+    /// what the peer sent before its CONNECTION_CLOSE (in the same packet,
+    /// or read in the same batch of datagrams) is still the application's,
+    /// a WebTransport session's close capsule say. A draining connection
+    /// sends nothing (§10.2.2), so the credit reading returns goes nowhere.
+    var mayReadStreams: Bool {
+        switch lifecycle {
+        case .open, .draining: true
+        case .closing, .terminated: false
+        }
+    }
     var handshakeConfirmed: Bool { isHandshakeComplete }  // server: confirmed at completion (RFC 9001 §4.1.2)
 
     public var negotiatedProtocol: [UInt8]? { handshake.negotiatedProtocol }
@@ -296,11 +307,12 @@ public final class QUICConnection {
 extension QUICConnection {
     /// Calls `body` with the stream's readable bytes (in order) and whether
     /// the FIN follows them; `body` says how many it consumed. nil when the
-    /// stream has no receive side (unknown, closed, reset, or ours).
+    /// stream has no receive side (unknown, closed, reset, or ours), or the
+    /// connection is closing or gone (see `mayReadStreams`).
     /// Consuming returns flow-control credit (§4.2).
     public func withReadableBytes<R>(stream id: UInt64,
                                      _ body: (UnsafeRawBufferPointer, _ finAfter: Bool) -> (consumed: Int, result: R)) -> R? {
-        guard isOpen, let s = streams[id], s.receive != nil, !s.receive!.abandoned else { return nil }
+        guard mayReadStreams, let s = streams[id], s.receive != nil, !s.receive!.abandoned else { return nil }
         switch s.receive!.state {
         case .receiving, .sizeKnown, .dataReceived: break
         default: return nil

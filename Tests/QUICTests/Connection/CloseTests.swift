@@ -86,6 +86,34 @@ final class CloseTests: XCTestCase {
         XCTAssertEqual(h.endpoint.connectionCount, 0)
     }
 
+    /// What the peer sent before its CONNECTION_CLOSE (here in the same
+    /// packet) can still be read while draining, in order and with its
+    /// FIN: a WebTransport session's close capsule followed at once by the
+    /// connection's close was lost before. Once terminated, nothing.
+    func testDataBeforeThePeerCloseCanBeReadWhileDraining() {
+        let (h, c) = established()
+        let capsule: [UInt8] = Array("close capsule".utf8)
+        h.send1RTT(Frames.stream(0, capsule, fin: true) + Frames.connectionClose(code: 0, application: true, reason: []))
+        XCTAssertEqual(h.takeEvents(), [.streamOpened(0), .streamReadable(0),
+                                        .closed(.peer(errorCode: 0, application: true, reason: []))])
+        let read = c.withReadableBytes(stream: 0) { bytes, fin in (bytes.count, (Array(bytes), fin)) }
+        XCTAssertEqual(read?.0, capsule)
+        XCTAssertEqual(read?.1, true)
+        XCTAssertTrue(h.drain().isEmpty, "reading while draining sends nothing (no MAX_STREAM_DATA)")
+        h.advance(toDeadline: ())
+        XCTAssertEqual(h.endpoint.connectionCount, 0)
+        XCTAssertNil(c.withReadableBytes(stream: 0) { bytes, _ in (bytes.count, ()) })
+    }
+
+    /// We closed (closing state): the streams are not read any more.
+    func testNothingIsReadOnceWeClosed() {
+        let (h, c) = established()
+        h.send1RTT(Frames.stream(0, Array("late".utf8)))
+        _ = h.takeEvents()
+        c.close(errorCode: 0x100, reason: [], application: true)
+        XCTAssertNil(c.withReadableBytes(stream: 0) { bytes, _ in (bytes.count, ()) })
+    }
+
     /// §10.2.3: a close before the handshake completes goes in Initial and
     /// Handshake packets; an application close becomes APPLICATION_ERROR
     /// without its reason; the datagram with the Initial is padded.
