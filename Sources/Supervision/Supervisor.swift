@@ -339,6 +339,10 @@ final class Supervisor {
         if restartInFlight == rec.pid {
             restartInFlight = nil
             continueRollingRestart()
+        } else if restartInFlight == nil && !restartQueue.isEmpty {
+            // The worker a rolling restart was replacing died meanwhile, and
+            // this one took its slot instead: the restart goes on from here.
+            continueRollingRestart()
         }
     }
 
@@ -402,6 +406,18 @@ final class Supervisor {
                 // A failed replacement leaves the old worker serving; the
                 // replacement is tried again after the delay.
                 respawns.append((rec.slot, rec.replaces, Instant.now().adding(milliseconds: delay)))
+                continue
+            }
+            // Its replacement may be on its way already (a rolling restart's,
+            // --max-requests', or a start being retried): that one takes the
+            // slot. Another would leave the slot two workers for good, each
+            // later SIGHUP replacing both.
+            if let successor = workers.values.first(where: { $0.slot == rec.slot && $0.state != .draining }) {
+                Log.warning("worker \(pid) \(how); worker \(successor.pid) replaces it")
+                continue
+            }
+            if respawns.contains(where: { $0.slot == rec.slot }) {
+                Log.warning("worker \(pid) \(how); its replacement is about to start")
                 continue
             }
             Log.warning("worker \(pid) \(how); starting a replacement")

@@ -326,3 +326,60 @@ def test_a_broken_deploy_on_sighup_keeps_the_old_worker_serving_until_giving_up(
     exited = expect_exit(server, 1, timeout=25)
     assert exited - hupped < 20, f"gave up {exited - hupped:.1f}s after SIGHUP"
     assert "failed to start 5 times in a row" in "\n".join(server.stderr.lines[mark:]), server.excerpt(80)
+
+
+SLOW_START = '''\
+"""Imports slowly while the file `slow` exists beside it (the replacements of a test's SIGHUP)."""
+
+import os
+import pathlib
+import time
+
+if (pathlib.Path(__file__).parent / "slow").exists():
+    time.sleep(3)
+
+
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [str(os.getpid()).encode()]
+'''
+
+
+@pytest.mark.timeout(60)
+def test_workers_killed_while_their_replacements_start_leave_one_worker_per_slot(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    """A SIGHUP's rolling restart is starting the replacement of one worker when both old workers die. The first
+    one's slot is taken by the replacement already starting, the second's by a new worker, and the restart goes on:
+    two workers in the end. A replacement of its own for the first (as before) left three for good, every later
+    SIGHUP replacing all three (seen in an hour's soak, whose kills fell on its SIGHUPs)."""
+    (tmp_path / "slow_start.py").write_text(SLOW_START, encoding="utf-8")
+    server = serve("slow_start:app", "--workers", "2", "--python-path", str(tmp_path), cwd=tmp_path)
+    old = wait_for_workers(server, 2)
+    (tmp_path / "slow").write_text("")
+    mark = len(server.stderr.lines)
+    server.process.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 5
+    while not workers(server) - old:  # the first replacement is starting (3 s of import)
+        assert time.monotonic() < deadline, server.excerpt(40)
+        time.sleep(0.02)
+    for pid in old:
+        os.kill(pid, signal.SIGKILL)
+    (tmp_path / "slow").unlink()
+    # Settled: every old worker gone, two new ones serving, and it stays so.
+    deadline = time.monotonic() + 20
+    while not (len(workers(server)) == 2 and not workers(server) & old):
+        assert time.monotonic() < deadline, f"workers {workers(server)}:\n{server.excerpt(40)}"
+        time.sleep(0.1)
+    time.sleep(4)
+    assert len(workers(server)) == 2, f"workers {workers(server)}:\n{server.excerpt(40)}"
+    assert "replaces it" in "\n".join(server.stderr.lines[mark:]), server.excerpt(40)
+    assert get_pid(server, "/") in workers(server)
+    # A later SIGHUP replaces the two, one by one, and leaves two.
+    settled = workers(server)
+    server.process.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 20
+    while workers(server) & settled or len(workers(server)) != 2:
+        assert time.monotonic() < deadline, f"workers {workers(server)}:\n{server.excerpt(40)}"
+        time.sleep(0.1)
+    assert stop_with(server) == 0, server.excerpt(40)
