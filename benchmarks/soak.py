@@ -29,8 +29,8 @@ What counts:
   `--max-rss-growth` KiB/min (default 32, under 2 MiB an hour), descriptors by 0.1 a minute.
 - latency percentiles of the HTTP/1.1 keep-alive requests.
 
-Exits 0 when there is no failure, the descriptor check holds and no long-lived process grew past its
-bound; 1 otherwise. The summary goes to stdout,
+Exits 0 when there is no failure, the descriptor check holds, every server has its two workers once the load is
+over (not a slot filled twice), and no long-lived process grew past its bound; 1 otherwise. The summary goes to stdout,
 the whole report (JSON) to `--output` if given. `tests/test_soak.py` runs it for two minutes in CI.
 """
 
@@ -70,6 +70,8 @@ KILL_WINDOW_SECONDS = 3.0
 WARMUP_SECONDS = 10.0
 SAMPLE_SECONDS = 2.0
 KEEP_ALIVE_MS = 3000
+#: Worker processes per server (`--workers`).
+WORKERS = 2
 #: Growth of the long-lived processes is judged on runs at least this long (shorter ones are mostly warm-up).
 BOUNDED_FROM_SECONDS = 600.0
 #: Descriptors may come and go with connections, but not pile up: this many per minute at most, on the slope.
@@ -655,12 +657,25 @@ async def signals(targets: list[Target], tally: Tally, stop: asyncio.Event, args
     return sent
 
 
+async def settled_worker_counts(targets: list[Target], timeout: float = 15.0) -> dict[str, int]:
+    """Each server's worker count once the load is over, waiting up to `timeout` for WORKERS each.
+
+    Replacements may still be starting or draining; more than WORKERS after that is a slot filled twice.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        counts = {t.name: len(t.workers()) for t in targets}
+        if all(count == WORKERS for count in counts.values()) or time.monotonic() > deadline:
+            return counts
+        await asyncio.sleep(0.5)
+
+
 def start_server(binary: str, name: str, tls_files: tuple[Path, Path] | None, log: Path) -> Target:
     """Start one server with `--workers 2` and wait until both workers run and it accepts."""
     with socket.socket() as probe:
         probe.bind((HOST, 0))
         port = probe.getsockname()[1]
-    argv = [binary, "--host", HOST, "--port", str(port), "--workers", "2", "--app-dir", str(HERE),
+    argv = [binary, "--host", HOST, "--port", str(port), "--workers", str(WORKERS), "--app-dir", str(HERE),
             "--keep-alive", str(KEEP_ALIVE_MS), "--graceful-timeout", "5000", "--log-level", "warning",
             "--max-header-size", "32k"]  # fmt: skip
     if tls_files is not None:
@@ -677,7 +692,7 @@ def start_server(binary: str, name: str, tls_files: tuple[Path, Path] | None, lo
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise SystemExit(f"{name} server exited with {process.returncode}: {log.read_text()[-2000:]}")
-        if len(target.workers()) == 2:
+        if len(target.workers()) == WORKERS:
             with contextlib.suppress(OSError), socket.create_connection((HOST, port), timeout=1):
                 return target
         time.sleep(0.1)
@@ -732,6 +747,7 @@ async def run(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
         # Idle keep-alive connections time out, replaced workers finish draining: then every worker
         # should hold what a fresh one holds.
         await asyncio.sleep(KEEP_ALIVE_MS / 1000 + 6)
+        worker_counts = await settled_worker_counts(targets)
         quiet_fds = {t.name: {pid: fd_count(pid) for pid in t.workers()} for t in targets}
         alive = {t.name: t.process.poll() is None for t in targets}
     finally:
@@ -783,6 +799,7 @@ async def run(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
         "fresh_worker_fds": fresh_fds,
         "quiet_worker_fds": quiet_fds,
         "fd_leaks": {k: v for k, v in fd_leaks.items() if v},
+        "worker_counts": worker_counts,
         "servers_alive": alive,
     }
 
@@ -797,6 +814,7 @@ def summary(report: dict[str, Any]) -> str:
         f"  deliberate abuse: {report['deliberate']}",
         f"  HTTP/1.1 keep-alive latency (ms): {report['latency_ms']}",
         f"  descriptors of fresh workers {report['fresh_worker_fds']}, after the load {report['quiet_worker_fds']}",
+        f"  workers per server after the load (want {WORKERS}): {report['worker_counts']}",
     ]
     for pid, entry in report["workers"].items():
         if "rss_kib_per_min" in entry:
@@ -848,6 +866,7 @@ def main() -> int:
     good = (
         not report["failures"]
         and not report["fd_leaks"]
+        and all(count == WORKERS for count in report["worker_counts"].values())
         and not report["growth"]
         and all(report["servers_alive"].values())
     )
