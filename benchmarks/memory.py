@@ -35,8 +35,8 @@ of the 1,000 connections completes the WebSocket handshake, has one 32-byte text
 With --h3, the HTTP/3 servers (peregrine with --http3, hypercorn, aioquic's example server, Caddy) serve `hello`
 and `h3load --idle N --hold S` opens the N QUIC connections, completes one request on each and holds them idle;
 as for HTTP/1.1, a burst of WARM_UP_CONNECTIONS such connections, closed, comes before the idle reading (the code
-the first handshakes fault in, 7.5 MiB for peregrine, is nobody's per-connection cost; the runs before 3 December
-2026 counted it: 7.5 KiB per connection with 1,000, 38 KiB with 200).
+the first QUIC handshakes fault in is nobody's per-connection cost: for peregrine it moved the idle reading by
+2.3-2.8 MiB, and the per-connection figure with 1,000 by 2.5-2.9 KiB, which the runs before 3 December 2026 count).
 For peregrine the share of that which is TLS state is estimated as well: the same server started for HTTP/1.1
 over TLS and for HTTP/1.1 in clear text, N idle keep-alive connections each (one request made); the difference
 of the two per-connection costs is what a TLS connection's state (OpenSSL's SSL object and its buffers) adds,
@@ -218,8 +218,8 @@ def warm_up_h3(port: int, env: Environment, count: int = WARM_UP_CONNECTIONS) ->
     """`h3load --idle COUNT` for a moment: the HTTP/3 burst served and closed before the idle reading.
 
     As `warm_up` for HTTP/1.1 (see WARM_UP_CONNECTIONS): the first QUIC handshakes fault in the code they run
-    (peregrine: about 7.5 MiB of libcrypto, libssl, the Swift runtime and the worker's own text, once), which is no
-    idle connection's cost. Connections that fail are not an error here; the measured burst reports its own.
+    (libcrypto's, the Swift runtime's, the worker's QUIC and HTTP/3 code), once, which is no idle connection's cost.
+    Connections that fail are not an error here; the measured burst reports its own.
     """
     if env.h3load is None:
         raise ValueError("--h3 needs the compiled h3load (Environment.h3load)")
