@@ -35,7 +35,8 @@ public enum InitialKeys {
     /// Destination Connection ID.
     public static func derive(destinationID: ConnectionID, version: QUICVersion) -> (client: PacketKeys, server: PacketKeys) {
         let s = secrets(destinationID: destinationID, version: version)
-        return (PacketKeys(suite: .aes128GCM, secret: s.client, version: version),
-                PacketKeys(suite: .aes128GCM, secret: s.server, version: version))
+        // Discarded with the Initial space (RFC 9001 §4.9.1): on the handshake heap.
+        return (PacketKeys.forHandshake(suite: .aes128GCM, secret: s.client, version: version),
+                PacketKeys.forHandshake(suite: .aes128GCM, secret: s.server, version: version))
     }
 }
