@@ -55,7 +55,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import h2.config
 import h2.connection
@@ -63,6 +63,9 @@ import h2.events
 import websockets
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
 
 HERE = Path(__file__).resolve().parent
 HOST = "127.0.0.1"
@@ -202,7 +205,11 @@ async def h1_keepalive(target: Target, tally: Tally) -> None:
     """20 GETs on one connection; a reused connection closed by the server is reopened and the GET resent."""
     kind = f"{target.name}:h1-keepalive"
     worker = None
-    reader, writer = await open_h1(target)
+    try:
+        reader, writer = await open_h1(target)
+    except (TimeoutError, OSError, ssl.SSLError) as error:
+        tally.fail(kind, worker, error)
+        return
     try:
         sent = 0
         while sent < 20:
@@ -533,25 +540,28 @@ async def user(target: Target, tally: Tally, stop: asyncio.Event, seed: int, kin
     """One client looping over one kind of traffic until `stop`."""
     rng = random.Random(seed)  # noqa: S311 - load shapes, not secrets
     while not stop.is_set():
-        if kind == "h1-keepalive":
-            await h1_keepalive(target, tally)
-        elif kind == "h1-oneshot":
-            await h1_oneshot(target, tally)
-        elif kind == "upload":
-            await h1_upload(target, tally, rng)
-        elif kind == "download":
-            await h1_download(target, tally, rng)
-        elif kind == "h2":
-            await h2_burst(target, tally, rng)
-        elif kind == "ws-echo":
-            await websocket(target, tally, rng, "/ws/echo")
-        elif kind == "ws-broadcast":
-            await websocket(target, tally, rng, "/ws/broadcast")
-        elif kind == "vanish":
-            await vanish(target, tally, rng)
-        elif kind == "malformed":
-            await malformed(target, tally, rng)
+        try:
+            await one_round(target, tally, rng, kind)
+        except Exception as error:  # noqa: BLE001 - a client bug must not cost the run its report
+            tally.failures.append({"kind": f"{target.name}:{kind}", "worker": None, "at": time.monotonic(),
+                                   "error": f"the soak client itself raised {error!r}"})  # fmt: skip
         await asyncio.sleep(rng.random() * 0.02)
+
+
+async def one_round(target: Target, tally: Tally, rng: random.Random, kind: str) -> None:
+    """One connection's worth of `kind` traffic."""
+    rounds: dict[str, Callable[[], Awaitable[None]]] = {
+        "h1-keepalive": lambda: h1_keepalive(target, tally),
+        "h1-oneshot": lambda: h1_oneshot(target, tally),
+        "upload": lambda: h1_upload(target, tally, rng),
+        "download": lambda: h1_download(target, tally, rng),
+        "h2": lambda: h2_burst(target, tally, rng),
+        "ws-echo": lambda: websocket(target, tally, rng, "/ws/echo"),
+        "ws-broadcast": lambda: websocket(target, tally, rng, "/ws/broadcast"),
+        "vanish": lambda: vanish(target, tally, rng),
+        "malformed": lambda: malformed(target, tally, rng),
+    }
+    await rounds[kind]()
 
 
 KINDS = ["h1-keepalive", "h1-oneshot", "upload", "download", "h2", "ws-echo", "ws-broadcast", "vanish", "malformed"]
