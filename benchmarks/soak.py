@@ -55,7 +55,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import h2.config
 import h2.connection
@@ -63,9 +63,6 @@ import h2.events
 import websockets
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
-
-if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
 
 HERE = Path(__file__).resolve().parent
 HOST = "127.0.0.1"
@@ -550,18 +547,24 @@ async def user(target: Target, tally: Tally, stop: asyncio.Event, seed: int, kin
 
 async def one_round(target: Target, tally: Tally, rng: random.Random, kind: str) -> None:
     """One connection's worth of `kind` traffic."""
-    rounds: dict[str, Callable[[], Awaitable[None]]] = {
-        "h1-keepalive": lambda: h1_keepalive(target, tally),
-        "h1-oneshot": lambda: h1_oneshot(target, tally),
-        "upload": lambda: h1_upload(target, tally, rng),
-        "download": lambda: h1_download(target, tally, rng),
-        "h2": lambda: h2_burst(target, tally, rng),
-        "ws-echo": lambda: websocket(target, tally, rng, "/ws/echo"),
-        "ws-broadcast": lambda: websocket(target, tally, rng, "/ws/broadcast"),
-        "vanish": lambda: vanish(target, tally, rng),
-        "malformed": lambda: malformed(target, tally, rng),
-    }
-    await rounds[kind]()
+    if kind == "h1-keepalive":
+        await h1_keepalive(target, tally)
+    elif kind == "h1-oneshot":
+        await h1_oneshot(target, tally)
+    elif kind == "upload":
+        await h1_upload(target, tally, rng)
+    elif kind == "download":
+        await h1_download(target, tally, rng)
+    elif kind == "h2":
+        await h2_burst(target, tally, rng)
+    elif kind == "ws-echo":
+        await websocket(target, tally, rng, "/ws/echo")
+    elif kind == "ws-broadcast":
+        await websocket(target, tally, rng, "/ws/broadcast")
+    elif kind == "vanish":
+        await vanish(target, tally, rng)
+    elif kind == "malformed":
+        await malformed(target, tally, rng)
 
 
 KINDS = ["h1-keepalive", "h1-oneshot", "upload", "download", "h2", "ws-echo", "ws-broadcast", "vanish", "malformed"]
