@@ -52,9 +52,10 @@ public struct Poller: ~Copyable {
     }
 
     /// Waits up to `timeoutMilliseconds` (-1: forever) and returns how many
-    /// events are ready; read them with `event(at:)`.
-    public func wait(timeoutMilliseconds: Int32) -> Int {
-        let n = csys_epoll_wait(fd, events, Int32(Poller.batch), timeoutMilliseconds)
+    /// events are ready, at most `maxEvents` (the rest stay ready, in the
+    /// order they became so); read them with `event(at:)`.
+    public func wait(timeoutMilliseconds: Int32, maxEvents: Int = Poller.batch) -> Int {
+        let n = csys_epoll_wait(fd, events, Int32(min(maxEvents, Poller.batch)), timeoutMilliseconds)
         return n < 0 ? 0 : Int(n)
     }
 

@@ -41,6 +41,8 @@ final class Worker {
     private(set) var wsgiPool: WSGIPool?
     /// This worker's asyncio loop (ASGI; unused under WSGI).
     let loopDriver = EventLoopDriver()
+    /// ASGI: the events one loop iteration takes (see PollBudget).
+    private var pollBudget = PollBudget(ceiling: Poller.batch)
     let headerTable: H1HeaderTable
     let fieldSpans: UnsafeMutablePointer<FieldSpans>
     let accessLog: AccessLog
@@ -330,7 +332,9 @@ final class Worker {
             clock.forgetReading(applicationMayRun: true)
         }
         loopDriver.poll = { [unowned self] in
-            let n = poller.wait(timeoutMilliseconds: 0)
+            if pollBudget.wantsReading { pollBudget.reading(csys_thread_cpu_ns()) }
+            let n = poller.wait(timeoutMilliseconds: 0, maxEvents: pollBudget.maxEvents)
+            pollBudget.took(n)
             handle(n)
             if finished { loopDriver.stop() } else { scheduleTimer() }
             // Tasks run next, at times of their own.

@@ -79,6 +79,7 @@ int csys_epoll_wait(int epfd, csys_event *events, int max, int timeout_ms);
 
 // Clocks.
 int64_t csys_monotonic_ns(void);
+int64_t csys_thread_cpu_ns(void);
 int64_t csys_realtime_s(void);
 // IMF-fixdate (RFC 9110 §5.6.7) for a Unix time, 29 bytes written to out.
 void csys_http_date(int64_t unix_seconds, char out[29]);
