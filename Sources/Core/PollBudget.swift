@@ -21,9 +21,8 @@
 /// that time the loop spent waiting for something to do is not counted as
 /// work. A reading is a system call (about 0.26 µs here), taken only once at
 /// least `minimumSample` events were taken since the last one: under 0.02 µs
-/// a request. A small
-/// request costs about 10 µs, so for `hello` the budget stays above anything
-/// 64 connections can have ready, and nothing changes.
+/// a request. A small request costs about 10 µs, so for `hello` the budget
+/// stays above anything 64 connections can have ready, and nothing changes.
 public struct PollBudget: Sendable {
     /// The work one iteration should hold, in nanoseconds of CPU time.
     public static let window: Int64 = 1_000_000
