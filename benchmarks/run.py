@@ -218,7 +218,10 @@ def setup_venv(reinstall_peregrine: bool) -> None:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     peers_installed = all((venv / "bin" / peer).exists() for peer in ("granian", "uvicorn", "hypercorn"))
     if not peers_installed or not any(venv.glob("lib/python*/site-packages/aioquic")):  # hypercorn[h3]'s aioquic
-        log("installing the peer servers (bjoern needs apt's libev-dev)")
+        # bjoern compiles against libev; without its header pip fails deep in a compiler log.
+        if not any(Path(d, "ev.h").exists() for d in ("/usr/include", "/usr/include/libev", "/usr/local/include")):
+            raise SystemExit("bjoern needs libev's header: apt-get install libev-dev, then run --setup again")
+        log("installing the peer servers")
         pip("install", "-r", str(harness.BENCH_DIR / "requirements.txt"))
     if reinstall_peregrine or not (venv / "bin" / "peregrine").exists():
         install_peregrine()

@@ -51,9 +51,20 @@ struct PacketSpaceState {
 /// the first one of the current phase belongs to the previous keys (and,
 /// after an update of ours, so does every packet of the other phase until
 /// the peer sent one in the new phase).
+///
+/// The next read keys are derived ahead (§6.3: "generally expected to have
+/// current and next receive packet protection keys available"), so that
+/// opening a packet with the other phase takes no longer than one with the
+/// current phase (§9.5). An idle connection gives them back (their AEAD
+/// context is about 1.2 KB of its heap, QUICConnection+IdleMemory.swift);
+/// the first packet that reaches the key phase afterwards derives them
+/// again before its phase bit is looked at, so its timing says nothing of
+/// that bit either.
 struct KeyPhase {
     var phase = false
-    var nextRead: PacketKeys
+    /// The next generation of the current read keys; nil once an idle
+    /// release gave them back (`next(after:)` derives them again).
+    var nextRead: PacketKeys?
     var previousRead: PacketKeys?
     var discardPreviousAt: Instant?
     /// The lowest packet number received in the current phase.
@@ -71,6 +82,15 @@ struct KeyPhase {
 
     init(read: PacketKeys) {
         nextRead = read.nextGeneration()
+    }
+
+    /// The next read keys after `current` (the current read keys),
+    /// derived again if an idle release gave them back.
+    mutating func next(after current: PacketKeys) -> PacketKeys {
+        if let keys = nextRead { return keys }
+        let keys = current.nextGeneration()
+        nextRead = keys
+        return keys
     }
 }
 

@@ -6,8 +6,10 @@
 // `releaseIdleMemory`), that spare capacity is given back: the 1-RTT
 // sent-packet log's arrays when nothing is outstanding, the 1-RTT CRYPTO
 // stream's storage and each stream's send and receive storage when everything written was acknowledged and
-// everything received read, the range lists at their size, and the lists
-// of pending announcements. Nothing it holds changes meaning: the next
+// everything received read, the range lists at their size, the lists
+// of pending announcements, and the next 1-RTT read keys (derived ahead for
+// the peer's key update, RFC 9001 §6.3; KeyPhase derives them again on the
+// next packet). Nothing it holds changes meaning: the next
 // packet or write grows them again.
 
 import Core
@@ -39,6 +41,9 @@ extension QUICConnection {
         if others.isEmpty { others = [] }
         if localIDs.pendingAnnouncements.isEmpty { localIDs.pendingAnnouncements = [] }
         if peerIDs.pendingRetirements.isEmpty { peerIDs.pendingRetirements = [] }
+        // The header protection key is shared with the current keys: only
+        // the AEAD context, IV and secret go.
+        if keyPhase != nil { keyPhase!.nextRead = nil }
     }
 }
 

@@ -58,10 +58,11 @@ extension QUICConnection {
     /// in the old phase until three PTOs after the first one in the new phase.
     func initiateKeyUpdate() {
         var kp = keyPhase!
+        let next = kp.next(after: spaces[2].readKeys!)
         kp.previousRead = spaces[2].readKeys
         kp.discardPreviousAt = nil
-        spaces[2].readKeys = kp.nextRead
-        kp.nextRead = kp.nextRead.nextGeneration()
+        spaces[2].readKeys = next
+        kp.nextRead = next.nextGeneration()
         spaces[2].writeKeys = spaces[2].writeKeys!.nextGeneration()
         kp.phase.toggle()
         kp.firstPacketInPhase = nil

@@ -112,6 +112,8 @@ extension QUICConnection {
             return nil
         }
         var kp = keyPhase!
+        // Before the phase bit is looked at (§9.5; KeyPhase).
+        let next = kp.next(after: current)
         let aead: AEADKey
         var isUpdate = false
         if unprotected.keyPhase == kp.phase {
@@ -122,7 +124,7 @@ extension QUICConnection {
             // before the peer took it (none of its packets in the new phase yet).
             aead = previous.aead
         } else {
-            aead = kp.nextRead.aead
+            aead = next.aead
             isUpdate = true
         }
         let payload: ByteSpan
@@ -142,8 +144,8 @@ extension QUICConnection {
             guard kp.phaseAcknowledged else { throw .keyUpdateTooEarly }
             kp.previousRead = current
             kp.discardPreviousAt = Instant(nanoseconds: now.nanoseconds + recovery.probeTimeout(includingMaxAckDelay: true))
-            spaces[2].readKeys = kp.nextRead
-            kp.nextRead = kp.nextRead.nextGeneration()
+            spaces[2].readKeys = next
+            kp.nextRead = next.nextGeneration()
             spaces[2].writeKeys = spaces[2].writeKeys!.nextGeneration()
             kp.phase.toggle()
             kp.firstPacketInPhase = unprotected.packetNumber

@@ -154,6 +154,58 @@ final class KeyUpdateTests: XCTestCase {
         XCTAssertTrue(c.isOpen)
     }
 
+    /// An idle connection gives its next read keys back
+    /// (QUICConnection+IdleMemory.swift); the peer's update afterwards
+    /// still opens with them, derived again from the current keys, and the
+    /// old phase's reordered packets still open too.
+    func testPeerUpdateAfterTheIdleReleaseGaveTheNextKeysBack() {
+        let (h, c) = established()
+        h.send1RTT(Frames.stream(0, [1]), packetNumber: 10)
+        _ = h.takeEvents()
+        XCTAssertNil(h.endpoint.releaseIdleMemory(now: h.now, quietFor: 0))
+        XCTAssertNil(c.keyPhase!.nextRead)
+        let old = h.client.packet(.application, Frames.stream(0, offset: 1, [2]), packetNumber: 11)
+        h.client.initiateKeyUpdate()
+        h.send1RTT(Frames.stream(0, offset: 2, [3], fin: true), packetNumber: 12)
+        XCTAssertTrue(c.keyPhase!.phase, "the update was taken")
+        XCTAssertNotNil(c.keyPhase!.nextRead, "the generation after it is derived ahead again")
+        XCTAssertTrue(h.exchange().allSatisfy(\.keyPhase), "we answer in the new phase")
+        h.deliver(old)
+        XCTAssertEqual(h.takeEvents(), [.streamReadable(0)])
+        XCTAssertEqual(c.withReadableBytes(stream: 0) { b, fin in (b.count, (Array(b), fin)) }?.0, [1, 2, 3])
+        XCTAssertTrue(c.isOpen)
+    }
+
+    /// §9.5: after the release, the first packet that reaches the key phase
+    /// derives the next keys whatever its phase bit, so a packet of the
+    /// current phase costs the same derivation an update would.
+    func testThePhaseBitDoesNotDecideWhetherTheNextKeysAreDerived() {
+        let (h, c) = established()
+        XCTAssertNil(h.endpoint.releaseIdleMemory(now: h.now, quietFor: 0))
+        XCTAssertNil(c.keyPhase!.nextRead)
+        h.send1RTT(Frames.ping)
+        XCTAssertNotNil(c.keyPhase!.nextRead)
+        XCTAssertFalse(c.keyPhase!.phase)
+    }
+
+    /// Our own update after the release (§6.1) uses the next keys derived
+    /// again; the client opens the new phase with its next keys.
+    func testOurUpdateAfterTheIdleRelease() {
+        let (h, c) = established { $0.keyUpdateInterval = 6 }
+        XCTAssertNil(h.endpoint.releaseIdleMemory(now: h.now, quietFor: 0))
+        XCTAssertNil(c.keyPhase!.nextRead)
+        respond(h, c, size: 60_000)
+        let packets = h.exchange().filter { $0.space == .application }
+        XCTAssertEqual(c.keyPhase!.updatesInitiated, 1)
+        XCTAssertTrue(packets.last!.keyPhase)
+        XCTAssertTrue(h.client.keyPhaseOfReadKeys, "the client opened the new phase with the next keys")
+        h.client.initiateKeyUpdate()
+        h.ack1RTT(packets)
+        XCTAssertTrue(c.keyPhase!.phaseAcknowledged)
+        XCTAssertEqual(h.takeEvents(), [])
+        XCTAssertTrue(c.isOpen)
+    }
+
     /// §6.6: the integrity limit counts packets failing authentication
     /// across the connection; exceeding it closes with AEAD_LIMIT_REACHED.
     func testIntegrityLimitOn1RTT() {
