@@ -14,6 +14,7 @@ the body must arrive intact, byte for byte.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import shutil
 import subprocess
@@ -110,3 +111,28 @@ def test_server_key_updates_aioquic(tls_server: Callable[..., Server], tls_files
     # At least one update of ours that aioquic followed, body intact; how many fit depends on time (three
     # PTOs between updates, RFC 9001 §6.5), not on the packet interval alone (see the gtlsclient test).
     assert updates.count("remote_update") >= 1, updates
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_client_key_update_after_the_connection_idled(
+    tls_server: Callable[..., Server], tls_files: TLSFiles, target: str
+) -> None:
+    """A connection quiet for 2 s gives back its next read keys (TRANSPORT.md, "What an idle HTTP/3 connection
+    holds"); the client's key update after that must still open (the server derives the keys again) and be
+    followed (RFC 9001 §6.2: the server answers with its next keys)."""
+    server = tls_server(target, "--http3")
+    authority = f"localhost:{server.port}"
+
+    async def work(c: _Protocol) -> tuple[H3Response, H3Response, int, int]:
+        first = await c.request("GET", "/big?n=1000", authority, [], None)
+        await asyncio.sleep(3.0)  # past the 2 s after which the worker releases an idle connection's spare memory
+        c._quic.request_key_update()
+        second = await c.request("GET", "/big?n=3000", authority, [], None)
+        pair: Any = c._quic._cryptos[Epoch.ONE_RTT]
+        return first, second, pair.send.key_phase, pair.recv.key_phase
+
+    first, second, sent_phase, received_phase = H3Client(port=server.port, ca=tls_files.ca, timeout=30.0).session(work)
+    assert (first.status, first.body) == (200, pattern(1000))
+    assert (second.status, second.body) == (200, pattern(3000))
+    assert sent_phase == 1, "the client's update happened"
+    assert received_phase == 1, "the server answered in the new phase"
