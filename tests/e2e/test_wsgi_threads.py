@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from conftest import Server
 
 POOL = "pool_apps:app"
+#: Bursts of 8 requests tried before two pools must have served at once (test_pools_of_several_...).
+POOL_ROUNDS = 4
 WSGI = "wsgi_apps:app"
 
 
@@ -144,15 +146,23 @@ def test_pools_of_several_worker_threads_in_one_process(
         monkeypatch.setenv("PEREGRINE_WORKER_CONTEXTS", "2")
         options = ()
     server = start_server(POOL, *options, "--wsgi-threads", "4")
-    started = time.monotonic()
-    with ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(lambda _: get_json(server, "/sleep?ms=1000"), range(8)))
-    elapsed = time.monotonic() - started
-    assert len({a["pid"] for a in answers}) == 1
-    # More at once than one pool of 4 holds: both worker threads serve.
+    # Which worker thread takes a connection is a race the load board evens out but does not decide: a
+    # sibling that has not taken a connection within 2 ms leaves it to the thread that woke first
+    # (ARCHITECTURE.md, "Spreading the load"), so on a loaded machine all 8 of a burst can land on one
+    # thread (seen once in CI, both cores busy). Rounds of 8 until both pools served at once, a few at most.
+    answers: list[dict[str, Any]] = []
+    for _ in range(POOL_ROUNDS):
+        started = time.monotonic()
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _: get_json(server, "/sleep?ms=1000"), range(8)))
+        elapsed = time.monotonic() - started
+        assert len({a["pid"] for a in answers}) == 1
+        assert elapsed < 3.0, f"8 requests of 1 s on 2 pools of 4 took {elapsed:.1f} s"
+        assert all(a["gil"] is not free for a in answers), answers
+        if max(a["inside_max"] for a in answers) > 4:
+            break
+    # More at once than one pool of 4 holds: both worker threads serve (`inside_max` is the process's).
     assert max(a["inside_max"] for a in answers) > 4, answers
-    assert elapsed < 3.0, f"8 requests of 1 s on 2 pools of 4 took {elapsed:.1f} s"
-    assert all(a["gil"] is not free for a in answers), answers
 
 
 def test_one_thread_serves_requests_inline_by_default(start_server: Callable[..., Server]) -> None:
