@@ -37,7 +37,7 @@
 #      venv. What it leaves out, and why: README, "Tests".
 #
 # Environment: PYTHON (default python3) picks the interpreter of the test venv;
-# FUZZ_SECONDS (default 10) the fuzzing time per fuzz target (11 targets:
+# FUZZ_SECONDS (default 10) the fuzzing time per fuzz target (12 targets:
 # about 2 minutes of fuzzing plus the sanitizer builds, fuzz/README.md).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
