@@ -159,6 +159,7 @@ static void *alloc_locked(size_t n) {
         chunks[i].span = span;
         for (uint32_t j = i + 1; j < i + span; j++) chunks[j].state = INSIDE;
         stats.live_blocks++;
+        stats.live_bytes += (size_t)span << CHUNK_SHIFT;
         stats.used_chunks += span;
         return chunk_at(i);
     }
@@ -183,6 +184,7 @@ static void *alloc_locked(size_t n) {
     }
     c->live++;
     stats.live_blocks++;
+    stats.live_bytes += size;
     if (!c->free && c->carved + size > CHUNK) list_remove(i);
     return p;
 }
@@ -196,6 +198,7 @@ static void free_locked(void *p) {
     uint32_t i = (uint32_t)(((uint8_t *)p - base) >> CHUNK_SHIFT);
     struct chunk *c = &chunks[i];
     stats.live_blocks--;
+    stats.live_bytes -= usable_locked(p);
     if (c->state == LARGE) {
         stats.used_chunks -= c->span;
         give_back(i, c->span);

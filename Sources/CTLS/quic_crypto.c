@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 #include <openssl/rand.h>
@@ -80,7 +81,9 @@ static const EVP_CIPHER *aead_cipher(int suite, size_t key_len) {
 ctls_quic_aead *ctls_quic_aead_new(int suite, const uint8_t *key, size_t key_len) {
     const EVP_CIPHER *cipher = aead_cipher(suite, key_len);
     if (cipher == NULL) return NULL;
-    ctls_quic_aead *a = calloc(1, sizeof *a);
+    // OPENSSL_zalloc: routed as OpenSSL's own blocks are (the handshake heap
+    // when the caller is inside it, ctls_handshake_heap.h).
+    ctls_quic_aead *a = OPENSSL_zalloc(sizeof *a);
     if (a == NULL) return NULL;
     a->ctx = EVP_CIPHER_CTX_new();
     // Both GCM and ChaCha20-Poly1305 default to the 12-byte nonce QUIC uses.
@@ -94,7 +97,7 @@ ctls_quic_aead *ctls_quic_aead_new(int suite, const uint8_t *key, size_t key_len
 void ctls_quic_aead_free(ctls_quic_aead *a) {
     if (a == NULL) return;
     EVP_CIPHER_CTX_free(a->ctx);
-    free(a);
+    OPENSSL_free(a);
 }
 
 int ctls_quic_aead_seal(ctls_quic_aead *a, const uint8_t *nonce, const uint8_t *aad, size_t aad_len, uint8_t *data,
@@ -133,7 +136,7 @@ ctls_quic_hp *ctls_quic_hp_new(int suite, const uint8_t *key, size_t key_len) {
     default: cipher = NULL;
     }
     if (cipher == NULL) return NULL;
-    ctls_quic_hp *h = calloc(1, sizeof *h);
+    ctls_quic_hp *h = OPENSSL_zalloc(sizeof *h);
     if (h == NULL) return NULL;
     h->chacha = suite == CTLS_QUIC_CHACHA20_POLY1305;
     h->ctx = EVP_CIPHER_CTX_new();
@@ -148,7 +151,7 @@ ctls_quic_hp *ctls_quic_hp_new(int suite, const uint8_t *key, size_t key_len) {
 void ctls_quic_hp_free(ctls_quic_hp *h) {
     if (h == NULL) return;
     EVP_CIPHER_CTX_free(h->ctx);
-    free(h);
+    OPENSSL_free(h);
 }
 
 int ctls_quic_hp_mask(ctls_quic_hp *h, const uint8_t *sample, uint8_t *mask) {

@@ -44,6 +44,7 @@ int ctls_handshake_heap_owns(const void *p);
 // What the heap holds, for tests and the stats line.
 typedef struct {
     size_t live_blocks;     // blocks allocated and not freed
+    size_t live_bytes;      // their sizes (size classes, whole chunks)
     size_t used_chunks;     // chunks holding at least one live block
     size_t spare_chunks;    // empty chunks kept resident (at most 1)
     size_t released_chunks; // times a chunk's pages were given back

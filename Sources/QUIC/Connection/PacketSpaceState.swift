@@ -56,8 +56,9 @@ struct PacketSpaceState {
 /// current and next receive packet protection keys available"), so that
 /// opening a packet with the other phase takes no longer than one with the
 /// current phase (§9.5). An idle connection gives them back (their AEAD
-/// context is about 1.2 KB of its heap, QUICConnection+IdleMemory.swift);
-/// the first packet that reaches the key phase afterwards derives them
+/// context is about 1.2 KB, QUICConnection+IdleMemory.swift), with the
+/// contexts of the current and previous keys; the first packet that
+/// reaches the key phase afterwards derives them and makes those contexts
 /// again before its phase bit is looked at, so its timing says nothing of
 /// that bit either.
 struct KeyPhase {

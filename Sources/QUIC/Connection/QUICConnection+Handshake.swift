@@ -18,11 +18,8 @@ extension QUICConnection {
                 bytes.withUnsafeBytes { spaces[space.rawValue].cryptoSend.append($0) }
             case .secret(let level, let direction, let suite, let secret):
                 guard let space = PacketNumberSpace(level), space != .initial else { continue }  // 0-RTT: refused
-                // Handshake keys go with the handshake (RFC 9001 §4.9.2);
-                // the 1-RTT ones stay for the connection's life.
-                let keys = space == .handshake
-                    ? PacketKeys.forHandshake(suite: suite, secret: secret, version: version)
-                    : PacketKeys(suite: suite, secret: secret, version: version)
+                // Their contexts on the handshake heap (PacketKeys+Contexts.swift).
+                let keys = PacketKeys(suite: suite, secret: secret, version: version)
                 switch direction {
                 case .read:
                     spaces[space.rawValue].readKeys = keys

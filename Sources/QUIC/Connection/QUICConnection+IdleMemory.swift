@@ -7,10 +7,11 @@
 // sent-packet log's arrays when nothing is outstanding, the 1-RTT CRYPTO
 // stream's storage and each stream's send and receive storage when everything written was acknowledged and
 // everything received read, the range lists at their size, the lists
-// of pending announcements, and the next 1-RTT read keys (derived ahead for
+// of pending announcements, the next 1-RTT read keys (derived ahead for
 // the peer's key update, RFC 9001 §6.3; KeyPhase derives them again on the
-// next packet). Nothing it holds changes meaning: the next
-// packet or write grows them again.
+// next packet) and the libcrypto contexts of the other 1-RTT keys (made
+// again from their key bytes when next used). Nothing it holds changes
+// meaning: the next packet or write grows them again.
 
 import Core
 
@@ -41,9 +42,16 @@ extension QUICConnection {
         if others.isEmpty { others = [] }
         if localIDs.pendingAnnouncements.isEmpty { localIDs.pendingAnnouncements = [] }
         if peerIDs.pendingRetirements.isEmpty { peerIDs.pendingRetirements = [] }
-        // The header protection key is shared with the current keys: only
-        // the AEAD context, IV and secret go.
-        if keyPhase != nil { keyPhase!.nextRead = nil }
+        // The 1-RTT keys' libcrypto contexts (PacketKeys+Contexts.swift):
+        // the next read keys go whole (their header protection key is the
+        // current one's), the others keep their key bytes and make their
+        // contexts again when next used.
+        if keyPhase != nil {
+            keyPhase!.nextRead = nil
+            keyPhase!.previousRead?.releaseContexts()
+        }
+        spaces[app].readKeys?.releaseContexts()
+        spaces[app].writeKeys?.releaseContexts()
     }
 }
 

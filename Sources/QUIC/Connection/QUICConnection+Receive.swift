@@ -112,8 +112,12 @@ extension QUICConnection {
             return nil
         }
         var kp = keyPhase!
-        // Before the phase bit is looked at (§9.5; KeyPhase).
+        // Before the phase bit is looked at (§9.5; KeyPhase): the next keys
+        // derived and every candidate's context made, if an idle release
+        // gave them back.
         let next = kp.next(after: current)
+        current.prepareContexts()
+        kp.previousRead?.prepareContexts()
         let aead: AEADKey
         var isUpdate = false
         if unprotected.keyPhase == kp.phase {

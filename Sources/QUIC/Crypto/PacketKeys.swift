@@ -8,49 +8,143 @@
 // secret with "quic ku" and new AEAD key and IV from it; the header
 // protection key does not change ("The header protection key is not
 // updated"), so the next generation shares it.
+//
+// A connection's keys can give their contexts back while it is idle
+// (about 1.2 KB for an AEAD, 0.6 KB for header protection) and make them
+// again from the key bytes they keep (PacketKeys+Contexts.swift).
 
 import CTLS
 
+/// The raw bytes of a key (16 or 32), kept inline so that a released
+/// context can be made again without an allocation of its own.
+struct KeyBytes {
+    private var storage: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    let count: Int
+
+    init(_ key: [UInt8]) {
+        precondition(key.count <= 32, "a QUIC key is at most 32 bytes")
+        count = key.count
+        withUnsafeMutableBytes(of: &storage) { $0.copyBytes(from: key) }
+    }
+
+    func withUnsafeBytes<R>(_ body: (UnsafePointer<UInt8>) -> R) -> R {
+        Swift.withUnsafeBytes(of: storage) { body($0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+    }
+}
+
 /// An AEAD key with its libcrypto context.
 public final class AEADKey: @unchecked Sendable {
-    let handle: OpaquePointer
+    private var context: OpaquePointer?
+    /// Kept only by a key whose context may be released (`releasable`).
+    private let key: KeyBytes?
     public let suite: CipherSuite
     /// The 12-byte IV the packet number is XORed into (§5.3).
     public let iv: [UInt8]
 
-    public init?(suite: CipherSuite, key: [UInt8], iv: [UInt8]) {
-        guard key.count == suite.keyLength, iv.count == 12,
-              let h = key.withUnsafeBufferPointer({ ctls_quic_aead_new(suite.cValue, $0.baseAddress, $0.count) })
-        else { return nil }
-        handle = h
+    /// `releasable`: the key bytes are kept so that `releaseContext` can
+    /// give the context back (a connection's keys, PacketKeys); and the
+    /// context comes from the handshake heap (PacketKeys+Contexts.swift).
+    public init?(suite: CipherSuite, key: [UInt8], iv: [UInt8], releasable: Bool = false) {
+        guard key.count == suite.keyLength, iv.count == 12 else { return nil }
+        self.key = releasable ? KeyBytes(key) : nil
         self.suite = suite
         self.iv = iv
+        if releasable {
+            guard let c = Self.makeContext(suite, self.key!) else { return nil }
+            context = c
+        } else {
+            guard let c = key.withUnsafeBufferPointer({ ctls_quic_aead_new(suite.cValue, $0.baseAddress, $0.count) })
+            else { return nil }
+            context = c
+        }
     }
 
-    deinit { ctls_quic_aead_free(handle) }
+    deinit { if let context { ctls_quic_aead_free(context) } }
+
+    /// The context, made again first if it was released.
+    @inline(__always) var handle: OpaquePointer {
+        if let context { return context }
+        return remake()
+    }
+
+    /// Whether the context is there (tests and the idle accounting).
+    var hasContext: Bool { context != nil }
+
+    /// Frees the context; the next use makes it again. Only a releasable
+    /// key (else nothing happens: its bytes are not kept).
+    func releaseContext() {
+        guard key != nil, let c = context else { return }
+        context = nil
+        ctls_quic_aead_free(c)
+    }
+
+    @inline(never) private func remake() -> OpaquePointer {
+        guard let key, let c = Self.makeContext(suite, key) else {
+            preconditionFailure("libcrypto refused a packet protection key")
+        }
+        context = c
+        return c
+    }
+
+    private static func makeContext(_ suite: CipherSuite, _ key: KeyBytes) -> OpaquePointer? {
+        ctls_handshake_heap_enter()
+        defer { ctls_handshake_heap_leave() }
+        return key.withUnsafeBytes { ctls_quic_aead_new(suite.cValue, $0, key.count) }
+    }
 }
 
 /// A header protection key with its libcrypto context (§5.4).
 public final class HeaderProtectionKey: @unchecked Sendable {
-    let handle: OpaquePointer
+    private var context: OpaquePointer?
+    private let key: KeyBytes
     public let suite: CipherSuite
 
+    /// Its context comes from the handshake heap and can be released, as a
+    /// releasable AEADKey's (only connections' keys have one).
     public init?(suite: CipherSuite, key: [UInt8]) {
-        guard key.count == suite.keyLength,
-              let h = key.withUnsafeBufferPointer({ ctls_quic_hp_new(suite.cValue, $0.baseAddress, $0.count) })
-        else { return nil }
-        handle = h
+        guard key.count == suite.keyLength else { return nil }
+        self.key = KeyBytes(key)
         self.suite = suite
+        guard let c = Self.makeContext(suite, self.key) else { return nil }
+        context = c
     }
 
-    deinit { ctls_quic_hp_free(handle) }
+    deinit { if let context { ctls_quic_hp_free(context) } }
+
+    @inline(__always) var handle: OpaquePointer {
+        if let context { return context }
+        return remake()
+    }
+
+    var hasContext: Bool { context != nil }
+
+    func releaseContext() {
+        guard let c = context else { return }
+        context = nil
+        ctls_quic_hp_free(c)
+    }
+
+    @inline(never) private func remake() -> OpaquePointer {
+        guard let c = Self.makeContext(suite, key) else {
+            preconditionFailure("libcrypto refused a header protection key")
+        }
+        context = c
+        return c
+    }
+
+    private static func makeContext(_ suite: CipherSuite, _ key: KeyBytes) -> OpaquePointer? {
+        ctls_handshake_heap_enter()
+        defer { ctls_handshake_heap_leave() }
+        return key.withUnsafeBytes { ctls_quic_hp_new(suite.cValue, $0, key.count) }
+    }
 
     /// The 5-byte mask for a 16-byte `sample` (§5.4.1), as the low 40 bits
     /// of the result in wire order (byte 0 in bits 32-39).
     func mask(sample: UnsafeRawPointer) -> (UInt8, UInt8, UInt8, UInt8, UInt8) {
         var m: (UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0)
+        let h = handle
         let rc = withUnsafeMutableBytes(of: &m) {
-            ctls_quic_hp_mask(handle, sample.assumingMemoryBound(to: UInt8.self), $0.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            ctls_quic_hp_mask(h, sample.assumingMemoryBound(to: UInt8.self), $0.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
         precondition(rc == 0, "header protection mask failed in libcrypto")
         return m
@@ -94,7 +188,7 @@ public struct PacketKeys: Sendable {
         let hp = HKDF.expandLabel(hash, secret: secret, label: labels.hp, length: suite.keyLength)
         // The lengths match the suite by construction, so only a libcrypto
         // failure (out of memory) could refuse them.
-        guard let aead = AEADKey(suite: suite, key: key, iv: iv),
+        guard let aead = AEADKey(suite: suite, key: key, iv: iv, releasable: true),
               let protection = HeaderProtectionKey(suite: suite, key: hp) else {
             preconditionFailure("libcrypto refused a packet protection key")
         }
@@ -118,7 +212,7 @@ public struct PacketKeys: Sendable {
         let next = HKDF.expandLabel(hash, secret: secret, label: labels.ku, length: hash.length)
         let key = HKDF.expandLabel(hash, secret: next, label: labels.key, length: suite.keyLength)
         let iv = HKDF.expandLabel(hash, secret: next, label: labels.iv, length: 12)
-        guard let aead = AEADKey(suite: suite, key: key, iv: iv) else {
+        guard let aead = AEADKey(suite: suite, key: key, iv: iv, releasable: true) else {
             preconditionFailure("libcrypto refused a packet protection key")
         }
         return PacketKeys(suite: suite, version: version, secret: next, aead: aead, headerProtection: headerProtection)

@@ -46,6 +46,27 @@ final class RFC9001AppendixATests: XCTestCase {
                         expectedSample: "d1b1c98dd7689fb8ec11d242b123dc9b", expectedHeader: "c000000001088394c8f03e5157080000449e7b9aec34")
     }
 
+    /// A.2 and A.5 again with keys whose libcrypto contexts were given
+    /// back first (an idle connection's, QUICConnection+IdleMemory.swift):
+    /// made again from the key bytes kept, they protect byte for byte as
+    /// the first ones.
+    func testVectorsWithContextsMadeAgain() throws {
+        let header = hex("c300000001088394c8f03e5157080000449e00000002")
+        let payload = Self.clientCrypto + [UInt8](repeating: 0, count: 1162 - Self.clientCrypto.count)
+        let keys = InitialKeys.derive(destinationID: Self.dcid, version: .v1).client
+        keys.releaseContexts()
+        XCTAssertFalse(keys.holdsContexts)
+        try sealAndOpen(header: header, payload: payload, pn: 2, keys: keys, expected: Self.clientPacket,
+                        expectedSample: "d1b1c98dd7689fb8ec11d242b123dc9b", expectedHeader: "c000000001088394c8f03e5157080000449e7b9aec34")
+        let secret = hex("9ac312a7f877468ebe69422748ad00a1 5443f18203a07d6060f688f30f21632b")
+        let chacha = PacketKeys(suite: .chacha20Poly1305, secret: secret, version: .v1)
+        chacha.releaseContexts()
+        try sealAndOpen(header: hex("4200bff4"), payload: [0x01], pn: 654_360_564, keys: chacha,
+                        expected: hex("4cfe4189655e5cd55c41f69080575d7999c25a5bfb"),
+                        expectedSample: "5e5cd55c41f69080575d7999c25a5bfb", expectedHeader: "4cfe4189",
+                        largestReceived: 654_360_563, shortIDLength: 0)
+    }
+
     /// A.3 Server Initial: ACK + CRYPTO, 2-byte packet number 1.
     func testA3ServerInitial() throws {
         let header = hex("c1000000010008f067a5502a4262b50040750001")
