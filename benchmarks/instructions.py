@@ -1,7 +1,7 @@
 """User-space instructions per request of a server (peregrine or a peer), counted with callgrind.
 
 Usage: python3 benchmarks/instructions.py --peregrine PATH [--app hello|12k|echo|fastapi]
-                                           [--interface wsgi|asgi] [--protocol h1|h2c] [--python PATH]
+                                           [--interface wsgi|asgi] [--protocol h1|h2c|h3] [--python PATH]
                                            [--requests 20000] [--connections 8] [--keep FILE]
        python3 benchmarks/instructions.py --server bjoern|uvicorn|granian-wsgi|granian-asgi [--venv DIR]
                                            [--app ...] [--requests 20000] [--connections 8]
@@ -21,6 +21,11 @@ are zeroed (`callgrind_control -z`), then `--requests` requests are sent with
 h2load (`--h1` for HTTP/1.1, prior-knowledge h2c otherwise) and the counters
 dumped; the total divided by the requests is the cost of one request,
 start-up excluded. The kernel's share is not counted (see `perf` for that).
+With `--protocol h3` the server also serves HTTP/3 with a throwaway
+certificate (`--http3`) and the load is `benchmarks/h3load/` (built into the
+scratch directory; `-m 4` requests in flight per connection); each run opens
+its `--connections` QUIC connections afresh, so their handshakes are in the
+count (8 of 20,000 requests by default).
 
 The apps are those of `benchmarks/apps`, the harness's (run.py): `fastapi` is
 `apps.fastapi_app:app`, ASGI only, one JSON object from `GET /`. The worker's
@@ -122,6 +127,17 @@ def h2load(port: int, protocol: str, count: int, connections: int, body: Path | 
         raise SystemExit("h2load failed:\n" + done.stdout + done.stderr)
 
 
+def h3load(program: Path, port: int, count: int, connections: int, body: Path | None) -> None:
+    """`count` HTTP/3 requests with benchmarks/h3load/; exits if any failed."""
+    command = [str(program), "-c", str(connections), "-m", "4", "-n", str(count)]
+    if body is not None:
+        command += ["-b", str(body.stat().st_size)]
+    done = subprocess.run([*command, f"https://{HOST}:{port}/"], capture_output=True, text=True, check=False)
+    result = harness.parse_h3load(done.stdout, 0.0) if done.returncode == 0 else None
+    if result is None or result.errors or result.requests < count:
+        raise SystemExit("h3load failed:\n" + done.stdout + done.stderr)
+
+
 def stripped_copy(supervisor: Path, into: Path) -> Path:
     """Copies of `peregrine` and the `peregrine-worker` beside it, without debug information."""
     for name in (supervisor.name, "peregrine-worker"):
@@ -153,13 +169,14 @@ def worker_python(app: str, given: Path | None) -> Path | None:
     return python
 
 
-def wait_until_serving(server: subprocess.Popen[str], port: int, timeout: float = 300.0) -> None:
+def wait_until_serving(server: subprocess.Popen[str], port: int, timeout: float = 300.0, tls: bool = False) -> None:
     """Return once a request to `port` succeeds; exit if the server exits first or `timeout` passes."""
     deadline = time.monotonic() + timeout
+    url = f"{'https' if tls else 'http'}://{HOST}:{port}/"
     while True:
         # Each probe gives up after 30 s and the next one waits on: a server under valgrind may accept
         # connections long before it answers (granian's listener is up before its worker has started).
-        probe = subprocess.run(["curl", "-sf", "-m", "30", "-o", "/dev/null", f"http://{HOST}:{port}/"], check=False)
+        probe = subprocess.run(["curl", "-skf", "-m", "30", "-o", "/dev/null", url], check=False)
         if probe.returncode == 0:
             return
         if server.poll() is not None:
@@ -181,10 +198,14 @@ def peregrine_command(args: argparse.Namespace, scratch: Path, port: int) -> tup
     python = worker_python(args.app, args.python)
     given = Path(args.peregrine).resolve()
     executable = given if args.cpu_split else stripped_copy(given, scratch)
+    http3: list[str] = []
+    if args.protocol == "h3":
+        tls = harness.make_certificate(scratch)
+        http3 = ["--http3", "--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
     command = [
         str(executable), "--host", HOST, "--port", str(port), "--workers", "1", "--worker-timeout", "0",
         "--log-level", "warning", "--protocol", args.interface, "--python-path", str(BENCHMARKS),
-        *args.server_option, target,
+        *http3, *args.server_option, target,
     ]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=str(BENCHMARKS))
     if python is not None:
@@ -231,9 +252,9 @@ def thread_counts(pids: list[int]) -> dict[int, int]:
     return counts
 
 
-def serving_tree(server: subprocess.Popen[str], port: int) -> list[int]:
+def serving_tree(server: subprocess.Popen[str], port: int, tls: bool = False) -> list[int]:
     """The server's processes once it answers: its root and, for a supervisor or a granian, the workers."""
-    wait_until_serving(server, port)
+    wait_until_serving(server, port, tls=tls)
     if server.poll() is not None:
         raise SystemExit("the server exited")
     return harness.descendants(server.pid)
@@ -294,13 +315,21 @@ def measure(args: argparse.Namespace) -> str:
         try:
             if args.server == "peregrine":
                 worker_pid(server.pid)
-            pids = serving_tree(server, port)
-            h2load(port, args.protocol, WARMUP, args.connections, body)
+            pids = serving_tree(server, port, tls=args.protocol == "h3")
+            program = harness.build_h3load(scratch) if args.protocol == "h3" else None
+
+            def run(count: int) -> None:
+                if program is not None:
+                    h3load(program, port, count, args.connections, body)
+                else:
+                    h2load(port, args.protocol, count, args.connections, body)
+
+            run(WARMUP)
             threads = thread_counts(pids)
             shape = ", ".join(f"{pid}: {threads.get(pid, '?')} threads" for pid in pids)
 
             def load() -> None:
-                h2load(port, args.protocol, args.requests, args.connections, body)
+                run(args.requests)
 
             if args.cpu_split:
                 before = cpu_ticks(server.pid)
@@ -334,7 +363,7 @@ def main() -> None:
     parser.add_argument("--venv", type=Path, default=harness.VENV_DIR, help="the harness's venv, for the peers")
     parser.add_argument("--app", choices=sorted(APPS), default="hello")
     parser.add_argument("--interface", choices=["wsgi", "asgi"], default="wsgi")
-    parser.add_argument("--protocol", choices=["h1", "h2c"], default="h1")
+    parser.add_argument("--protocol", choices=["h1", "h2c", "h3"], default="h1")
     parser.add_argument(
         "--python",
         type=Path,

@@ -71,6 +71,11 @@ if TYPE_CHECKING:
 #: Idle keep-alive timeout asked of servers that have one, so that the connections outlive the measurement.
 KEEP_ALIVE_SECONDS = 300
 SETTLE_SECONDS = 2.0
+#: How long the idle HTTP/3 connections stay quiet before the reading: peregrine gives back what a connection's busy
+#: moments grew (buffers, the packet keys' libcrypto contexts) once it has been quiet for 2 s (TRANSPORT.md, "What an
+#: idle HTTP/3 connection holds"), so the reading waits past that for the last connection to have its response; the
+#: peers get the same wait.
+H3_SETTLE_SECONDS = 5.0
 #: Connections opened at once (as many as `hold` opens at a time), each making one request, and closed before the
 #: idle reading: "idle" is a server that has served such a burst and waits, with the code its requests ran resident
 #: and the heap the burst grew, so that the per-connection figure counts what an idle connection holds and not the
@@ -237,7 +242,7 @@ def hold_h3(port: int, count: int, env: Environment, measure: Callable[[], tuple
     """
     if env.h3load is None:
         raise ValueError("--h3 needs the compiled h3load (Environment.h3load)")
-    hold_seconds = SETTLE_SECONDS + 3
+    hold_seconds = H3_SETTLE_SECONDS + 3
     argv = [str(env.h3load), "--idle", str(count), "--hold", f"{hold_seconds:g}", f"https://{HOST}:{port}/"]
     with tempfile.TemporaryFile() as output:
         process = subprocess.Popen(argv, stdout=output, stderr=subprocess.PIPE)
@@ -245,7 +250,7 @@ def hold_h3(port: int, count: int, env: Environment, measure: Callable[[], tuple
             ready = _wait_for_ready(process, H3_READY_SECONDS)
             if not ready:
                 raise RuntimeError(f"h3load --idle {count}: not ready in {H3_READY_SECONDS:.0f} s")
-            time.sleep(SETTLE_SECONDS)
+            time.sleep(H3_SETTLE_SECONDS)
             rss, pss = measure()
             process.wait(timeout=hold_seconds + 60)
         finally:

@@ -107,6 +107,7 @@ extension QUICConnection {
         guard !spaces[s].discarded else { return }
         if space == .initial { originalInitialReadKeys = nil }
         spaces[s].discard()
+        spaces.dropDiscardedEarlySpaces()
         recovery.discard(space: space)
     }
 }

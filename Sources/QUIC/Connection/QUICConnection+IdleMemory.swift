@@ -28,6 +28,7 @@ extension QUICConnection {
             // a little longer), and lets the log give back its arrays.
             spaces[app].sent.resolveAll { _ in }
         }
+        spaces.dropDiscardedEarlySpaces()
         spaces[app].sent.releaseIdleCapacity()
         spaces[app].received.releaseIdleCapacity()
         // The 1-RTT CRYPTO stream carried our session tickets (RFC 8446

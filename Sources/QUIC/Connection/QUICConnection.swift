@@ -114,7 +114,7 @@ public final class QUICConnection {
     var closeFramePending = false
     var datagramsWhileClosing = 0
 
-    var spaces = [PacketSpaceState](repeating: PacketSpaceState(), count: 3)
+    let spaces = PacketSpaces()
     var keyPhase: KeyPhase?
     /// qlog events of this connection (`--quic-log`); nil: none, for the
     /// cost of a nil check per hook (+QLog.swift).
