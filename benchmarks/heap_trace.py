@@ -29,7 +29,6 @@ import collections
 import os
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -38,6 +37,7 @@ import time
 from pathlib import Path
 
 import harness
+from instructions import free_port, worker_pid
 
 BENCHMARKS = Path(__file__).resolve().parent
 TRACER = BENCHMARKS / "heap_trace" / "tracer.c"
@@ -217,13 +217,6 @@ def report(title: str, sites: dict[Stack, list[int]], symbols: Symbols, connecti
     return "\n".join(lines)
 
 
-def free_port() -> int:
-    """A port free for TCP now (UDP on the same number is what --http3 takes too)."""
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
 def capture(args: argparse.Namespace, scratch: Path) -> tuple[Path, Path, Path]:
     """Runs the traced worker under the idle load; the trace, smaps and maps at the mark."""
     tracer = scratch / "tracer.so"
@@ -277,18 +270,6 @@ def capture(args: argparse.Namespace, scratch: Path) -> tuple[Path, Path, Path]:
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
-
-
-def worker_pid(supervisor: int, timeout: float = 60.0) -> int:
-    """The pid of the supervisor's (only) worker."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        children = Path(f"/proc/{supervisor}/task/{supervisor}/children")
-        pids = children.read_text().split() if children.exists() else []
-        if pids:
-            return int(pids[0])
-        time.sleep(0.1)
-    raise SystemExit("no worker appeared")
 
 
 def main() -> None:
