@@ -90,6 +90,16 @@ public final class TLSInfo {
         return d
     }
 
+    /// Drops the Python objects made for requests; the next request makes
+    /// them again. For an idle connection (issue 15: an idle HTTP/3
+    /// connection's Python objects were its largest share outside malloc's
+    /// heap), called on the loop's thread with no request of the connection
+    /// in flight, so no environ or scope is being built from them.
+    public func releaseCachedObjects() {
+        wsgiKeys = nil
+        asgiExtension = nil
+    }
+
     /// The ASGI "TLS Extension" dict (scope["extensions"]["tls"]). Borrowed.
     func asgiTLSExtension() -> PyRef? {
         if let cached = asgiExtension.ref { return cached }

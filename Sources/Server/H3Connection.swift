@@ -375,7 +375,11 @@ final class H3Connection {
     /// and lists, and the response scratch buffer (the connection is idle:
     /// QUICService's idle release, issue 15).
     func releaseIdleMemory() {
-        if streams.isEmpty { streams = [:] }
+        if streams.isEmpty {
+            streams = [:]
+            // No request in flight: no environ or scope is built from them.
+            peer.tls?.releaseCachedObjects()
+        }
         if sendQueue.isEmpty { sendQueue = [] }
         if drainWaiters.isEmpty { drainWaiters = [] }
         if refeed.isEmpty { refeed = [] }

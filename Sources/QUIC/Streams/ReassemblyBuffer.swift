@@ -3,8 +3,10 @@
 // the bytes in order.
 //
 // Bytes are stored from the read offset on, each at its stream offset minus
-// the read offset, in one contiguous array, with the ranges received kept in
-// a RangeSet; the readable part is the range that starts at the read offset.
+// the read offset, in one contiguous array. The readable part, from the read
+// offset to `contiguousEnd`, is two numbers; only bytes received beyond a
+// gap (out of order) have their ranges kept in a RangeSet, so in-order data
+// never allocates for it.
 // Memory is bounded by the caller: stream data by the flow-control limit it
 // advertised (§4.1: a peer sending past it is a FLOW_CONTROL_ERROR before
 // anything is stored), CRYPTO data by `CryptoReceiveBuffer.limit`. Consumed
@@ -17,7 +19,10 @@ struct ReassemblyBuffer {
     private var head = 0
     /// Stream offset of the next byte to read.
     private(set) var readOffset: UInt64 = 0
-    /// Received ranges at or above `readOffset`.
+    /// Everything from `readOffset` to here was received (readable).
+    private var contiguousEnd: UInt64 = 0
+    /// Received ranges beyond a gap: all above `contiguousEnd`, none
+    /// touching it.
     private var received = RangeSet()
 
     /// Compaction threshold: consumed bytes are dropped from the front
@@ -26,13 +31,10 @@ struct ReassemblyBuffer {
     static let compactionThreshold = 4096
 
     /// The end of the highest byte received (or `readOffset`).
-    var receivedEnd: UInt64 { max(readOffset, received.last?.upperBound ?? 0) }
+    var receivedEnd: UInt64 { max(contiguousEnd, received.last?.upperBound ?? 0) }
 
     /// Bytes readable now, in order.
-    var contiguousCount: Int {
-        guard let f = received.first, f.lowerBound == readOffset else { return 0 }
-        return Int(f.upperBound - f.lowerBound)
-    }
+    var contiguousCount: Int { Int(contiguousEnd - readOffset) }
 
     /// Bytes held (received, not yet read), for tests of the memory bound.
     var bufferedByteCount: Int { storage.count - head }
@@ -54,7 +56,17 @@ struct ReassemblyBuffer {
             let at = head + Int(start - readOffset)
             (dst.baseAddress! + at).copyMemory(from: bytes.baseAddress! + skip, byteCount: bytes.count - skip)
         }
-        received.insert(start..<end)
+        guard start <= contiguousEnd else {
+            received.insert(start..<end)
+            return
+        }
+        // Extends the readable part, and with it any ranges it now reaches.
+        var front = max(contiguousEnd, end)
+        while let f = received.first, f.lowerBound <= front {
+            front = max(front, f.upperBound)
+            received.remove(below: front)
+        }
+        contiguousEnd = front
     }
 
     /// Calls `body` with the readable bytes.
@@ -69,9 +81,9 @@ struct ReassemblyBuffer {
         guard n > 0 else { return }
         readOffset += UInt64(n)
         head += n
-        received.remove(below: readOffset)
         if head == storage.count {
-            storage.removeAll(keepingCapacity: true)
+            // Small storage is freed, large kept (SendBuffer.drop says why).
+            storage.removeAll(keepingCapacity: storage.capacity >= SendBuffer.keptCapacity)
             head = 0
         } else if head >= Self.compactionThreshold && head >= storage.count / 2 {
             storage.removeSubrange(0..<head)
@@ -96,11 +108,9 @@ struct ReassemblyBuffer {
         storage.removeAll(keepingCapacity: false)
         head = 0
         readOffset = offset
-        received.remove(below: offset)
-        if !received.isEmpty {
-            // Keep nothing: what is above `offset` is discarded too by the
-            // callers (they drop all later data as it arrives).
-            received.removeAll()
-        }
+        // Keep nothing: what is above `offset` is discarded too by the
+        // callers (they drop all later data as it arrives).
+        contiguousEnd = offset
+        received.removeAll()
     }
 }

@@ -70,22 +70,42 @@ struct SendBuffer {
         let upper = min(offset + UInt64(length), end)  // past `end`: dropped by `truncate`
         guard upper > base, offset < upper else { return }
         let r = max(offset, base)..<upper
-        acked.insert(r)
         lost.remove(r)
-        if let f = acked.first, f.lowerBound == base {
-            let n = Int(f.upperBound - base)
-            acked.remove(below: f.upperBound)
-            base = f.upperBound
-            head += n
-            if head == storage.count {
-                storage.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head >= ReassemblyBuffer.compactionThreshold && head >= storage.count / 2 {
-                storage.removeSubrange(0..<head)
-                head = 0
-            }
+        guard r.lowerBound == base else {
+            acked.insert(r)
+            return
+        }
+        // In order, the common case: the front moves on without `acked`
+        // holding the range (it allocates only for acknowledgments that
+        // arrive out of order), taking along the ranges it now reaches.
+        var front = r.upperBound
+        while let f = acked.first, f.lowerBound <= front {
+            front = max(front, f.upperBound)
+            acked.remove(below: front)
+        }
+        drop(below: front)
+    }
+
+    /// Drops the acknowledged bytes below `offset` from the front. Storage
+    /// emptied is kept for the next bytes when it is large (a bulk sender
+    /// reuses it), freed when small: a small block freed now is reused by
+    /// the allocations that follow, where one kept until the idle release
+    /// would leave a hole in malloc's heap (issue 15; TRANSPORT.md, "What
+    /// an idle HTTP/3 connection holds").
+    private mutating func drop(below offset: UInt64) {
+        head += Int(offset - base)
+        base = offset
+        if head == storage.count {
+            storage.removeAll(keepingCapacity: storage.capacity >= Self.keptCapacity)
+            head = 0
+        } else if head >= ReassemblyBuffer.compactionThreshold && head >= storage.count / 2 {
+            storage.removeSubrange(0..<head)
+            head = 0
         }
     }
+
+    /// Storage at least this large is kept when emptied (see `drop`).
+    static let keptCapacity = 4096
 
     /// A packet carrying the range was declared lost: send the part not
     /// acknowledged since (by another copy) again.

@@ -32,6 +32,36 @@ final class ReassemblyBufferTests: XCTestCase {
         XCTAssertEqual(overlapping.receivedEnd, 300)
     }
 
+    /// Out-of-order ranges wait beyond the gap; the bytes that fill it make
+    /// everything they now reach readable, whatever order it came in.
+    func testFillingAGapTakesAlongTheRangesBeyondIt() {
+        let data = (0..<60).map { UInt8($0 + 1) }
+        var b = ReassemblyBuffer()
+        write(&b, 10, Array(data[10..<20]))
+        write(&b, 30, Array(data[30..<40]))
+        write(&b, 50, Array(data[50..<60]))
+        XCTAssertEqual(b.contiguousCount, 0)
+        XCTAssertEqual(b.receivedEnd, 60)
+        write(&b, 0, Array(data[0..<35]))  // fills 0..<10 and 20..<30, overlaps 30..<35
+        XCTAssertEqual(readable(b), Array(data[0..<40]))
+        b.consume(25)
+        write(&b, 40, Array(data[40..<50]))
+        XCTAssertEqual(readable(b), Array(data[25..<60]))
+        XCTAssertEqual(b.receivedEnd, 60)
+        b.consume(35)
+        XCTAssertEqual(b.bufferedByteCount, 0)
+        // In order again after the buffer emptied (its small storage freed).
+        write(&b, 60, [7, 8, 9])
+        XCTAssertEqual(readable(b), [7, 8, 9])
+        // Discarding skips what is readable and what waits beyond a gap.
+        write(&b, 70, [1])
+        b.discard(upTo: 65)
+        XCTAssertEqual(b.contiguousCount, 0)
+        XCTAssertEqual(b.receivedEnd, 65)
+        write(&b, 65, [4, 5])
+        XCTAssertEqual(readable(b), [4, 5])
+    }
+
     func testConsumeAndCompaction() {
         var b = ReassemblyBuffer()
         let chunk = [UInt8](repeating: 1, count: 1000)
@@ -109,6 +139,34 @@ final class SendBufferTests: XCTestCase {
         b.markAcked(offset: 150, length: 150)
         XCTAssertTrue(b.allAcknowledged)
         XCTAssertFalse(b.hasLostData)
+    }
+
+    /// Acknowledgments in order move the front; those beyond a gap wait
+    /// until the gap is acknowledged, and then go with it.
+    func testAcknowledgmentsInAndOutOfOrder() {
+        var b = SendBuffer()
+        let data = (0..<100).map { UInt8($0) }
+        data.withUnsafeBytes { b.append($0) }
+        b.markSent(offset: 0, length: 100)
+        b.markAcked(offset: 50, length: 10)
+        b.markAcked(offset: 70, length: 10)
+        XCTAssertEqual(b.base, 0)
+        b.markAcked(offset: 0, length: 55)  // overlaps the first waiting range
+        XCTAssertEqual(b.base, 60)
+        b.markAcked(offset: 60, length: 10)  // meets the second
+        XCTAssertEqual(b.base, 80)
+        b.markAcked(offset: 90, length: 10)
+        XCTAssertEqual(b.base, 80)
+        b.markLost(offset: 80, length: 20)  // only 80..<90 is sent again
+        XCTAssertEqual(b.nextChunk(maxLength: 100, newLimit: .max)?.offset, 80)
+        XCTAssertEqual(b.nextChunk(maxLength: 100, newLimit: .max)?.length, 10)
+        b.markAcked(offset: 80, length: 10)
+        XCTAssertTrue(b.allAcknowledged)
+        XCTAssertFalse(b.hasLostData)
+        // Empty, its small storage freed: the next bytes are stored afresh.
+        [UInt8]([1, 2, 3]).withUnsafeBytes { b.append($0) }
+        b.withBytes(offset: 100, length: 3) { XCTAssertEqual(Array($0), [1, 2, 3]) }
+        XCTAssertEqual(b.nextChunk(maxLength: 100, newLimit: .max)?.offset, 100)
     }
 
     func testAbandonForgetsEverything() {
