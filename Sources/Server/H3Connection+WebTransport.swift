@@ -25,9 +25,27 @@ import QUIC
 extension H3Connection {
     // MARK: - Opening
 
+    /// The WebTransport side, made now if the worker offers WebTransport
+    /// and this connection has not used it yet (issue 15: a connection that
+    /// never does holds nothing for it). The registry is told what it
+    /// would have heard so far: the client's SETTINGS, the ordinary
+    /// requests H3Session still remembers but `except` (so that streams
+    /// naming them are refused, not held for a CONNECT that will not come),
+    /// a GOAWAY already announced.
+    func makeWebTransport(except connectID: UInt64? = nil) -> H3WebTransport? {
+        if let wt = webTransport { return wt }
+        guard let template = service.sessionTemplate.webTransport else { return nil }
+        let wt = H3WebTransport(template: template, metrics: worker.metrics)
+        webTransport = wt
+        if let settings = core.peerSettings { wt.registry.peerSettingsReceived(settings) }
+        for id in core.rememberedRequestIDs() where id != connectID { wt.registry.ordinaryRequest(streamID: id) }
+        if shutdown.isUnderway { wt.registry.goAway() }
+        return wt
+    }
+
     /// A CONNECT with a WebTransport `:protocol` on stream `s`.
     func openWebTransport(_ s: H3Stream, draft: WebTransportDraft) {
-        guard let wt = webTransport else { return }
+        guard let wt = makeWebTransport(except: s.id) else { return }
         let session = H3WebTransportSession(connection: self, stream: s, draft: draft)
         wt.sessions[s.id] = session
         s.webTransport = session
@@ -75,7 +93,7 @@ extension H3Connection {
 
     /// A stream `H3Session` handed over (its signal or type consumed).
     func webTransportStreamOpened(_ id: UInt64, bidirectional: Bool) {
-        guard let wt = webTransport else {
+        guard let wt = makeWebTransport() else {
             quic.resetStream(id, errorCode: WebTransportErrorCode.bufferedStreamRejected.rawValue)
             quic.stopSending(id, errorCode: WebTransportErrorCode.bufferedStreamRejected.rawValue)
             return
@@ -150,7 +168,7 @@ extension H3Connection {
     /// QUIC DATAGRAM frames arrived.
     func datagramsReadable() {
         guard !closed else { return }
-        guard let wt = webTransport else {
+        guard let wt = makeWebTransport() else {
             while quic.receiveDatagram() != nil {}
             return
         }

@@ -31,9 +31,11 @@ final class H3Connection {
     /// the QUIC connection when the client moves (RFC 9000 §9).
     private(set) var peer: PeerInfo
     var streams: [UInt64: H3Stream] = [:]
-    /// WebTransport sessions and streams (H3Connection+WebTransport); nil
-    /// when the worker does not offer WebTransport.
-    let webTransport: H3WebTransport?
+    /// WebTransport sessions and streams (H3Connection+WebTransport): made
+    /// on first use (`makeWebTransport`), as most connections never use
+    /// WebTransport; nil until then, and always when the worker does not
+    /// offer it.
+    var webTransport: H3WebTransport?
     private(set) var closed = false
     /// Where a graceful shutdown stands (H3Connection+Shutdown.swift).
     var shutdown = H3ShutdownPhase.serving
@@ -66,7 +68,6 @@ final class H3Connection {
         self.quic = quic
         core = H3Session(template: service.sessionTemplate, greaseSeed: UInt64.random(in: 0...UInt64.max),
                          headerScratch: service.headerScratch)
-        webTransport = service.sessionTemplate.webTransport.map { H3WebTransport(template: $0, metrics: service.worker.metrics) }
         peer = H3Connection.peerInfo(quic)
         ageDeadline = service.worker.admission.connectionDeadline(now: service.worker.now)
     }
@@ -265,7 +266,7 @@ final class H3Connection {
         if head.protocolName.count > 0 {
             let name = UnsafeRawBufferPointer(start: s.decoded.storage.baseAddress! + head.protocolName.start,
                                               count: head.protocolName.count)
-            if webTransport != nil, let draft = WebTransportDraft.requested(byProtocol: name) {
+            if service.sessionTemplate.webTransport != nil, let draft = WebTransportDraft.requested(byProtocol: name) {
                 openWebTransport(s, draft: draft)
                 return
             }

@@ -27,6 +27,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from aioquic.asyncio.client import connect
+from aioquic.quic.events import StreamReset
 from h3client import H3Client
 from wtclient_aioquic import SessionRefusedError, WebTransportClient, WTSession, echo_scenario
 
@@ -345,3 +347,44 @@ def test_datagram_over_max_size_is_dropped(server: Server) -> None:
         return await asyncio.wait_for(session.receive_datagram(), 10)
 
     assert WebTransportClient(server.port).run("/control?id=dgram", scenario) == b"small"
+
+
+class _RawResets(WTSession):
+    """Records the server's RESET_STREAM codes as sent (HTTP/3 codes, not mapped to WebTransport's)."""
+
+    def __init__(self, quic: Any, stream_handler: Any = None) -> None:  # noqa: ANN401 (aioquic's types)
+        super().__init__(quic, stream_handler)
+        self.raw_resets: dict[int, int] = {}
+
+    def quic_event_received(self, event: Any) -> None:  # noqa: ANN401 (aioquic's type)
+        if isinstance(event, StreamReset):
+            self.raw_resets[event.stream_id] = event.error_code
+        super().quic_event_received(event)
+
+
+def test_a_session_after_plain_requests(server: Server) -> None:
+    """A connection's WebTransport side is made when first used (TRANSPORT.md, "What an idle HTTP/3 connection
+    holds"), here after two plain requests: it still knows them as no sessions, so a stream naming one is
+    refused at once with WT_SESSION_GONE (not held for a CONNECT that will not come, draft-02 §4.5), and a
+    session opened next works."""
+    client = WebTransportClient(server.port)
+
+    async def scenario() -> tuple[list[tuple[int, bytes]], int | None, dict[str, Any]]:
+        async with connect(
+            client.host, client.port, configuration=client.configuration(), create_protocol=_RawResets
+        ) as protocol:
+            assert isinstance(protocol, _RawResets)
+            plain = [await protocol.get("/hello"), await protocol.get("/hello")]  # streams 0 and 4
+            stray = await protocol.open_stream(session_id=0)
+            protocol.send(stray, b"for a request that was no session", end=True)
+            with pytest.raises(ConnectionResetError):
+                await protocol.read(stray)
+            await protocol.open_session(f"{client.server_name}:{client.port}", "/echo", [])
+            echoed = await echo_scenario(protocol, {"bidi": ["after"], "uni": ["too"]})
+            return plain, protocol.raw_resets.get(stray), echoed
+
+    plain, code, echoed = asyncio.run(asyncio.wait_for(scenario(), 20.0))
+    assert plain == [(200, b"hello"), (200, b"hello")]
+    assert code == 0x170D7B68, "WT_SESSION_GONE"
+    assert echoed["bidi"] == ["after"]
+    assert echoed["uni"] == ["too"]

@@ -71,6 +71,12 @@ struct ClosedStreamIDs {
 
     func contains(_ id: UInt64) -> Bool { ids.contains(id) }
 
+    /// The IDs remembered, oldest first.
+    var remembered: [UInt64] {
+        let ordered = ids.count < capacity ? ids : Array(ids[next...] + ids[..<next])
+        return ordered.filter { $0 != UInt64.max }
+    }
+
     /// Forgets `id`: its slot holds a value no stream ID can take (they are
     /// below 2^62).
     mutating func forget(_ id: UInt64) {

@@ -193,6 +193,13 @@ public final class H3Session {
         requests[streamID]?.isDecoding ?? false
     }
 
+    /// The request streams this session remembers, oldest first: those
+    /// recently closed (a bounded list, `closedStreamMemory`), then those
+    /// open. For a WebTransport registry made after them (the glue's).
+    public func rememberedRequestIDs() -> [UInt64] {
+        closedRequests.remembered + requests.keys.sorted()
+    }
+
     /// Gives back what the maps and lists of finished requests kept (their
     /// capacity at the busiest moment) once the connection is idle (issue
     /// 15); the glue calls it with QUIC's `releaseIdleMemory`.

@@ -91,6 +91,26 @@ final class H3SessionRequestTests: XCTestCase {
         XCTAssertEqual(afterUnknown.take(), [.request(0, postHead, end: false), .data(0, "abc", end: false), .data(0, "", end: true)])
     }
 
+    /// The request streams a WebTransport registry made later is told of
+    /// (H3Connection.makeWebTransport): those closed, oldest first and as
+    /// many as `closedStreamMemory`, then those open.
+    func testRememberedRequestIDs() {
+        var limits = H3Limits()
+        limits.closedStreamMemory = 3
+        let s = H3Session(limits: limits)
+        let get = Wire.headers(Wire.get)
+        for id: UInt64 in [0, 4, 8, 12, 16, 20] {
+            get.withUnsafeBytes { _ = s.receive(streamID: id, $0, fin: true) }
+        }
+        XCTAssertEqual(s.rememberedRequestIDs(), [0, 4, 8, 12, 16, 20])
+        for id: UInt64 in [8, 0, 16, 4] { s.remove(id) }
+        XCTAssertEqual(s.rememberedRequestIDs(), [0, 16, 4, 12, 20], "the three closed last, then the open ones")
+        var ids = ClosedStreamIDs(capacity: 3)
+        for id: UInt64 in [1, 2, 3, 4] { ids.remember(id) }
+        ids.forget(3)
+        XCTAssertEqual(ids.remembered, [2, 4])
+    }
+
     /// `.data` points into the caller's bytes: no copy of the body.
     func testDataIsAViewOfTheCallersBytes() {
         let s = H3Session(limits: H3Limits())
