@@ -14,7 +14,11 @@ the 2 s after which the server gives back an idle connection's spare memory) gdb
   16-byte rounding and 8-byte header), per connection; sites with fewer than 0.9 blocks a connection are left
   out, as they are the process's own (start-up, caches), not the connections';
 - holes: blocks freed in pages that still hold a live block (so they stay resident), by the site that had
-  allocated them, per connection.
+  allocated them, per connection;
+- the peak: the most bytes live in the `[heap]` mapping at any moment of the trace, against the end. glibc's
+  heap does not shrink below its highest block still in use, so the heap stays the size the burst made it:
+  what a connection costs in RSS is set by the peak (every handshake under way at once holding its transient
+  blocks), not by what is live at the end. The blocks live at the peak and not at the end are shown by site.
 
 Frames are named with addr2line and `swift demangle`; a site is shown by its first frames outside the allocators.
 The tracer makes the worker slow (a backtrace per allocation), so its RSS is not a figure to quote: memory.py's
@@ -116,6 +120,35 @@ def replay(trace: Path, heap: tuple[int, int]) -> tuple[dict[int, tuple[int, Sta
                     released(old)
                 allocated(address, size, stack)
     return live, freed
+
+
+def peak(trace: Path, heap: tuple[int, int]) -> tuple[int, int, dict[int, tuple[int, Stack]]]:
+    """The peak of the heap's live chunk bytes before the mark, the bytes live at the mark, the peak's blocks."""
+    low, high = heap
+    records = list(RECORD.iter_unpack(trace.read_bytes()))
+    sizes: dict[int, int] = {}
+    total = most = at = 0
+    for i, (op, address, size, old, *_) in enumerate(records):
+        if op == MARK:
+            break
+        if op == REALLOC and old in sizes:
+            total -= sizes.pop(old)
+        if op in (MALLOC, REALLOC) and low <= address < high:
+            sizes[address] = chunk_size(size)
+            total += sizes[address]
+        elif op == FREE and address in sizes:
+            total -= sizes.pop(address)
+        if total > most:
+            most, at = total, i
+    blocks: dict[int, tuple[int, Stack]] = {}
+    for op, address, size, old, *frames in records[: at + 1]:
+        if op == REALLOC and old:
+            blocks.pop(old, None)
+        if op in (MALLOC, REALLOC) and low <= address < high:
+            blocks[address] = (size, tuple(frames))
+        elif op == FREE:
+            blocks.pop(address, None)
+    return most, total, blocks
 
 
 def page_bytes(start: int, end: int, pages: collections.Counter[int]) -> int:
@@ -291,7 +324,13 @@ def main() -> None:
         heap = heap_range(smaps)
         live, freed = replay(trace, heap)
         live_sites, hole_sites, pages, live_bytes = tally(live, freed, heap)
-        addresses = {a for sites in (live_sites, hole_sites) for stack in sites for a in stack if a}
+        most, final, at_peak = peak(trace, heap)
+        transient: dict[Stack, list[int]] = collections.defaultdict(lambda: [0, 0])
+        for address, (size, stack) in at_peak.items():
+            if live.get(address) != (size, stack):
+                transient[stack][0] += chunk_size(size)
+                transient[stack][1] += 1
+        addresses = {a for sites in (live_sites, hole_sites, transient) for stack in sites for a in stack if a}
         symbols = Symbols(maps, addresses)
     n = args.connections
     sys.stdout.write(
@@ -301,6 +340,12 @@ def main() -> None:
     )
     sys.stdout.write(report("live, sites with 0.9 blocks a connection or more", live_sites, symbols, n, 0.9) + "\n")
     sys.stdout.write(report("holes, sites with 0.3 blocks a connection or more", hole_sites, symbols, n, 0.3) + "\n")
+    sys.stdout.write(
+        f"peak: {most >> 10} KiB live in the heap at once, {final >> 10} KiB at the end: "
+        f"{(most - final) / n:,.0f} B a connection more\n"
+    )
+    title = "live at the peak and not at the end, sites with 0.3 blocks a connection or more"
+    sys.stdout.write(report(title, transient, symbols, n, 0.3) + "\n")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ public struct H3ControlStream: Sendable {
     }
 
     private var reader: H3FrameReader
-    public private(set) var peerSettings: H3Settings?
+    // The SETTINGS go out in the event, not kept here: H3Session keeps them
+    // (a second copy was 80 bytes of every connection, issue 15).
     public private(set) var lastGoaway: UInt64?
     public private(set) var maxPushID: UInt64?
 
@@ -41,7 +42,6 @@ public struct H3ControlStream: Sendable {
             switch event {
             case nil: continue
             case .settings(let s):
-                peerSettings = s
                 return (.settings(s), i)
             case .goaway(let id):
                 if let lastGoaway, id > lastGoaway { throw .goawayIDIncreased }

@@ -19,7 +19,7 @@ extension QUICConnection {
             case .secret(let level, let direction, let suite, let secret):
                 guard let space = PacketNumberSpace(level), space != .initial else { continue }  // 0-RTT: refused
                 // Their contexts on the handshake heap (PacketKeys+Contexts.swift).
-                let keys = PacketKeys(suite: suite, secret: secret, version: version)
+                let keys = PacketKeys(suite: suite, secret: secret, version: version, updatable: space == .application)
                 switch direction {
                 case .read:
                     spaces[space.rawValue].readKeys = keys
@@ -109,5 +109,8 @@ extension QUICConnection {
         spaces[s].discard()
         spaces.dropDiscardedEarlySpaces()
         recovery.discard(space: space)
+        if spaces[PacketNumberSpace.initial.rawValue].discarded && spaces[PacketNumberSpace.handshake.rawValue].discarded {
+            ecn.dropEarlySpaces()
+        }
     }
 }

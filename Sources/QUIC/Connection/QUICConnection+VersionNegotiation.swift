@@ -47,6 +47,10 @@ extension QUICConnection {
     func negotiateVersion(_ information: VersionInformation?) {
         guard !versionDecided else { return }
         versionDecided = true
+        // Our parameters are encoded again only by a switch, decided now:
+        // the box goes with the first flight, not a round trip later
+        // (every handshake under way at once holds one, issue 15).
+        defer { localParametersBox = nil }
         guard let information, information.chosenVersion == version else { return }
         for candidate in information.availableVersions {
             guard candidate != version else { return }
@@ -67,8 +71,8 @@ extension QUICConnection {
         spaces[0].readKeys = keys.client
         spaces[0].writeKeys = keys.server
         version = negotiated
-        // The client's hello was just read: the handshake has not completed.
-        guard let local = localParametersBox else { preconditionFailure("version switch after the handshake") }
+        // The client's hello was just read: the version is being decided.
+        guard let local = localParametersBox else { preconditionFailure("version switch after the version was decided") }
         local.value.versionInformation = VersionInformation(chosenVersion: negotiated,
                                                             availableVersions: configuration.supportedVersions)
         var encoded = [UInt8](repeating: 0, count: local.value.encodedSize())

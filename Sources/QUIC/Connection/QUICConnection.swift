@@ -64,7 +64,7 @@ public final class QUICConnection {
     /// The client's hello was read and the version settled.
     var versionDecided = false
     /// Our transport parameters, re-encoded if the version changes (RFC
-    /// 9368): kept out of line until the handshake completes.
+    /// 9368): kept out of line until the version is decided.
     var localParametersBox: Boxed<TransportParameters>?
     /// The path in use (§9): where our packets go. It changes when the
     /// peer migrates (a `.peerAddressChanged` event says so).

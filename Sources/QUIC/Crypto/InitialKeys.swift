@@ -36,7 +36,7 @@ public enum InitialKeys {
     public static func derive(destinationID: ConnectionID, version: QUICVersion) -> (client: PacketKeys, server: PacketKeys) {
         let s = secrets(destinationID: destinationID, version: version)
         // Discarded with the Initial space (RFC 9001 §4.9.1): on the handshake heap.
-        return (PacketKeys(suite: .aes128GCM, secret: s.client, version: version),
-                PacketKeys(suite: .aes128GCM, secret: s.server, version: version))
+        return (PacketKeys(suite: .aes128GCM, secret: s.client, version: version, updatable: false),
+                PacketKeys(suite: .aes128GCM, secret: s.server, version: version, updatable: false))
     }
 }

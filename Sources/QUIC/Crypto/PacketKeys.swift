@@ -38,8 +38,11 @@ public final class AEADKey: @unchecked Sendable {
     /// Kept only by a key whose context may be released (`releasable`).
     private let key: KeyBytes?
     public let suite: CipherSuite
-    /// The 12-byte IV the packet number is XORed into (§5.3).
-    public let iv: [UInt8]
+    /// The 12-byte IV the packet number is XORed into (§5.3), inline (an
+    /// array was a heap block of its own for every key, issue 15).
+    private let ivBytes: (UInt64, UInt32)
+    /// The IV as bytes (tests, the Retry tag).
+    public var iv: [UInt8] { withUnsafeBytes(of: ivBytes) { Array($0) } }
 
     /// `releasable`: the key bytes are kept so that `releaseContext` can
     /// give the context back (a connection's keys, PacketKeys); and the
@@ -48,7 +51,9 @@ public final class AEADKey: @unchecked Sendable {
         guard key.count == suite.keyLength, iv.count == 12 else { return nil }
         self.key = releasable ? KeyBytes(key) : nil
         self.suite = suite
-        self.iv = iv
+        var ivBytes: (UInt64, UInt32) = (0, 0)
+        withUnsafeMutableBytes(of: &ivBytes) { $0.copyBytes(from: iv) }
+        self.ivBytes = ivBytes
         if releasable {
             guard let c = Self.makeContext(suite, self.key!) else { return nil }
             context = c
@@ -60,6 +65,16 @@ public final class AEADKey: @unchecked Sendable {
     }
 
     deinit { if let context { ctls_quic_aead_free(context) } }
+
+    /// The nonce of packet `pn` (§5.3): the IV with the packet number,
+    /// left-padded to 12 bytes, XORed in.
+    @inline(__always) func nonce(_ pn: UInt64) -> (UInt64, UInt32) {
+        var nonce = ivBytes
+        withUnsafeMutableBytes(of: &nonce) { n in
+            for i in 0..<8 { n[4 + i] ^= UInt8(truncatingIfNeeded: pn >> (8 * UInt64(7 - i))) }
+        }
+        return nonce
+    }
 
     /// The context, made again first if it was released.
     @inline(__always) var handle: OpaquePointer {
@@ -174,13 +189,17 @@ public struct KeyLabels: Sendable {
 public struct PacketKeys: Sendable {
     public let suite: CipherSuite
     public let version: QUICVersion
-    /// The traffic secret these keys came from (kept for the next key update).
-    public let secret: [UInt8]
+    /// The traffic secret these keys came from, kept for the next key
+    /// update: only by 1-RTT keys (an Initial or Handshake key is never
+    /// updated, RFC 9001 §6; each handshake under way would hold four
+    /// secrets for nothing, issue 15).
+    let secret: [UInt8]
     public let aead: AEADKey
     public let headerProtection: HeaderProtectionKey
 
     /// Derives key, IV and header protection key from `secret` (§5.1).
-    public init(suite: CipherSuite, secret: [UInt8], version: QUICVersion) {
+    /// `updatable`: 1-RTT keys, which keep the secret for `nextGeneration`.
+    public init(suite: CipherSuite, secret: [UInt8], version: QUICVersion, updatable: Bool = true) {
         let labels = KeyLabels.of(version)
         let hash = suite.hash
         let key = HKDF.expandLabel(hash, secret: secret, label: labels.key, length: suite.keyLength)
@@ -192,7 +211,7 @@ public struct PacketKeys: Sendable {
               let protection = HeaderProtectionKey(suite: suite, key: hp) else {
             preconditionFailure("libcrypto refused a packet protection key")
         }
-        self.init(suite: suite, version: version, secret: secret, aead: aead, headerProtection: protection)
+        self.init(suite: suite, version: version, secret: updatable ? secret : [], aead: aead, headerProtection: protection)
     }
 
     init(suite: CipherSuite, version: QUICVersion, secret: [UInt8], aead: AEADKey, headerProtection: HeaderProtectionKey) {
@@ -207,6 +226,7 @@ public struct PacketKeys: Sendable {
     /// HKDF-Expand-Label(secret_<n>, "quic ku", "", Hash.length); same
     /// header protection key.
     public func nextGeneration() -> PacketKeys {
+        precondition(!secret.isEmpty, "only 1-RTT keys are updated")
         let labels = KeyLabels.of(version)
         let hash = suite.hash
         let next = HKDF.expandLabel(hash, secret: secret, label: labels.ku, length: hash.length)

@@ -50,7 +50,7 @@ public enum PacketProtection {
         let pnOffset = headerLength - pnLength
         precondition(pnOffset + sampleOffset + sampleLength <= total, "payload too short for the header protection sample")
         let base = packet.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        var nonce = makeNonce(keys.aead.iv, packetNumber)
+        var nonce = keys.aead.nonce(packetNumber)
         let rc = withUnsafeBytes(of: &nonce) { n in
             ctls_quic_aead_seal(keys.aead.handle, n.baseAddress!.assumingMemoryBound(to: UInt8.self), base, headerLength,
                                 base + headerLength, payloadLength, base + headerLength + payloadLength)
@@ -106,7 +106,7 @@ public enum PacketProtection {
         let ciphertextLength = packet.count - header.payloadOffset - tagLength
         guard ciphertextLength >= 0 else { throw .sampleTooShort }
         let base = packet.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        var nonce = makeNonce(key.iv, header.packetNumber)
+        var nonce = key.nonce(header.packetNumber)
         let rc = withUnsafeBytes(of: &nonce) { n in
             ctls_quic_aead_open(key.handle, n.baseAddress!.assumingMemoryBound(to: UInt8.self), base, header.payloadOffset,
                                 base + header.payloadOffset, ciphertextLength, base + header.payloadOffset + ciphertextLength)
@@ -148,15 +148,6 @@ public enum PacketProtection {
         // header protection as a connection error of type PROTOCOL_VIOLATION."
         guard header.reservedBitsAreZero else { throw .connection(.reservedBitsSet) }
         return Opened(header: header, payload: payload)
-    }
-
-    static func makeNonce(_ iv: [UInt8], _ pn: UInt64) -> (UInt64, UInt32) {
-        var nonce: (UInt64, UInt32) = (0, 0)
-        withUnsafeMutableBytes(of: &nonce) { n in
-            for i in 0..<12 { n[i] = iv[i] }
-            for i in 0..<8 { n[4 + i] ^= UInt8(truncatingIfNeeded: pn >> (8 * UInt64(7 - i))) }
-        }
-        return nonce
     }
 
     private static func applyMask(_ packet: UnsafeMutableRawBufferPointer, pnOffset: Int, pnLength: Int,

@@ -18,8 +18,9 @@
 //      └──────────(10 sent, a marked packet already acked by valid ACKs)───────────────────►┘
 //      └─────────────┴──────────────(validation fails / all marked lost)──────────┴──► failed
 //
-// Which packets were marked is kept as packet-number bounds per space, not
-// per packet: a space's marked packets are those sent while testing (all
+// Which packets were marked is kept as packet-number bounds per space
+// (`SpaceCounts`; the Initial and Handshake spaces' go once both are
+// discarded, DroppablePerSpace), not per packet: a space's marked packets are those sent while testing (all
 // below `testingEnd`) and those from `capableFrom` on (marking stops for
 // good only on failure, after which nothing is validated any more).
 //
@@ -41,22 +42,45 @@ public struct ECNValidation: Sendable {
     public static let testingPackets = 10
 
     public private(set) var state = State.testing
-    /// Per space (PacketNumberSpace.rawValue): packets received by ECN field.
-    public private(set) var received = PerSpace(repeating: ECNCounts(ect0: 0, ect1: 0, ce: 0))
-    /// Per space: the peer's counts from the last ACK that passed validation.
-    public private(set) var peerCounts = PerSpace(repeating: ECNCounts(ect0: 0, ect1: 0, ce: 0))
-    /// Per space: packets sent with ECT(0).
-    public private(set) var markedSent = PerSpace<UInt64>(repeating: 0)
     /// Times a valid CE increase asked for a congestion reaction.
     public private(set) var congestionSignals = 0
 
+    /// What is counted per packet number space.
+    struct SpaceCounts: EarlySpaceState {
+        /// Packets received by ECN field.
+        var received = ECNCounts(ect0: 0, ect1: 0, ce: 0)
+        /// The peer's counts from the last ACK that passed validation.
+        var peerCounts = ECNCounts(ect0: 0, ect1: 0, ce: 0)
+        /// Packets sent with ECT(0).
+        var markedSent: UInt64 = 0
+        var testingEnd: UInt64 = 0
+        var capableFrom: UInt64?
+
+        static func fresh(early: Bool) -> SpaceCounts { SpaceCounts() }
+        static var dropped: SpaceCounts { SpaceCounts() }
+    }
+
+    /// Per space (PacketNumberSpace.rawValue); the Initial and Handshake
+    /// spaces' go once both are discarded (`dropEarlySpaces`).
+    var spaces = DroppablePerSpace<SpaceCounts>()
+
     var testingMarked = 0
-    var testingEnd = PerSpace<UInt64>(repeating: 0)
-    var capableFrom = PerSpace<UInt64?>(repeating: nil)
     var markedAcknowledged = false
     var markedLost = 0
 
     public init() {}
+
+    /// Per space: packets received by ECN field.
+    public var received: PerSpace<ECNCounts> { PerSpace { spaces[$0.rawValue].received } }
+    /// Per space: the peer's counts from the last ACK that passed validation.
+    public var peerCounts: PerSpace<ECNCounts> { PerSpace { spaces[$0.rawValue].peerCounts } }
+    /// Per space: packets sent with ECT(0).
+    public var markedSent: PerSpace<UInt64> { PerSpace { spaces[$0.rawValue].markedSent } }
+
+    /// Gives back the Initial and Handshake spaces' counts: both were
+    /// discarded (RFC 9001 §4.9), nothing of theirs is sent, received or
+    /// acknowledged again.
+    public mutating func dropEarlySpaces() { spaces.dropEarlySpaces() }
 
     /// The codepoint the next datagram carries: all its packets share it.
     public var marking: ECNCodepoint { state == .testing || state == .capable ? .ect0 : .notECT }
@@ -68,16 +92,16 @@ public struct ECNValidation: Sendable {
         let s = space.rawValue
         switch ecn {
         case .notECT: break
-        case .ect0: received[s].ect0 += 1
-        case .ect1: received[s].ect1 += 1
-        case .ce: received[s].ce += 1
+        case .ect0: spaces[s].received.ect0 += 1
+        case .ect1: spaces[s].received.ect1 += 1
+        case .ce: spaces[s].received.ce += 1
         }
     }
 
     /// The counts for an ACK of `space`, nil (a plain ACK) while every count
     /// is 0: §13.4.1 reports what was received, and nothing marked was.
     public func countsToReport(space: PacketNumberSpace) -> ECNCounts? {
-        let c = received[space.rawValue]
+        let c = spaces[space.rawValue].received
         return c.ect0 == 0 && c.ect1 == 0 && c.ce == 0 ? nil : c
     }
 
@@ -88,13 +112,13 @@ public struct ECNValidation: Sendable {
     public mutating func packetSent(space: PacketNumberSpace, packetNumber: UInt64, ecn: ECNCodepoint) {
         guard ecn == .ect0 else { return }
         let s = space.rawValue
-        markedSent[s] += 1
+        spaces[s].markedSent += 1
         switch state {
         case .testing:
-            testingEnd[s] = packetNumber + 1
+            spaces[s].testingEnd = packetNumber + 1
             testingMarked += 1
         case .capable:
-            if capableFrom[s] == nil { capableFrom[s] = packetNumber }
+            if spaces[s].capableFrom == nil { spaces[s].capableFrom = packetNumber }
         case .unknown, .failed:
             break
         }
@@ -109,8 +133,8 @@ public struct ECNValidation: Sendable {
 
     func isMarked(space: PacketNumberSpace, packetNumber: UInt64) -> Bool {
         let s = space.rawValue
-        if packetNumber < testingEnd[s] { return true }
-        if let from = capableFrom[s], packetNumber >= from { return true }
+        if packetNumber < spaces[s].testingEnd { return true }
+        if let from = spaces[s].capableFrom, packetNumber >= from { return true }
         return false
     }
 
@@ -132,20 +156,20 @@ public struct ECNValidation: Sendable {
             if marked > 0 { state = .failed }
             return false
         }
-        let last = peerCounts[s]
+        let last = spaces[s].peerCounts
         let (total, overflow) = counts.ect0.addingReportingOverflow(counts.ce)
         guard counts.ect0 >= last.ect0, counts.ect1 >= last.ect1, counts.ce >= last.ce,
               // "... a non-zero ECN count corresponding to an ECT codepoint that it never applied."
               counts.ect1 == 0,
               // "... the received total count for either ECT(0) or ECT(1) exceeds the total number of packets sent with" it.
-              !overflow, total <= markedSent[s],
+              !overflow, total <= spaces[s].markedSent,
               // "... the sum of the increase in ECT(0) and ECN-CE counts is less than the number of newly
               // acknowledged packets that were originally sent with an ECT(0) marking."
               (counts.ect0 - last.ect0) + (counts.ce - last.ce) >= marked else {
             state = .failed
             return false
         }
-        peerCounts[s] = counts
+        spaces[s].peerCounts = counts
         if marked > 0 { markedAcknowledged = true }
         if state == .unknown && markedAcknowledged { state = .capable }
         guard counts.ce > last.ce else { return false }

@@ -49,7 +49,7 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
     public internal(set) var persistentCongestionCount = 0
 
     /// Indexed by PacketNumberSpace.rawValue.
-    var ledgers: PerSpace<SentPacketLedger>
+    var ledgers = DroppablePerSpace<SentPacketLedger>()
     /// first_rtt_sample (§A.3): when the first RTT sample was taken.
     var firstRTTSampleTime: Instant?
     /// A client's "has received Handshake ACK" (§A.8 PeerCompletedAddressValidation).
@@ -78,7 +78,6 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
         self.controller = controller
         self.maxAckDelay = maxAckDelay
         self.role = role
-        ledgers = PerSpace { _ in SentPacketLedger() }
         timerSetTime = now
     }
 
@@ -217,10 +216,16 @@ public struct LossRecovery<Controller: CongestionController>: Sendable {
     /// Key discard (RFC 9001 §4.9; RFC 9002 §6.4, A.11): forget the space's
     /// packets, remove their bytes from flight, reset the PTO backoff.
     public mutating func discard(space: PacketNumberSpace) {
-        let removed = ledgers[space.rawValue].removeAll()
-        if removed > 0 { controller.onPacketsDiscarded(bytes: removed) }
+        if space == .application || ledgers.holdsEarlySpaces {
+            let removed = ledgers[space.rawValue].removeAll()
+            if removed > 0 { controller.onPacketsDiscarded(bytes: removed) }
+        }
         discardedSpaces[space.rawValue] = true
         ptoCount = 0
+        // Both early spaces gone: their ledgers go too (DroppablePerSpace).
+        if discardedSpaces[PacketNumberSpace.initial.rawValue] && discardedSpaces[PacketNumberSpace.handshake.rawValue] {
+            ledgers.dropEarlySpaces()
+        }
     }
 
     /// §A.8 PeerCompletedAddressValidation.

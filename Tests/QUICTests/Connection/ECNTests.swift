@@ -162,6 +162,22 @@ final class ECNTests: XCTestCase {
         XCTAssertEqual(ack.ecn, ECNCounts(ect0: 2, ect1: 0, ce: 1))
     }
 
+    /// The Initial and Handshake spaces' ECN counts and sent-packet ledgers
+    /// go with their keys (RFC 9001 §4.9, DroppablePerSpace): a server's
+    /// when its handshake completes. The Application space's counting goes on.
+    func testEarlySpacesStateGoesWithTheHandshake() throws {
+        let h = ConnectionHarness()
+        let e = ECNClient(h)
+        e.completeHandshake()
+        let c = try XCTUnwrap(h.connection)
+        XCTAssertFalse(c.ecn.spaces.holdsEarlySpaces)
+        XCTAssertFalse(c.recovery.ledgers.holdsEarlySpaces)
+        XCTAssertEqual(c.ecnValidation.received[PacketNumberSpace.initial.rawValue], ECNCounts(ect0: 0, ect1: 0, ce: 0))
+        e.deliver(h.client.packet(.application, Frames.ping), ecn: .ce)
+        XCTAssertEqual(c.ecnValidation.received[PacketNumberSpace.application.rawValue].ce, 1)
+        XCTAssertFalse(c.ecn.spaces.holdsEarlySpaces)
+    }
+
     /// §13.4.1: a duplicate packet is not processed and not counted.
     func testDuplicatesAreNotCounted() throws {
         let h = ConnectionHarness()

@@ -191,7 +191,7 @@ final class RFC9001AppendixATests: XCTestCase {
         """)
 
     static func nonce(_ keys: PacketKeys, _ pn: UInt64) -> [UInt8] {
-        var n = PacketProtection.makeNonce(keys.aead.iv, pn)
+        var n = keys.aead.nonce(pn)
         return withUnsafeBytes(of: &n) { Array($0) }
     }
 }
