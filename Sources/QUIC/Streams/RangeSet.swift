@@ -84,6 +84,19 @@ struct RangeSet: Equatable, Sendable {
         }
     }
 
+    /// Removes the ranges that start at or below `front` (they touch or
+    /// overlap `..<front`) and returns where the run they make with
+    /// `..<front` ends: a buffer's contiguous front moving on past data that
+    /// arrived (or was acknowledged) ahead of it.
+    mutating func takeRun(from front: UInt64) -> UInt64 {
+        var end = front
+        while let f = ranges.first, f.lowerBound <= end {
+            end = max(end, f.upperBound)
+            ranges.removeFirst()
+        }
+        return end
+    }
+
     /// Removes every value below `x`.
     mutating func remove(below x: UInt64) {
         guard let f = ranges.first, f.lowerBound < x else { return }

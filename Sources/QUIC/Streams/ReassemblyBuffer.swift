@@ -10,8 +10,8 @@
 // Memory is bounded by the caller: stream data by the flow-control limit it
 // advertised (§4.1: a peer sending past it is a FLOW_CONTROL_ERROR before
 // anything is stored), CRYPTO data by `CryptoReceiveBuffer.limit`. Consumed
-// bytes are dropped from the front in chunks, so the array's capacity is
-// reused and a steady stream does not allocate.
+// bytes are dropped from the front in chunks (ConsumedFront), so a steady
+// stream's large array is reused and does not allocate.
 
 struct ReassemblyBuffer {
     private var storage: [UInt8] = []
@@ -25,10 +25,9 @@ struct ReassemblyBuffer {
     /// touching it.
     private var received = RangeSet()
 
-    /// Compaction threshold: consumed bytes are dropped from the front
-    /// once at least this many have accumulated and they make up half of
-    /// the array (amortised O(1) per byte).
-    static let compactionThreshold = 4096
+    /// Consumed bytes are dropped from the front once at least this many
+    /// make up half of the array (ConsumedFront).
+    static let compactionThreshold = ConsumedFront.compactionThreshold
 
     /// The end of the highest byte received (or `readOffset`).
     var receivedEnd: UInt64 { max(contiguousEnd, received.last?.upperBound ?? 0) }
@@ -61,12 +60,7 @@ struct ReassemblyBuffer {
             return
         }
         // Extends the readable part, and with it any ranges it now reaches.
-        var front = max(contiguousEnd, end)
-        while let f = received.first, f.lowerBound <= front {
-            front = max(front, f.upperBound)
-            received.remove(below: front)
-        }
-        contiguousEnd = front
+        contiguousEnd = received.takeRun(from: max(contiguousEnd, end))
     }
 
     /// Calls `body` with the readable bytes.
@@ -81,14 +75,7 @@ struct ReassemblyBuffer {
         guard n > 0 else { return }
         readOffset += UInt64(n)
         head += n
-        if head == storage.count {
-            // Small storage is freed, large kept (SendBuffer.drop says why).
-            storage.removeAll(keepingCapacity: storage.capacity >= SendBuffer.keptCapacity)
-            head = 0
-        } else if head >= Self.compactionThreshold && head >= storage.count / 2 {
-            storage.removeSubrange(0..<head)
-            head = 0
-        }
+        ConsumedFront.compact(&storage, head: &head)
     }
 
     /// Gives back the storage kept for the next bytes once everything

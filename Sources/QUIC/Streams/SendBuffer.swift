@@ -7,8 +7,9 @@
 // mark ranges done and the front is dropped once everything below an
 // offset is acknowledged. Retransmitted bytes are the same bytes at the same
 // offsets, re-framed to fit the packet at hand. Memory is bounded by the
-// caller (`maxSendBufferPerStream` for streams), and the array's capacity is
-// reused in steady state.
+// caller (`maxSendBufferPerStream` for streams); the acknowledged front is
+// dropped as ConsumedFront says (a bulk sender's array reused, a small one
+// freed when it empties).
 
 struct SendBuffer {
     private var storage: [UInt8] = []
@@ -78,34 +79,11 @@ struct SendBuffer {
         // In order, the common case: the front moves on without `acked`
         // holding the range (it allocates only for acknowledgments that
         // arrive out of order), taking along the ranges it now reaches.
-        var front = r.upperBound
-        while let f = acked.first, f.lowerBound <= front {
-            front = max(front, f.upperBound)
-            acked.remove(below: front)
-        }
-        drop(below: front)
+        let front = acked.takeRun(from: r.upperBound)
+        head += Int(front - base)
+        base = front
+        ConsumedFront.compact(&storage, head: &head)
     }
-
-    /// Drops the acknowledged bytes below `offset` from the front. Storage
-    /// emptied is kept for the next bytes when it is large (a bulk sender
-    /// reuses it), freed when small: a small block freed now is reused by
-    /// the allocations that follow, where one kept until the idle release
-    /// would leave a hole in malloc's heap (issue 15; TRANSPORT.md, "What
-    /// an idle HTTP/3 connection holds").
-    private mutating func drop(below offset: UInt64) {
-        head += Int(offset - base)
-        base = offset
-        if head == storage.count {
-            storage.removeAll(keepingCapacity: storage.capacity >= Self.keptCapacity)
-            head = 0
-        } else if head >= ReassemblyBuffer.compactionThreshold && head >= storage.count / 2 {
-            storage.removeSubrange(0..<head)
-            head = 0
-        }
-    }
-
-    /// Storage at least this large is kept when emptied (see `drop`).
-    static let keptCapacity = 4096
 
     /// A packet carrying the range was declared lost: send the part not
     /// acknowledged since (by another copy) again.

@@ -7,11 +7,6 @@ import Core
 @testable import QUIC
 
 final class DroppablePerSpaceTests: XCTestCase {
-    private func packet(_ pn: UInt64, bytes: Int = 1_200) -> SentPacket {
-        SentPacket(packetNumber: pn, timeSent: at(ms: Int64(pn)), bytes: bytes, ackEliciting: true, inFlight: true,
-                   state: .outstanding)
-    }
-
     func testEarlyLedgersGoWithBothEarlySpaces() {
         var recovery = LossRecovery(controller: CongestionControl(.newReno, maxDatagramSize: 1_200), maxAckDelay: 0,
                                     now: at(ms: 0))
@@ -37,10 +32,10 @@ final class DroppablePerSpaceTests: XCTestCase {
 
     func testCopiesAreIndependent() {
         var a = DroppablePerSpace<SentPacketLedger>()
-        a[0].append(packet(0))
+        a[0].append(outstandingPacket(0))
         var b = a
-        b[0].append(packet(1))
-        b[1].append(packet(7))
+        b[0].append(outstandingPacket(1))
+        b[1].append(outstandingPacket(7))
         XCTAssertEqual(a[0].count, 1)
         XCTAssertEqual(a[1].count, 0)
         XCTAssertEqual(b[0].count, 2)
@@ -56,7 +51,7 @@ final class DroppablePerSpaceTests: XCTestCase {
         l.dropEarlySpaces()
         XCTAssertEqual(l[1].count, 0)
         XCTAssertFalse(l.holdsEarlySpaces)
-        l[1].append(packet(3))
+        l[1].append(outstandingPacket(3))
         XCTAssertTrue(l.holdsEarlySpaces)
         XCTAssertEqual(l[1].count, 1)
         XCTAssertEqual(l[0].count, 0)

@@ -6,14 +6,9 @@ import Core
 @testable import QUIC
 
 final class SentPacketLedgerTests: XCTestCase {
-    private func packet(_ pn: UInt64, bytes: Int = 1_200) -> SentPacket {
-        SentPacket(packetNumber: pn, timeSent: at(ms: Int64(pn)), bytes: bytes, ackEliciting: true, inFlight: true,
-                   state: .outstanding)
-    }
-
     func testLookupWithGapsAndSettledPrefix() {
         var ledger = SentPacketLedger(initialCapacity: 4)
-        for pn: UInt64 in [0, 1, 3, 4, 7] { ledger.append(packet(pn)) }
+        for pn: UInt64 in [0, 1, 3, 4, 7] { ledger.append(outstandingPacket(pn)) }
         XCTAssertEqual(ledger.count, 5)
         XCTAssertEqual(ledger.firstPosition(atLeast: 2), 2)
         XCTAssertEqual(ledger[ledger.firstPosition(atLeast: 5)].packetNumber, 7)
@@ -37,11 +32,11 @@ final class SentPacketLedgerTests: XCTestCase {
     /// The ring doubles when full, keeping order across the wrap.
     func testGrowthKeepsOrderAcrossWrap() {
         var ledger = SentPacketLedger(initialCapacity: 4)
-        for pn: UInt64 in 0..<3 { ledger.append(packet(pn)) }
+        for pn: UInt64 in 0..<3 { ledger.append(outstandingPacket(pn)) }
         _ = ledger.settle(at: 0, as: .acknowledged)
         _ = ledger.settle(at: 1, as: .acknowledged)
         ledger.dropSettledPrefix()                     // head = 2
-        for pn: UInt64 in 3..<9 { ledger.append(packet(pn)) }   // wraps, then grows
+        for pn: UInt64 in 3..<9 { ledger.append(outstandingPacket(pn)) }   // wraps, then grows
         XCTAssertEqual(ledger.capacity, 8)
         XCTAssertEqual((0..<ledger.count).map { ledger[$0].packetNumber }, Array(2..<9))
     }
@@ -49,7 +44,7 @@ final class SentPacketLedgerTests: XCTestCase {
     /// Packet numbers must increase (RFC 9000 §12.3); a removed space remembers its largest.
     func testRemoveAllReturnsBytesInFlight() {
         var ledger = SentPacketLedger()
-        ledger.append(packet(0))
+        ledger.append(outstandingPacket(0))
         ledger.append(SentPacket(packetNumber: 1, timeSent: at(ms: 1), bytes: 50, ackEliciting: false, inFlight: false,
                                  state: .outstanding))
         XCTAssertEqual(ledger.removeAll(), 1_200)

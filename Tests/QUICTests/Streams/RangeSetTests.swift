@@ -47,6 +47,20 @@ final class RangeSetTests: XCTestCase {
         XCTAssertTrue(s.isEmpty)
     }
 
+    /// A front moving on takes the ranges it reaches, and only those.
+    func testTakeRun() {
+        var s = RangeSet()
+        s.insert(10..<20)
+        s.insert(25..<30)
+        s.insert(40..<50)
+        XCTAssertEqual(s.takeRun(from: 5), 5)
+        XCTAssertEqual(s.count, 3)
+        XCTAssertEqual(s.takeRun(from: 27), 30, "overlaps both of the first two")
+        XCTAssertEqual(s.first, 40..<50)
+        XCTAssertEqual(s.takeRun(from: 40), 50, "touching counts")
+        XCTAssertTrue(s.isEmpty)
+    }
+
     func testFirstMissing() {
         var s = RangeSet()
         s.insert(10..<20)

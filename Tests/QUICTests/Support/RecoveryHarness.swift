@@ -10,6 +10,12 @@ func ms(_ value: Int64) -> Int64 { value * 1_000_000 }
 
 func at(ms value: Int64) -> Instant { Instant(nanoseconds: ms(value)) }
 
+/// An outstanding ack-eliciting in-flight packet sent at `pn` ms.
+func outstandingPacket(_ pn: UInt64, bytes: Int = 1_200) -> SentPacket {
+    SentPacket(packetNumber: pn, timeSent: at(ms: Int64(pn)), bytes: bytes, ackEliciting: true, inFlight: true,
+               state: .outstanding)
+}
+
 /// One LossRecovery driven by hand, the clock moved explicitly.
 struct RecoveryHarness {
     var recovery: LossRecovery<CongestionControl>
