@@ -49,6 +49,11 @@ let package = Package(
         .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // zlib's raw DEFLATE streams behind an opaque handle, for permessage-deflate.
         .target(name: "CZlib", linkerSettings: [.linkedLibrary("z")]),
+        // The worker's malloc: glibc's, but for blocks allocated under a
+        // zone hint (CSys), which go to that zone of CTLS's handshake heap
+        // (callocator.h). Linked only into the worker: it replaces malloc
+        // for the whole process.
+        .target(name: "CAllocator", dependencies: ["CSys", "CTLS"]),
 
         .target(name: "Core", dependencies: ["CSys"], swiftSettings: strict),
         .target(name: "HTTP1", dependencies: ["Core"], swiftSettings: strict),
@@ -89,7 +94,7 @@ let package = Package(
                 swiftSettings: strict),
         .executableTarget(name: "peregrine", dependencies: ["Supervision"], swiftSettings: strict,
                           linkerSettings: supervisorLink),
-        .executableTarget(name: "peregrine-worker", dependencies: ["Server"], swiftSettings: strict),
+        .executableTarget(name: "peregrine-worker", dependencies: ["Server", "CAllocator"], swiftSettings: strict),
 
         // What the fuzz targets share: starting libFuzzer, replaying files.
         .target(name: "FuzzSupport", path: "fuzz/Sources/FuzzSupport", swiftSettings: strict),

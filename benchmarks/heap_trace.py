@@ -20,6 +20,12 @@ the 2 s after which the server gives back an idle connection's spare memory) gdb
   what a connection costs in RSS is set by the peak (every handshake under way at once holding its transient
   blocks), not by what is live at the end. The blocks live at the peak and not at the end are shown by site.
 
+Since session 19 the worker's own malloc (Sources/CAllocator) puts what a QUIC connection keeps, and what its
+handshake frees, in zones of CTLS's handshake heap, outside `[heap]` and outside the trace (it passes everything
+else on to the next allocator, this tracer, with a tail call): the trace then shows what is left in glibc's heap
+(the endpoint's tables, the process's own, anything a zone hint missed), and memory.py and the zones' RSS in
+/proc/PID/smaps (the 1 GiB anonymous range) say the rest.
+
 Frames are named with addr2line and `swift demangle`; a site is shown by its first frames outside the allocators.
 The tracer makes the worker slow (a backtrace per allocation), so its RSS is not a figure to quote: memory.py's
 is. Needs gcc, gdb, addr2line, and h3load's libraries (as memory.py --h3).

@@ -29,27 +29,30 @@
 #define LARGE 0xffff   // first chunk of a large block's run
 #define INSIDE 0xfffe  // a later chunk of that run
 
-// Size classes: 16 B steps to 256, 64 B to 1 KiB, 256 B to 4 KiB, 1 KiB to
-// 16 KiB (at most 1/16 lost to rounding past 256 B). Class k is 1-based.
-#define CLASSES 52
+// Size classes: 16 B steps to 512, 64 B to 2 KiB, 256 B to 4 KiB, 1 KiB to
+// 16 KiB (at most an eighth lost to rounding past 512 B, a fifth past
+// 4 KiB): a connection's blocks (QUICConnection at about 1.9 KiB, a packet
+// space's state at 400 B) fit closely. Class k is 1-based.
+#define CLASSES 76
 
 static uint32_t class_size(unsigned k) {
-    if (k <= 16) return k * 16;
-    if (k <= 28) return 256 + (k - 16) * 64;
-    if (k <= 40) return 1024 + (k - 28) * 256;
-    return 4096 + (k - 40) * 1024;
+    if (k <= 32) return k * 16;
+    if (k <= 56) return 512 + (k - 32) * 64;
+    if (k <= 64) return 2048 + (k - 56) * 256;
+    return 4096 + (k - 64) * 1024;
 }
 
 static unsigned class_of(size_t n) {
-    if (n <= 256) return (unsigned)((n + 15) / 16);
-    if (n <= 1024) return 16 + (unsigned)((n - 256 + 63) / 64);
-    if (n <= 4096) return 28 + (unsigned)((n - 1024 + 255) / 256);
-    return 40 + (unsigned)((n - 4096 + 1023) / 1024);
+    if (n <= 512) return (unsigned)((n + 15) / 16);
+    if (n <= 2048) return 32 + (unsigned)((n - 512 + 63) / 64);
+    if (n <= 4096) return 56 + (unsigned)((n - 2048 + 255) / 256);
+    return 64 + (unsigned)((n - 4096 + 1023) / 1024);
 }
 
 struct chunk {
     uint16_t state;    // FREE, a class, LARGE or INSIDE
-    uint16_t partial;  // on its class's list of chunks with room
+    uint8_t partial;   // on its zone's and class's list of chunks with room
+    uint8_t zone;      // whose blocks it holds (class chunks)
     uint32_t live;     // live blocks (class chunks)
     uint32_t carved;   // bytes handed out by bumping, never touched beyond
     uint32_t span;     // chunks in the run (LARGE)
@@ -63,7 +66,7 @@ static struct chunk chunks[REGION_CHUNKS];
 static uint32_t top;            // chunks below it have been used once
 static uint32_t lowest_free;    // no free chunk below it
 static uint32_t spare = NONE;   // an empty chunk kept resident
-static uint32_t partial[CLASSES + 1];
+static uint32_t partial[CTLS_HEAP_ZONES][CLASSES + 1];
 static ctls_handshake_heap_stats stats;
 static int installed;
 static _Thread_local int depth;
@@ -82,9 +85,11 @@ static int reserve(void) {
     uint8_t *aligned = (uint8_t *)(((uintptr_t)p + CHUNK - 1) & ~(uintptr_t)(CHUNK - 1));
     if (aligned > p) munmap(p, (size_t)(aligned - p));
     munmap(aligned + (size_t)REGION_CHUNKS * CHUNK, CHUNK - (size_t)(aligned - p));
-    for (unsigned k = 0; k <= CLASSES; k++) partial[k] = NONE;
+    for (unsigned z = 0; z < CTLS_HEAP_ZONES; z++)
+        for (unsigned k = 0; k <= CLASSES; k++) partial[z][k] = NONE;
     // Read without the lock by ctls_handshake_heap_owns.
     __atomic_store_n(&base, aligned, __ATOMIC_RELEASE);
+    __atomic_store_n(&ctls_handshake_heap_range, aligned, __ATOMIC_RELEASE);
     return 1;
 }
 
@@ -123,7 +128,7 @@ static uint32_t take_chunks(uint32_t n) {
 static void list_remove(uint32_t i) {
     struct chunk *c = &chunks[i];
     if (c->prev != NONE) chunks[c->prev].next = c->next;
-    else partial[c->state] = c->next;
+    else partial[c->zone][c->state] = c->next;
     if (c->next != NONE) chunks[c->next].prev = c->prev;
     c->partial = 0;
 }
@@ -131,9 +136,9 @@ static void list_remove(uint32_t i) {
 static void list_push(uint32_t i) {
     struct chunk *c = &chunks[i];
     c->prev = NONE;
-    c->next = partial[c->state];
+    c->next = partial[c->zone][c->state];
     if (c->next != NONE) chunks[c->next].prev = i;
-    partial[c->state] = i;
+    partial[c->zone][c->state] = i;
     c->partial = 1;
 }
 
@@ -148,7 +153,7 @@ static void retire(uint32_t i) {
 
 // MARK: - Blocks
 
-static void *alloc_locked(size_t n) {
+static void *alloc_locked(unsigned zone, size_t n) {
     if (!reserve()) return NULL;
     if (n > SMALL_MAX) {
         uint32_t span = (uint32_t)((n + CHUNK - 1) >> CHUNK_SHIFT);
@@ -165,11 +170,11 @@ static void *alloc_locked(size_t n) {
     }
     unsigned k = class_of(n);
     uint32_t size = class_size(k);
-    uint32_t i = partial[k];
+    uint32_t i = partial[zone][k];
     if (i == NONE) {
         i = take_chunks(1);
         if (i == NONE) return NULL;
-        chunks[i] = (struct chunk){.state = (uint16_t)k};
+        chunks[i] = (struct chunk){.state = (uint16_t)k, .zone = (uint8_t)zone};
         list_push(i);
         stats.used_chunks++;
     }
@@ -215,16 +220,18 @@ static void free_locked(void *p) {
     }
 }
 
-int ctls_handshake_heap_owns(const void *p) {
-    // A block of ours reached this thread after the range was reserved.
-    uint8_t *b = __atomic_load_n(&base, __ATOMIC_ACQUIRE);
-    return b && b != (uint8_t *)MAP_FAILED && (const uint8_t *)p >= b && (const uint8_t *)p < b + (size_t)REGION_CHUNKS * CHUNK;
-}
+// The reserved range once reserved; before, the top of the address space
+// (see ctls_handshake_heap_owns_inline).
+unsigned char *ctls_handshake_heap_range = (unsigned char *)(UINTPTR_MAX - CTLS_HANDSHAKE_HEAP_RANGE_BYTES + 1);
+
+_Static_assert(CTLS_HANDSHAKE_HEAP_RANGE_BYTES == (size_t)REGION_CHUNKS * CHUNK, "the header's range length");
+
+int ctls_handshake_heap_owns(const void *p) { return ctls_handshake_heap_owns_inline(p); }
 
 // From the heap, or from malloc when it is full.
 static void *heap_alloc(size_t n) {
     pthread_mutex_lock(&lock);
-    void *p = alloc_locked(n);
+    void *p = alloc_locked(CTLS_HEAP_HANDSHAKE, n);
     if (!p) stats.fallbacks++;
     pthread_mutex_unlock(&lock);
     return p ? p : malloc(n);
@@ -272,6 +279,28 @@ void *ctls_handshake_heap_realloc(void *p, size_t n) {
 void ctls_handshake_heap_enter(void) { depth++; }
 
 void ctls_handshake_heap_leave(void) { depth--; }
+
+void *ctls_handshake_heap_take(int zone, size_t n) {
+    if (zone < 0 || zone >= CTLS_HEAP_ZONES || n == 0) return NULL;
+    pthread_mutex_lock(&lock);
+    void *p = alloc_locked((unsigned)zone, n);
+    if (!p) stats.fallbacks++;
+    pthread_mutex_unlock(&lock);
+    return p;
+}
+
+void ctls_handshake_heap_give(void *p) {
+    pthread_mutex_lock(&lock);
+    free_locked(p);
+    pthread_mutex_unlock(&lock);
+}
+
+size_t ctls_handshake_heap_usable_size(const void *p) {
+    pthread_mutex_lock(&lock);
+    size_t n = usable_locked(p);
+    pthread_mutex_unlock(&lock);
+    return n;
+}
 
 int ctls_handshake_heap_installed(void) { return installed; }
 

@@ -75,13 +75,18 @@ final class H3Connection {
     /// Our control stream and QPACK streams (RFC 9114 §6.2: first, in this
     /// order, so their IDs are the ones `H3LocalStream` names).
     func start() {
+        // They live as long as the connection (AllocationZone); what is
+        // written on them does not.
+        let zone = AllocationZone.connection.enter()
         for s in H3LocalStream.allCases {
             guard let id = quic.openUnidirectionalStream(), id == s.streamID else {
+                AllocationZone.restore(zone)
                 // RFC 9114 §6.2: a client must allow at least three.
                 fail(.streamCreationError, "the client allows fewer than three unidirectional streams")
                 return
             }
         }
+        AllocationZone.restore(zone)
         writeLocalOutput()
     }
 

@@ -159,13 +159,14 @@ final class QUICService: DatagramHandler {
     /// goes back (QUICConnection+IdleMemory.swift): longer than a request's
     /// round trips, so a busy connection keeps its buffers grown.
     static let idleReleaseQuiet: Int64 = 2_000_000_000
-    /// Handshakes completed since the heap was last trimmed: the trim runs
-    /// once a burst of at least this many is over (no handshake under way).
-    static let heapTrimAfterHandshakes = 32
+    /// Handshakes completed and connections given back their spare memory
+    /// since the heap was last trimmed: the trim runs once this many are
+    /// counted and no handshake is under way (a burst is over).
+    static let heapTrimAfter = 32
     /// When to look for quiet connections; nil: nothing happened since the
     /// last look.
     private var idleReleaseDeadline: Instant?
-    private var handshakesSinceHeapTrim = 0
+    private var freedSinceHeapTrim = 0
 
     /// Something happened at `now`: connections may be quiet from
     /// `idleReleaseQuiet` later.
@@ -176,17 +177,20 @@ final class QUICService: DatagramHandler {
     }
 
     /// Gives back the spare capacity of connections quiet long enough (QUIC's
-    /// buffers and this glue's), and, once a burst of handshakes is over, the
-    /// heap pages the handshakes freed (`malloc_trim`: glibc keeps them
-    /// otherwise, between the connections' blocks). OpenSSL's part is not
-    /// there: it went to CTLS's handshake heap, whose chunks go back as
-    /// they empty (TRANSPORT.md, "What an idle HTTP/3 connection holds").
+    /// buffers and this glue's), and, once a burst of handshakes is over or
+    /// many connections have gone quiet, the pages of glibc's heap that what
+    /// they freed leaves empty (`malloc_trim`: glibc keeps them otherwise).
+    /// What connections keep is not there (AllocationZone: the connection
+    /// zone of CTLS's handshake heap), so those pages are whole; nor is what
+    /// OpenSSL's handshakes allocate, whose chunks go back as they empty
+    /// (TRANSPORT.md, "What an idle HTTP/3 connection holds").
     private func releaseIdleMemory(now: Instant) {
         idleReleaseDeadline = endpoint.releaseIdleMemory(now: now, quietFor: Self.idleReleaseQuiet) { quic in
+            freedSinceHeapTrim += 1
             if let context = quic.applicationContext { unsafeDowncast(context, to: H3Connection.self).releaseIdleMemory() }
         }
-        if handshakesSinceHeapTrim >= Self.heapTrimAfterHandshakes && endpoint.halfOpenConnectionCount == 0 {
-            handshakesSinceHeapTrim = 0
+        if freedSinceHeapTrim >= Self.heapTrimAfter && endpoint.halfOpenConnectionCount == 0 {
+            freedSinceHeapTrim = 0
             _ = QUICHandshakeSession.trimHeap()
         }
     }
@@ -278,12 +282,15 @@ final class QUICService: DatagramHandler {
     private func connection(for quic: QUICConnection) -> H3Connection? {
         if let context = quic.applicationContext { return unsafeDowncast(context, to: H3Connection.self) }
         guard quic.isHandshakeComplete else { return nil }
+        // Kept for the connection's life, with its QUIC state (AllocationZone).
+        let zone = AllocationZone.connection.enter()
         let h3 = H3Connection(service: self, quic: quic)
+        AllocationZone.restore(zone)
         quic.applicationContext = h3
         worker.metrics.connectionOpened(.quic)
         worker.metrics.tlsHandshake(.quic, quic.cryptoHandshake.isResumed ? .resumed : .full)
         connections[ObjectIdentifier(h3)] = h3
-        handshakesSinceHeapTrim += 1
+        freedSinceHeapTrim += 1
         h3.start()
         // A handshake that completes while the worker stops: GOAWAY at once,
         // or a client that sends nothing would hold the stop until its idle

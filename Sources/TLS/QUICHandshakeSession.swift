@@ -47,9 +47,15 @@ public final class QUICHandshakeSession: CryptoHandshake {
     public func nextEvent() -> HandshakeEvent? {
         var event = ctls_quic_tls_event()
         guard ctls_quic_tls_conn_next_event(raw, &event) == 1 else { return nil }
-        let bytes = event.len == 0 ? [] : Array(UnsafeBufferPointer(start: event.data, count: event.len))
         // The C layer only reports the levels and suites below.
         let level = EncryptionLevel(rawValue: Int(event.level))!
+        // A 1-RTT secret is kept by the connection's keys for key updates
+        // (PacketKeys), so it is made where the connection's blocks are
+        // (AllocationZone); the rest goes with the handshake.
+        let kept = level == .application && event.kind != CTLS_QUIC_EVENT_SEND
+        let zone = AllocationZone.connection.enter(if: kept)
+        let bytes = event.len == 0 ? [] : Array(UnsafeBufferPointer(start: event.data, count: event.len))
+        AllocationZone.restore(zone)
         switch event.kind {
         case CTLS_QUIC_EVENT_SEND:
             return .send(level, bytes)

@@ -208,4 +208,57 @@ final class HandshakeHeapTests: XCTestCase {
         XCTAssertEqual(after.used_chunks, before.used_chunks)
         XCTAssertLessThanOrEqual(after.spare_chunks, 1)
     }
+
+    // MARK: - Zones (the worker's malloc, Sources/CAllocator)
+
+    /// Blocks of the handshake zone and of the connection zone never share
+    /// a chunk, even of one size class: what dies with the handshakes
+    /// empties its chunks whatever the connections keep. Each block is
+    /// owned, 16-byte aligned, as large as its class says, and given back.
+    func testZonesKeepChunksOfTheirOwn() throws {
+        let before = stats()
+        var handshake: [UnsafeMutableRawPointer] = []
+        var connection: [UnsafeMutableRawPointer] = []
+        for i in 0..<200 {
+            let n = 24 + i % 3 * 500
+            handshake.append(try XCTUnwrap(ctls_handshake_heap_take(CTLS_HEAP_HANDSHAKE, n)))
+            connection.append(try XCTUnwrap(ctls_handshake_heap_take(CTLS_HEAP_CONNECTION, n)))
+            for p in [handshake.last!, connection.last!] {
+                XCTAssertEqual(ctls_handshake_heap_owns(p), 1)
+                XCTAssertEqual(UInt(bitPattern: p) % 16, 0)
+                XCTAssertGreaterThanOrEqual(ctls_handshake_heap_usable_size(p), n)
+                fill(p, n, UInt8(truncatingIfNeeded: i))
+            }
+        }
+        let chunk = { (p: UnsafeMutableRawPointer) in UInt(bitPattern: p) >> 16 }
+        XCTAssertTrue(Set(handshake.map(chunk)).isDisjoint(with: Set(connection.map(chunk))))
+        XCTAssertEqual(stats().live_blocks, before.live_blocks + 400)
+        for (i, p) in connection.enumerated() { XCTAssertTrue(holds(p, 24 + i % 3 * 500, UInt8(truncatingIfNeeded: i))) }
+        // The handshakes' blocks gone, their chunks go back as they empty.
+        for p in handshake { ctls_handshake_heap_give(p) }
+        for p in connection { ctls_handshake_heap_give(p) }
+        let after = stats()
+        XCTAssertEqual(after.live_blocks, before.live_blocks)
+        XCTAssertEqual(after.used_chunks, before.used_chunks)
+        XCTAssertEqual(after.fallbacks, before.fallbacks)
+    }
+
+    /// No zone, an unknown one or no bytes: nothing (the worker's malloc then
+    /// asks glibc).
+    func testTakeOutsideAZoneGivesNothing() {
+        XCTAssertNil(ctls_handshake_heap_take(-1, 64))
+        XCTAssertNil(ctls_handshake_heap_take(CTLS_HEAP_ZONES, 64))
+        XCTAssertNil(ctls_handshake_heap_take(CTLS_HEAP_CONNECTION, 0))
+    }
+
+    /// A size class holds just above the block asked for: the connection's
+    /// largest block (QUICConnection, about 1,950 bytes) loses less than
+    /// 64 bytes to rounding, a 400-byte packet space state none.
+    func testSizeClassesFitAConnectionsBlocksClosely() throws {
+        for (n, most) in [(1_950, 1_984), (400, 400), (296, 304), (4_097, 5_120), (16_384, 16_384)] {
+            let p = try XCTUnwrap(ctls_handshake_heap_take(CTLS_HEAP_CONNECTION, n))
+            XCTAssertEqual(ctls_handshake_heap_usable_size(p), most, "\(n) bytes")
+            ctls_handshake_heap_give(p)
+        }
+    }
 }

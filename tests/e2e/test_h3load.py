@@ -19,47 +19,23 @@ The tests build h3load with benchmarks/h3load/build.sh; they skip only when the 
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     from tls_support import TLSFiles
 
     from conftest import Server
 
-pytest_plugins = ("tls_support",)
+pytest_plugins = ("tls_support", "h3load_tool")
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / "benchmarks" / "h3load" / "build.sh"
-LIBRARIES = ["libngtcp2", "libngtcp2_crypto_gnutls", "libnghttp3", "gnutls"]
 TARGET = "h3load_apps:app"
-
-
-def _toolchain_missing() -> str | None:
-    if shutil.which("cc") is None or shutil.which("pkg-config") is None:
-        return "no C compiler or pkg-config"
-    found = subprocess.run(["pkg-config", "--exists", *LIBRARIES], check=False)
-    return None if found.returncode == 0 else f"missing development libraries ({' '.join(LIBRARIES)})"
-
-
-_MISSING = _toolchain_missing()
-pytestmark = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
-
-
-@pytest.fixture(scope="module")
-def h3load(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The h3load executable, built for this module."""
-    directory = tmp_path_factory.mktemp("h3load")
-    built = subprocess.run([str(BUILD), str(directory)], capture_output=True, text=True, check=False)
-    assert built.returncode == 0, built.stderr
-    return Path(built.stdout.strip())
 
 
 @pytest.fixture
@@ -275,60 +251,15 @@ def test_usage_errors_exit_2(h3load: Path, arguments: list[str]) -> None:
     assert "usage: h3load" in done.stderr
 
 
-def test_latency_histogram(tmp_path: Path) -> None:
+def test_latency_histogram(tmp_path: Path, h3load_sources: tuple[Path, list[str]]) -> None:
     """benchmarks/h3load/stats_test.c: exact small values, quantiles within one bucket, the open last bucket."""
-    source = BUILD.parent
+    source, flags = h3load_sources
     program = tmp_path / "stats_test"
-    flags = subprocess.run(["pkg-config", "--cflags", *LIBRARIES], capture_output=True, text=True, check=True)
     subprocess.run(
         ["cc", "-O2", f"-I{source}", "-o", str(program), str(source / "stats_test.c"),
          str(source.parent / "histogram" / "histogram.c"),
-         *flags.stdout.split()],
+         *flags],
         check=True,
     )  # fmt: skip
     done = subprocess.run([str(program)], capture_output=True, text=True, timeout=60, check=False)
     assert (done.returncode, done.stdout) == (0, "ok\n")
-
-
-def test_help_says_certificates_are_not_verified(h3load: Path) -> None:
-    done = subprocess.run([str(h3load), "--help"], capture_output=True, text=True, timeout=10, check=False)
-    assert done.returncode == 0
-    assert "NOT verified" in done.stdout
-
-
-def test_a_burst_past_the_retry_threshold_leaves_no_handshake_behind(
-    h3load: Path, tls_server: Callable[..., Server]
-) -> None:
-    """RFC 9000 §17.2.5.2: a client takes one Retry per attempt, and its Initial with the token makes the connection.
-
-    In a burst past --quic-retry-threshold some clients get a Retry for one Initial while another Initial of the
-    same attempt, sent before the Retry arrived, finds the threshold no longer reached and makes a connection. That
-    connection never hears from the client again; the server ends it when the token comes instead of holding it
-    half-open until the idle timeout (a stop then waited for them: --graceful-timeout).
-    """
-    server = tls_server(TARGET, "--http3", "--quic-retry-threshold", "50")
-    count = 200
-    process = subprocess.Popen(
-        [str(h3load), "--idle", str(count), "--hold", "3", f"https://127.0.0.1:{server.port}/hello"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        for text in process.stderr:
-            if "ready" in text:
-                break
-        start = len(server.stderr.lines)
-        server.process.send_signal(signal.SIGUSR2)
-        line = server.stderr.wait_for(lambda text: text.startswith('{"event": "stats"'), 10.0, start)
-        assert line is not None, server.excerpt()
-        connections = json.loads(line)["connections"]
-        assert connections["h3"] == count, connections
-        assert connections["quic_handshaking"] == 0, connections
-        out, _ = process.communicate(timeout=30)
-    finally:
-        process.kill()
-    report = json.loads(out)
-    assert report["errors"] == 0
-    assert report["handshakes"] == count

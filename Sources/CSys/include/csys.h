@@ -191,4 +191,6 @@ void csys_log_time(char *out, size_t len);
 #include "csys_logfiles.h"
 // The file pages touched at start-up, given back once serving.
 #include "csys_startup_pages.h"
+// Where the thread's allocations should go (the worker's malloc reads it).
+#include "csys_allocation_zone.h"
 #endif

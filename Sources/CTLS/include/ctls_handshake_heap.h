@@ -22,6 +22,7 @@
 #define PEREGRINE_CTLS_HANDSHAKE_HEAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 // Whether OpenSSL's allocations go through the routing functions (they
 // could not be installed if OpenSSL had allocated before the constructor).
@@ -40,6 +41,39 @@ void ctls_handshake_heap_free(void *p);
 
 // Whether `p` is a block of this heap.
 int ctls_handshake_heap_owns(const void *p);
+
+#ifndef __swift__
+// The same, inline, for the worker's free (every free asks): one
+// subtraction and one comparison against the reserved range's start, which
+// until the range is reserved (or if reserving failed) is an address no
+// pointer comes within the range's length of (the top of the address
+// space, where no user-space pointer lies).
+extern unsigned char *ctls_handshake_heap_range;
+#define CTLS_HANDSHAKE_HEAP_RANGE_BYTES ((size_t)16384 << 16)
+static inline int ctls_handshake_heap_owns_inline(const void *p) {
+    unsigned char *b = __atomic_load_n(&ctls_handshake_heap_range, __ATOMIC_ACQUIRE);
+    return (uintptr_t)p - (uintptr_t)b < CTLS_HANDSHAKE_HEAP_RANGE_BYTES;
+}
+#endif
+
+// Zones: each chunk holds blocks of one zone, so that blocks which die
+// together share chunks, which then empty together and go back to the
+// kernel, and blocks which stay are packed together rather than spread
+// between holes. The handshake zone: OpenSSL's handshake allocations and
+// what else dies with the handshake. The connection zone: what a QUIC
+// connection keeps for its life. (The numbers are CSys's zone hints,
+// csys_allocation_zone.h, which the worker's malloc passes on.)
+#define CTLS_HEAP_HANDSHAKE 0
+#define CTLS_HEAP_CONNECTION 1
+#define CTLS_HEAP_ZONES 2
+
+// For a malloc replacement (Sources/CAllocator). `take`: a block of `zone`,
+// or NULL when there is no such zone or the heap has no room (the caller
+// then uses its own allocator). `give` and `usable_size` take only blocks
+// this heap owns (ctls_handshake_heap_owns).
+void *ctls_handshake_heap_take(int zone, size_t n);
+void ctls_handshake_heap_give(void *p);
+size_t ctls_handshake_heap_usable_size(const void *p);
 
 // What the heap holds, for tests and the stats line.
 typedef struct {

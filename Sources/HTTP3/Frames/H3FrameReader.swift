@@ -81,6 +81,14 @@ public struct H3FrameReader: Sendable {
     private var headerScratch: [UInt8] = []
     /// The payload of the last buffered frame.
     public private(set) var payload: [UInt8] = []
+
+    /// Gives back the payload's storage, which the reader otherwise keeps
+    /// for the next frame: for a stream whose frames are few and far
+    /// between (the control stream), whose reader lives as long as the
+    /// connection.
+    public mutating func releasePayload() {
+        payload = []
+    }
     private var framesSeen = 0
 
     public init(kind: H3FrameStreamKind, limits: Limits = Limits()) {

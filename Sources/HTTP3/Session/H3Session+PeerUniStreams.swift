@@ -25,6 +25,15 @@ import Core
 
 extension H3Session {
     func receiveUni(_ id: UInt64, _ bytes: UnsafeRawBufferPointer, fin: Bool) -> (event: H3Event?, consumed: Int) {
+        // The client's control and QPACK streams, their table and what they
+        // carry (its SETTINGS, dynamic table entries) live as long as the
+        // connection (AllocationZone).
+        let zone = AllocationZone.connection.enter()
+        defer { AllocationZone.restore(zone) }
+        return readUni(id, bytes, fin: fin)
+    }
+
+    private func readUni(_ id: UInt64, _ bytes: UnsafeRawBufferPointer, fin: Bool) -> (event: H3Event?, consumed: Int) {
         var i = 0
         var stream = peerUniStreams[id] ?? .preamble(H3UniStreamPreamble())
         if case .preamble(var preamble) = stream {

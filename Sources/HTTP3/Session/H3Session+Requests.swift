@@ -91,14 +91,18 @@ extension H3Session {
         if requests.count >= limits.maxConcurrentStreams { return refuse(id, .tooManyRequestStreams) }
         let r = H3RequestRecord(id: id, allowConnectProtocol: limits.enableConnectProtocol, frameLimits: frameLimits)
         r.refuseUnlessWebTransport = afterGoAway
+        // The table lives as long as the connection and grows now and then:
+        // its storage goes where the connection's blocks are (AllocationZone).
+        let zone = AllocationZone.connection.enter()
         requests[id] = r
+        AllocationZone.restore(zone)
         return nil
     }
 
     private func refuse(_ id: UInt64, _ error: H3Error) -> H3Event {
         // Its HEADERS may reference the dynamic table: we will never read them.
         decoder.cancelStream(id)
-        closedRequests.remember(id)
+        rememberClosed(id)
         return .streamError(streamID: id, code: error.code, reason: error.reason)
     }
 
@@ -281,7 +285,14 @@ extension H3Session {
 
     func remove(_ id: UInt64) {
         requests[id] = nil
+        rememberClosed(id)
+    }
+
+    /// The list lives as long as the connection (AllocationZone, as `requests`).
+    private func rememberClosed(_ id: UInt64) {
+        let zone = AllocationZone.connection.enter()
         closedRequests.remember(id)
+        AllocationZone.restore(zone)
     }
 
     /// Decodes the next stream the QPACK decoder released, if any.

@@ -39,6 +39,9 @@ public struct H3ControlStream: Sendable {
         while i < input.count {
             let (event, n) = try reader.read(UnsafeRawBufferPointer(rebasing: input[i...]))
             i += n
+            // Control frames are few: an idle connection keeps no buffer
+            // for the next one (issue 15).
+            if event != nil { reader.releasePayload() }
             switch event {
             case nil: continue
             case .settings(let s):

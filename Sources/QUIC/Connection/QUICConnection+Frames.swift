@@ -44,6 +44,9 @@ extension QUICConnection {
             // §19.13: for a send-only stream (ours) it is a STREAM_STATE_ERROR.
             _ = try stream(f.streamID, needsReceive: true, frameType: FrameType.streamDataBlocked)
         case .newConnectionID(let f):
+            // The peer's connection IDs stay with the connection (AllocationZone).
+            let zone = AllocationZone.connection.enter()
+            defer { AllocationZone.restore(zone) }
             do {
                 try peerIDs.receive(f, limit: max(2, configuration.activeConnectionIDLimit))
             } catch {

@@ -9,21 +9,39 @@ import Core
 extension QUICConnection {
     func driveHandshake(now: Instant) throws(QUICError) {
         if peerParameters == nil, let raw = handshake.peerTransportParameters {
+            // What is kept of them stays with the connection (AllocationZone).
+            let zone = AllocationZone.connection.enter()
+            defer { AllocationZone.restore(zone) }
             try applyPeerTransportParameters(raw, now: now)
         }
         while let event = handshake.nextEvent() {
             switch event {
             case .send(let level, let bytes):
                 guard let space = PacketNumberSpace(level), !spaces[space.rawValue].discarded else { continue }
+                // The first flight waits in the Initial and Handshake spaces
+                // until acknowledged, and goes with them (AllocationZone).
+                let zone = AllocationZone.handshake.enter(if: space != .application)
                 bytes.withUnsafeBytes { spaces[space.rawValue].cryptoSend.append($0) }
+                AllocationZone.restore(zone)
             case .secret(let level, let direction, let suite, let secret):
                 guard let space = PacketNumberSpace(level), space != .initial else { continue }  // 0-RTT: refused
-                // Their contexts on the handshake heap (PacketKeys+Contexts.swift).
+                // Their contexts on the handshake heap (PacketKeys+Contexts.swift);
+                // the Handshake keys die with the handshake, the 1-RTT keys
+                // are the connection's (AllocationZone).
+                let zone = (space == .application ? AllocationZone.connection : .handshake).enter()
                 let keys = PacketKeys(suite: suite, secret: secret, version: version, updatable: space == .application)
+                AllocationZone.restore(zone)
                 switch direction {
                 case .read:
                     spaces[space.rawValue].readKeys = keys
-                    if space == .application { keyPhase = KeyPhase(read: keys) }
+                    if space == .application {
+                        // The next keys it makes ahead go at the first idle
+                        // release (QUICConnection+IdleMemory): after a burst,
+                        // with the handshake's blocks (AllocationZone).
+                        let next = AllocationZone.handshake.enter()
+                        keyPhase = KeyPhase(read: keys)
+                        AllocationZone.restore(next)
+                    }
                 case .write:
                     spaces[space.rawValue].writeKeys = keys
                 }
@@ -33,7 +51,12 @@ extension QUICConnection {
         }
         // A server's handshake is confirmed once complete (RFC 9001 §4.1.2)
         // and its session tickets are now CRYPTO data to send: TLS is done.
-        if isHandshakeComplete { handshake.releaseAfterHandshake() }
+        // What the release keeps of TLS stays with the connection (AllocationZone).
+        if isHandshakeComplete {
+            let zone = AllocationZone.connection.enter()
+            handshake.releaseAfterHandshake()
+            AllocationZone.restore(zone)
+        }
     }
 
     private func completeHandshake(now: Instant) throws(QUICError) {
@@ -56,7 +79,9 @@ extension QUICConnection {
         // start a second, half-open connection holding a whole TLS state
         // until it times out (a burst of 200 clients made 48-66 of those).
         context.halfOpenEnded(self)
+        let zone = AllocationZone.connection.enter()
         issueConnectionIDs()
+        AllocationZone.restore(zone)
         // §8.1.3: a token for the client's next connection, bound to its
         // address (no amplification limit then, and no Retry).
         if configuration.sendsNewToken {

@@ -39,6 +39,7 @@ extension QUICConnection {
             s.receive?.releaseIdleCapacity()
             s.send?.releaseIdleCapacity()
         }
+        streams.releaseIdleCapacity()
         if sendQueue.isEmpty { sendQueue = [] }
         if others.isEmpty { others = [] }
         if localIDs.pendingAnnouncements.isEmpty { localIDs.pendingAnnouncements = [] }
@@ -63,6 +64,8 @@ extension QUICEndpoint {
     /// QUICConnection+IdleMemory.swift), calling `released` with each (the
     /// glue gives back its own state). For the glue's housekeeping, a few
     /// times a second at most: it walks every connection.
+    /// A connection released and quiet since is not offered again: it has
+    /// nothing more to give back, and `released` counts what did.
     /// - Returns: the earliest time a connection skipped as not yet quiet
     ///   will have been quiet as long, or nil when none was skipped.
     public func releaseIdleMemory(now: Instant, quietFor: Int64,
@@ -75,7 +78,9 @@ extension QUICEndpoint {
                 later = later.map { min($0, at) } ?? at
                 continue
             }
+            if c.idleReleasedAt == c.lastSeen { continue }
             c.releaseIdleMemory()
+            c.idleReleasedAt = c.lastSeen
             released(c)
         }
         return later

@@ -198,11 +198,15 @@ extension QUICConnection {
         if space == .application && !probing { noteNonProbingPacket(pn, largestBefore: largestBefore, now: now) }
         // Keys may have been discarded by the frames (handshake completion).
         guard !spaces[space.rawValue].discardedOrKeyless else { return }
+        // The 1-RTT space's ranges stay with the connection, the others'
+        // go with the handshake (AllocationZone).
+        let zone = (space == .application ? AllocationZone.connection : .handshake).enter()
         spaces[space.rawValue].received.record(pn, ackEliciting: ackEliciting, now: now,
                                                 immediate: space != .application || immediateAckRequested,
                                                 maxAckDelay: configuration.maxAckDelay,
                                                 // §13.2.1: a CE mark is acknowledged at once, so the sender reacts in one RTT.
                                                 congestionExperienced: receivingECN == .ce)
+        AllocationZone.restore(zone)
         ecn.packetReceived(space: space, ecn: receivingECN)  // §13.4.1: per packet processed
         // §10.1: "restarted when a packet from its peer is received and processed successfully".
         ackElicitingSentSinceReceive = false

@@ -196,6 +196,10 @@ extension QUICConnection {
         let pnLength = PacketNumber.encodedLength(pn, largestAcknowledged: spaces[s].largestAcked)
         let destination = peerIDs.current
         let isLong = space != .application
+        // An Initial or Handshake packet's record in its space's log dies
+        // with the space (AllocationZone).
+        let zone = AllocationZone.handshake.enter(if: isLong)
+        defer { AllocationZone.restore(zone) }
         let headerLength = isLong
             ? 1 + 4 + 1 + destination.count + 1 + localID.count + (space == .initial ? 1 : 0) + 2 + pnLength
             : 1 + destination.count + pnLength
@@ -247,9 +251,13 @@ extension QUICConnection {
         // are not. Nor, here, is a PMTU probe (PathMTUDiscovery.swift: its
         // loss must not be a congestion signal, RFC 9000 §14.4).
         let tracked = d.ackEliciting && !d.isPMTUProbe
+        // The Initial and Handshake spaces' ledgers and ECN counts go with
+        // the spaces (DroppablePerSpace, AllocationZone).
+        let zone = AllocationZone.handshake.enter(if: d.isLong)
         recovery.onPacketSent(space: d.space, packetNumber: d.packetNumber, bytes: total, ackEliciting: tracked,
                               inFlight: tracked, now: now)
         ecn.packetSent(space: d.space, packetNumber: d.packetNumber, ecn: sendingECN)
+        AllocationZone.restore(zone)
         if let qlog { qlog.packetSent(d.space, packetNumber: d.packetNumber, length: total, now: now) }
     }
 

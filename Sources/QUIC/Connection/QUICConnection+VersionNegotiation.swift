@@ -66,7 +66,9 @@ extension QUICConnection {
     }
 
     private func switchVersion(to negotiated: QUICVersion) {
+        let zone = AllocationZone.handshake.enter()
         let keys = InitialKeys.derive(destinationID: initialDestinationID, version: negotiated)
+        AllocationZone.restore(zone)
         originalInitialReadKeys = spaces[0].readKeys
         spaces[0].readKeys = keys.client
         spaces[0].writeKeys = keys.server

@@ -198,6 +198,8 @@ public final class QUICConnection {
 
     /// The latest time the endpoint gave us (for `close()`, which takes none).
     var lastSeen: Instant
+    /// `lastSeen` when the idle release last ran (QUICConnection+IdleMemory).
+    var idleReleasedAt = Instant(nanoseconds: .min)
 
     // Endpoint bookkeeping.
     var timerGeneration: UInt64 = 0
@@ -263,7 +265,10 @@ public final class QUICConnection {
         lastSeen = now
         localIDs.issue(localID, token: token, announce: false)
 
+        // The Initial keys go with the Initial space (AllocationZone).
+        let zone = AllocationZone.handshake.enter()
         let keys = InitialKeys.derive(destinationID: initialDestinationID, version: version)
+        AllocationZone.restore(zone)
         spaces[0].readKeys = keys.client
         spaces[0].writeKeys = keys.server
         context.routes[localID] = self

@@ -161,10 +161,14 @@ public final class QUICEndpoint {
             } else if context.halfOpenCount >= cap {
                 evictOldestHalfOpen()
             }
-            guard let connection = QUICConnection(context: context, version: h.version, originalDestinationID: originalDestinationID,
-                                                  initialDestinationID: h.destinationID, retrySourceID: retrySourceID,
-                                                  addressValidated: validated, peerSourceID: h.sourceID, path: path, now: now,
-                                                  makeHandshake: makeHandshake) else { return }
+            // The connection's own state is kept for its life (AllocationZone).
+            let zone = AllocationZone.connection.enter()
+            let made = QUICConnection(context: context, version: h.version, originalDestinationID: originalDestinationID,
+                                      initialDestinationID: h.destinationID, retrySourceID: retrySourceID,
+                                      addressValidated: validated, peerSourceID: h.sourceID, path: path, now: now,
+                                      makeHandshake: makeHandshake)
+            AllocationZone.restore(zone)
+            guard let connection = made else { return }
             context.connections[ObjectIdentifier(connection)] = connection
             context.halfOpenStarted(connection)
             connection.receive(datagram, path: path, ecn: ecn, now: now)

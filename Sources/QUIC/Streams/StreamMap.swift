@@ -13,6 +13,8 @@
 // and MAX_STREAMS is sent when it has grown by a tenth of the initial limit
 // (or by one for small limits).
 
+import Core
+
 struct StreamMap {
     private(set) var streams: [UInt64: QUICStream] = [:]
 
@@ -47,6 +49,30 @@ struct StreamMap {
     subscript(id: UInt64) -> QUICStream? { streams[id] }
 
     var count: Int { streams.count }
+    var capacity: Int { streams.capacity }
+
+    /// The table lives as long as the connection, and grows only now and
+    /// then: its storage goes where the connection's blocks are
+    /// (AllocationZone), not between a burst's transient ones.
+    private mutating func insert(_ s: QUICStream) {
+        let zone = AllocationZone.connection.enter()
+        streams[s.id] = s
+        AllocationZone.restore(zone)
+    }
+
+    /// The idle release: the table at the size of what it holds. Requests
+    /// come and go and a dictionary never shrinks, while an HTTP/3
+    /// connection keeps six streams for its life (its control and QPACK
+    /// streams and the client's): the seventh, a request, doubles the
+    /// table (200 to 328 bytes), for good but for this.
+    mutating func releaseIdleCapacity() {
+        guard streams.capacity >= 2 * max(streams.count, 1) else { return }
+        let zone = AllocationZone.connection.enter()
+        var fitted = [UInt64: QUICStream](minimumCapacity: streams.count)
+        for (id, s) in streams { fitted[id] = s }
+        streams = fitted
+        AllocationZone.restore(zone)
+    }
 
     /// The stream a received frame is about, opening peer streams as needed.
     /// `opened` is called for each stream this opens. nil: a stream that is
@@ -64,8 +90,13 @@ struct StreamMap {
         if index < peerOpened[type] { return streams[id] }
         var opening = peerOpened[type]
         while opening <= index {
+            // A client's unidirectional streams (HTTP/3's control and QPACK
+            // streams) live as long as the connection; its requests do not
+            // (AllocationZone).
+            let zone = AllocationZone.connection.enter(if: type == 1)
             let s = make(StreamID.make(index: opening, clientInitiated: true, bidirectional: type == 0))
-            streams[s.id] = s
+            AllocationZone.restore(zone)
+            insert(s)
             opened(s)
             opening += 1
         }
@@ -85,7 +116,7 @@ struct StreamMap {
         }
         let s = make(StreamID.make(index: localUniOpened, clientInitiated: false, bidirectional: false))
         localUniOpened += 1
-        streams[s.id] = s
+        insert(s)
         return s
     }
 
@@ -107,7 +138,7 @@ struct StreamMap {
         }
         let s = make(StreamID.make(index: localBidiOpened, clientInitiated: false, bidirectional: true))
         localBidiOpened += 1
-        streams[s.id] = s
+        insert(s)
         return s
     }
 

@@ -119,6 +119,49 @@ final class IdleConnectionMemoryTests: XCTestCase {
         XCTAssertEqual(released, 1)
     }
 
+    /// Released and quiet since: not offered again, having nothing more to
+    /// give back (the glue counts the connections that did, for its heap
+    /// trim); active again, it is.
+    func testAReleasedQuietConnectionIsNotOfferedAgain() throws {
+        let h = ConnectionHarness()
+        h.ack1RTT(h.completeHandshake())
+        var released = 0
+        XCTAssertNil(h.endpoint.releaseIdleMemory(now: h.now, quietFor: 0) { _ in released += 1 })
+        h.advance(nanoseconds: 1_000)
+        XCTAssertNil(h.endpoint.releaseIdleMemory(now: h.now, quietFor: 0) { _ in released += 1 })
+        XCTAssertEqual(released, 1)
+        h.advance(nanoseconds: 1_000)
+        h.send1RTT(Frames.ping)
+        _ = h.exchange()
+        XCTAssertNil(h.endpoint.releaseIdleMemory(now: h.now, quietFor: 0) { _ in released += 1 })
+        XCTAssertEqual(released, 2)
+    }
+
+    /// The stream table shrinks back to the streams it holds once idle: a
+    /// request beside HTTP/3's six long-lived streams doubled it.
+    func testTheStreamTableShrinksBackOnceIdle() throws {
+        let h = ConnectionHarness()
+        h.ack1RTT(h.completeHandshake())
+        let c = try XCTUnwrap(h.connection)
+        for i: UInt64 in 0..<6 { h.send1RTT(Frames.stream(2 + 4 * i, [0x00], fin: false)) }
+        h.send1RTT(Frames.stream(0, Array("GET /".utf8), fin: true))
+        _ = c.withReadableBytes(stream: 0) { b, _ in (b.count, ()) }
+        XCTAssertEqual([UInt8(0x61)].withUnsafeBytes { c.write(stream: 0, $0, fin: true) }, 1)
+        for _ in 0..<20 {
+            let answer = h.exchange()
+            if answer.isEmpty { break }
+            h.ack1RTT(answer)
+        }
+        XCTAssertNil(c.streams[0], "the request stream is closed and forgotten")
+        XCTAssertEqual(c.streams.count, 6)
+        let grown = c.streams.capacity
+        XCTAssertGreaterThanOrEqual(grown, 12)
+        XCTAssertNil(h.endpoint.releaseIdleMemory(now: h.now, quietFor: 0))
+        XCTAssertEqual(c.streams.count, 6)
+        XCTAssertLessThan(c.streams.capacity, grown)
+        for i: UInt64 in 0..<6 { XCTAssertNotNil(c.streams[2 + 4 * i]) }
+    }
+
     func testIdleConnectionAfterOneRequestHoldsLittleHeap() throws {
         let held = try idleBytes(responseBytes: 1_000)
         print("idle connection after one request: \(held) bytes live")
