@@ -263,3 +263,47 @@ def test_latency_histogram(tmp_path: Path, h3load_sources: tuple[Path, list[str]
     )  # fmt: skip
     done = subprocess.run([str(program)], capture_output=True, text=True, timeout=60, check=False)
     assert (done.returncode, done.stdout) == (0, "ok\n")
+
+
+def test_help_says_certificates_are_not_verified(h3load: Path) -> None:
+    done = subprocess.run([str(h3load), "--help"], capture_output=True, text=True, timeout=10, check=False)
+    assert done.returncode == 0
+    assert "NOT verified" in done.stdout
+
+
+def test_a_burst_past_the_retry_threshold_leaves_no_handshake_behind(
+    h3load: Path, tls_server: Callable[..., Server]
+) -> None:
+    """RFC 9000 §17.2.5.2: a client takes one Retry per attempt, and its Initial with the token makes the connection.
+
+    In a burst past --quic-retry-threshold some clients get a Retry for one Initial while another Initial of the
+    same attempt, sent before the Retry arrived, finds the threshold no longer reached and makes a connection. That
+    connection never hears from the client again; the server ends it when the token comes instead of holding it
+    half-open until the idle timeout (a stop then waited for them: --graceful-timeout).
+    """
+    server = tls_server(TARGET, "--http3", "--quic-retry-threshold", "50")
+    count = 200
+    process = subprocess.Popen(
+        [str(h3load), "--idle", str(count), "--hold", "3", f"https://127.0.0.1:{server.port}/hello"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        for text in process.stderr:
+            if "ready" in text:
+                break
+        start = len(server.stderr.lines)
+        server.process.send_signal(signal.SIGUSR2)
+        line = server.stderr.wait_for(lambda text: text.startswith('{"event": "stats"'), 10.0, start)
+        assert line is not None, server.excerpt()
+        connections = json.loads(line)["connections"]
+        assert connections["h3"] == count, connections
+        assert connections["quic_handshaking"] == 0, connections
+        out, _ = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    report = json.loads(out)
+    assert report["errors"] == 0
+    assert report["handshakes"] == count
