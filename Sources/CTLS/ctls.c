@@ -85,7 +85,10 @@ static SSL_CTX *make_ctx(ctls_server *s, char *err, size_t errlen) {
     // help a client that lands on another worker.
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"peregrine", 9);
-    SSL_CTX_set_num_tickets(ctx, 1);
+    // TLS 1.3: one ticket, sent at the connection's first read or write after
+    // the handshake (ctls_handshake asks for it), not the moment the client's
+    // Finished arrives.
+    SSL_CTX_set_num_tickets(ctx, 0);
     // The TLS 1.2 default is forward-secret AEAD only: OpenSSL's own default
     // also offers CBC suites (LUCKY13-class timing risk; RFC 9113 §9.2.2 lists
     // them as unfit for HTTP/2) and plain-RSA key transport (no forward
@@ -229,7 +232,19 @@ static long failure(ctls_conn *c, int r) {
 int ctls_handshake(ctls_conn *c) {
     ERR_clear_error();
     int r = SSL_do_handshake(c->ssl);
-    if (r == 1) return 1;
+    if (r == 1) {
+        // The TLS 1.3 ticket waits for the connection's first read or write
+        // (for HTTP/1.1, when the first request arrives). Sent the moment
+        // the client's Finished arrives, it reaches the client just as it
+        // writes its request, and a client that reads on one thread while it
+        // writes on another (the sync client of `websockets`, over Python's
+        // ssl) then runs OpenSSL's post-handshake processing and its write on
+        // one SSL object at once: under CPU load a few WebSocket handshakes in
+        // a thousand lost their request and hung. TLS 1.2 tickets are part of
+        // the handshake.
+        if (SSL_version(c->ssl) == TLS1_3_VERSION) (void)SSL_new_session_ticket(c->ssl);
+        return 1;
+    }
     long f = failure(c, r);
     return f == 0 ? CTLS_ERROR : (int)f;
 }

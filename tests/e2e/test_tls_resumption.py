@@ -7,6 +7,7 @@ keys from it, so a ticket a worker issued resumes on any other.
 from __future__ import annotations
 
 import json
+import select
 import ssl
 import time
 from typing import TYPE_CHECKING
@@ -82,3 +83,28 @@ def test_tickets_from_another_server_are_not_accepted(tls_server: Callable[..., 
     assert exchange(sock, "GET", "/info").status == 200
     assert not sock.session_reused
     sock.close()
+
+
+def test_the_tls13_ticket_waits_for_the_first_request(tls_server: Callable[..., Server], tls_files: TLSFiles) -> None:
+    """RFC 8446 §4.6.1 lets the server send NewSessionTicket at any time after the client's Finished; ours waits
+    until the first request has arrived, so it never lands in the moment the client writes that request. A
+    client that reads on one thread while it writes on another (the sync client of `websockets` over Python's
+    ssl) would otherwise process the ticket in OpenSSL while it writes the request on the same SSL object: under
+    CPU load, a few WebSocket handshakes in a thousand lost their request and hung (TRANSPORT.md "TLS")."""
+    server = tls_server("tls_apps:wsgi")
+    context = client_context(tls_files, version=ssl.TLSVersion.TLSv1_3)
+    sock = tls_connect(server, context)
+    # Nothing arrives while the client is quiet: not a byte to read on the socket beneath the TLS.
+    readable, _, _ = select.select([sock], [], [], 0.3)
+    assert readable == [], "the server sent something before the first request"
+    assert sock.session is not None
+    assert not sock.session.has_ticket
+    assert exchange(sock, "GET", "/info").status == 200
+    session = sock.session
+    assert session is not None
+    assert session.has_ticket
+    sock.close()
+    again = tls_connect(server, context, session=session)
+    assert exchange(again, "GET", "/info").status == 200
+    assert again.session_reused
+    again.close()
