@@ -61,7 +61,7 @@ struct chunk {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *base;           // NULL until reserved; (void *)-1 if it failed
+static int reserved;            // 0 until reserve() ran; 1 reserved, -1 failed
 static struct chunk chunks[REGION_CHUNKS];
 static uint32_t top;            // chunks below it have been used once
 static uint32_t lowest_free;    // no free chunk below it
@@ -74,12 +74,12 @@ static _Thread_local int depth;
 // MARK: - Chunks
 
 static int reserve(void) {
-    if (base) return base != (uint8_t *)MAP_FAILED;
+    if (reserved) return reserved > 0;
     // One chunk more than needed, to align the range on a chunk.
     size_t len = (size_t)REGION_CHUNKS * CHUNK + CHUNK;
     uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
-        base = (uint8_t *)MAP_FAILED;
+        reserved = -1;
         return 0;
     }
     uint8_t *aligned = (uint8_t *)(((uintptr_t)p + CHUNK - 1) & ~(uintptr_t)(CHUNK - 1));
@@ -88,12 +88,17 @@ static int reserve(void) {
     for (unsigned z = 0; z < CTLS_HEAP_ZONES; z++)
         for (unsigned k = 0; k <= CLASSES; k++) partial[z][k] = NONE;
     // Read without the lock by ctls_handshake_heap_owns.
-    __atomic_store_n(&base, aligned, __ATOMIC_RELEASE);
     __atomic_store_n(&ctls_handshake_heap_range, aligned, __ATOMIC_RELEASE);
+    reserved = 1;
     return 1;
 }
 
-static uint8_t *chunk_at(uint32_t i) { return base + ((size_t)i << CHUNK_SHIFT); }
+// The reserved range starts at ctls_handshake_heap_range (below).
+static uint8_t *chunk_at(uint32_t i) { return ctls_handshake_heap_range + ((size_t)i << CHUNK_SHIFT); }
+
+static uint32_t chunk_index(const void *p) {
+    return (uint32_t)(((const uint8_t *)p - ctls_handshake_heap_range) >> CHUNK_SHIFT);
+}
 
 static void give_back(uint32_t first, uint32_t n) {
     madvise(chunk_at(first), (size_t)n << CHUNK_SHIFT, MADV_DONTNEED);
@@ -195,12 +200,12 @@ static void *alloc_locked(unsigned zone, size_t n) {
 }
 
 static size_t usable_locked(const void *p) {
-    struct chunk *c = &chunks[((const uint8_t *)p - base) >> CHUNK_SHIFT];
+    struct chunk *c = &chunks[chunk_index(p)];
     return c->state == LARGE ? (size_t)c->span << CHUNK_SHIFT : class_size(c->state);
 }
 
 static void free_locked(void *p) {
-    uint32_t i = (uint32_t)(((uint8_t *)p - base) >> CHUNK_SHIFT);
+    uint32_t i = chunk_index(p);
     struct chunk *c = &chunks[i];
     stats.live_blocks--;
     stats.live_bytes -= usable_locked(p);
