@@ -5,7 +5,7 @@
 #   1. system packages the build and the tests need (apt, when root);
 #   2. a test venv with the test requirements and peregrine itself installed
 #      by `pip install .` (a release build against that venv's interpreter);
-#   3. lint (ruff) and types (mypy --strict) of the Python package;
+#   3. lint and format (ruff) and types (mypy --strict) of the Python package;
 #   4. `swift test`: unit tests of the protocol cores;
 #   5. a short libFuzzer run over each fuzz target (HTTP/1, HPACK/HTTP/2 frames,
 #      QPACK/HTTP/3 frames, Forwarded headers, PROXY protocol, QUIC packets,
@@ -78,7 +78,8 @@ step "test venv ($($python --version 2>&1)) and pip install ."
 "$venv/bin/peregrine" --version
 
 step "ruff and mypy"
-"$venv/bin/python" -m ruff check python build_support setup.py tests
+"$venv/bin/python" -m ruff check python build_support setup.py tests benchmarks
+"$venv/bin/python" -m ruff format --check python build_support setup.py tests benchmarks
 "$venv/bin/python" -m mypy
 
 step "swift test"

@@ -397,9 +397,7 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
 
 
 @pytest.fixture
-def two_worker_threads(
-    start_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., Server]:
+def two_worker_threads(start_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
     """Start `target` with two worker threads in one process: `two_worker_threads(target, *options)`.
 
     `--free-threaded --workers 2` when the server's Python is free-threaded

@@ -40,7 +40,6 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "benchmarks" / "openloop" / "build.sh"
 
 
-
 @pytest.fixture(scope="module")
 def openloop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The openloop executable (and openloop-check beside it), built for this module."""

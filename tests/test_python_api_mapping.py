@@ -89,7 +89,10 @@ WSGI_SOURCE = """
         ({"access_log": False}, []),
         ({"http2": False}, ["--no-http2"]),
         ({"http2": True}, []),
-        ({"lifespan": False, "uvloop": False, "websockets": False}, ["--no-websockets", "--no-lifespan", "--no-uvloop"]),  # noqa: E501
+        (
+            {"lifespan": False, "uvloop": False, "websockets": False},
+            ["--no-websockets", "--no-lifespan", "--no-uvloop"],
+        ),
         ({"python_path": ["src", Path("lib")]}, ["--python-path", "src", "--python-path", "lib"]),
         ({"python_path": "src"}, ["--python-path", "src"]),
         ({"fd": [3, 4]}, ["--fd", "3", "--fd", "4"]),

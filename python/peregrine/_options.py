@@ -206,9 +206,7 @@ def _word(option: Option, value: object) -> str:
     if word is None:
         raise TypeError(f"peregrine.run(): {option.keyword} must be {expected[kind]}, got {_describe(value)}")
     if option.choices and word.lower() not in option.choices:
-        raise ValueError(
-            f"peregrine.run(): {option.keyword} must be one of {', '.join(option.choices)}, got {value!r}"
-        )
+        raise ValueError(f"peregrine.run(): {option.keyword} must be one of {', '.join(option.choices)}, got {value!r}")
     return word
 
 

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
     from types import TracebackType
 
 #: `listening on http://127.0.0.1:8000`, `https://[::1]:8443`, `unix:/run/app.sock` (also inside a JSON log line).
-LISTENING = re.compile(r"listening on (?:(?P<url>https?://(?:\[[^\]]+\]|[^\s:/\"]+):(?P<port>\d+))|unix:(?P<unix>[^\s\"]+))")
+LISTENING = re.compile(
+    r"listening on (?:(?P<url>https?://(?:\[[^\]]+\]|[^\s:/\"]+):(?P<port>\d+))|unix:(?P<unix>[^\s\"]+))"
+)
 #: Log levels at which the server does not log `listening on`.
 QUIET_LEVELS = frozenset({"warning", "error", "silent"})
 #: Server log lines kept for `ServerProcess.log` and error messages.
@@ -94,9 +96,7 @@ class ServerProcess:
     Usage: `with peregrine.run("app:app", port=0, block=False) as server: httpx.get(server.url)`.
     """
 
-    def __init__(
-        self, process: subprocess.Popen[bytes], args: list[str], *, quiet: bool, fallback_url: str
-    ) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], args: list[str], *, quiet: bool, fallback_url: str) -> None:
         self._process = process
         #: The server's command line (program name first).
         self.args = args

@@ -141,6 +141,5 @@ def resolve(application: object) -> Target:
             module_name, directory = module.__name__, _module_directory(module, module.__name__)
         return Target(f"{module_name}:{name}", directory)
     raise ApplicationNotImportableError(
-        f"peregrine.run() got the application {application!r}, which no loaded module binds to a global name. "
-        + _FIX
+        f"peregrine.run() got the application {application!r}, which no loaded module binds to a global name. " + _FIX
     )

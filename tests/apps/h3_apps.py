@@ -76,8 +76,9 @@ def status_line(code: int) -> str:
 # MARK: - WSGI
 
 
-def _wsgi_reply(start_response: StartResponse, body: bytes, code: int = 200,
-                content_type: str = "text/plain") -> list[bytes]:
+def _wsgi_reply(
+    start_response: StartResponse, body: bytes, code: int = 200, content_type: str = "text/plain"
+) -> list[bytes]:
     start_response(status_line(code), [("Content-Type", content_type), ("Content-Length", str(len(body)))])
     return [body]
 
@@ -182,8 +183,9 @@ async def _asgi_echo(receive: Receive, send: Send) -> None:
         length += len(body)
         if message["type"] != "http.request" or not message.get("more_body", False):
             break
-    await _respond(send, json.dumps({"length": length, "sha256": digest.hexdigest()}).encode(),
-                   content_type=b"application/json")
+    await _respond(
+        send, json.dumps({"length": length, "sha256": digest.hexdigest()}).encode(), content_type=b"application/json"
+    )
 
 
 async def _asgi_reader(receive: Receive, send: Send, ident: str) -> None:
@@ -215,8 +217,9 @@ async def _asgi_drip(receive: Receive, send: Send, ident: str, chunk: int, count
     watcher = asyncio.ensure_future(watch())
     piece = b"d" * chunk
     try:
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"application/octet-stream")]})
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/octet-stream")]}
+        )
         for i in range(count):
             if gone.is_set():
                 return
@@ -245,8 +248,14 @@ async def _asgi_slow(send: Send, ms: int) -> None:
 
 
 async def _asgi_trailers(send: Send) -> None:
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"text/plain"), (b"trailer", b"x-checksum")], "trailers": True})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/plain"), (b"trailer", b"x-checksum")],
+            "trailers": True,
+        }
+    )
     await send({"type": "http.response.body", "body": b"part one,", "more_body": True})
     await send({"type": "http.response.body", "body": b"part two", "more_body": False})
     await send({"type": "http.response.trailers", "headers": [TRAILER], "more_trailers": False})

@@ -249,8 +249,7 @@ class _Protocol(QuicConnectionProtocol):
 
     def fields(self, method: bytes = b"GET", path: bytes = b"/hello", *extra: tuple[bytes, bytes]) -> Headers:
         """A well-formed request head (pseudo-header fields first), then `extra`."""
-        return [(b":method", method), (b":scheme", b"https"), (b":authority", self.authority), (b":path", path),
-                *extra]
+        return [(b":method", method), (b":scheme", b"https"), (b":authority", self.authority), (b":path", path), *extra]
 
     def track(self, stream_id: int) -> None:
         """Collects the response on `stream_id` (await it with `response`)."""

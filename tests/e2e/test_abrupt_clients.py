@@ -197,9 +197,7 @@ def test_cleartext_abrupt_client(start_server: Callable[..., Server], gateway: s
 
 @pytest.mark.parametrize("how", HOWS)
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_tls_abrupt_client(
-    start_server: Callable[..., Server], tls_files: TLSFiles, kind: str, how: str
-) -> None:
+def test_tls_abrupt_client(start_server: Callable[..., Server], tls_files: TLSFiles, kind: str, how: str) -> None:
     server = tls_server(start_server, tls_files)
     target = tls_target(server, tls_files)
     run_kind(target, "asgi", kind, how, "one")
@@ -357,4 +355,3 @@ def test_abrupt_tls_and_http3_clients_leak_nothing(start_server: Callable[..., S
     server = tls_server(start_server, tls_files)
     target = tls_target(server, tls_files)
     leak_check(target, "asgi", list(KINDS), (quic_port(server), str(tls_files.ca)))
-

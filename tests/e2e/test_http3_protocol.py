@@ -189,8 +189,9 @@ def test_malformed_request_mid_body_stops_the_upload(shared: Server, tls_files: 
 
 
 @pytest.mark.parametrize(("declared", "sent"), [(10, 5), (3, 5), (5, 0)])
-def test_content_length_mismatch_is_a_stream_error(shared: Server, tls_files: TLSFiles, declared: int,
-                                                    sent: int) -> None:
+def test_content_length_mismatch_is_a_stream_error(
+    shared: Server, tls_files: TLSFiles, declared: int, sent: int
+) -> None:
     """§4.1.2: "malformed if the value of the Content-Length header field does not equal the
     sum of the DATA frame lengths received"."""
 
@@ -317,8 +318,7 @@ SEQUENCES["truncated frame at FIN"] = (_truncate(_data_first), ErrorCode.H3_FRAM
 
 
 @pytest.mark.parametrize("case", list(SEQUENCES))
-def test_invalid_request_frame_sequence_closes_the_connection(shared: Server, tls_files: TLSFiles,
-                                                              case: str) -> None:
+def test_invalid_request_frame_sequence_closes_the_connection(shared: Server, tls_files: TLSFiles, case: str) -> None:
     """The connection error's code in CONNECTION_CLOSE; the worker serves a new connection."""
     send, code = SEQUENCES[case]
     before = len(shared.events())
@@ -400,8 +400,10 @@ CONTROL: dict[str, tuple[Callable[[_Protocol], None], int]] = {
     # §7.2.4: "If an endpoint receives a second SETTINGS frame on the control
     # stream, the endpoint MUST respond with a connection error of type H3_FRAME_UNEXPECTED."
     "second SETTINGS": (_on_control(FrameType.SETTINGS, encode_settings({})), ErrorCode.H3_FRAME_UNEXPECTED),
-    "PUSH_PROMISE on the control stream": (_on_control(FrameType.PUSH_PROMISE, encode_uint_var(0)),
-                                           ErrorCode.H3_FRAME_UNEXPECTED),
+    "PUSH_PROMISE on the control stream": (
+        _on_control(FrameType.PUSH_PROMISE, encode_uint_var(0)),
+        ErrorCode.H3_FRAME_UNEXPECTED,
+    ),
     "HTTP/2 frame type on the control stream": (_on_control(0x06, b"\x00" * 8), ErrorCode.H3_FRAME_UNEXPECTED),
     # §7.2.6: GOAWAY identifiers never increase.
     "GOAWAY identifier increased": (_goaway_up, ErrorCode.H3_ID_ERROR),
@@ -450,8 +452,9 @@ def test_control_stream_violation_closes_the_connection(shared: Server, tls_file
     assert client(shared, tls_files).request("GET", "/hello").status == 200
 
 
-def test_settings_with_an_http2_identifier(shared: Server, tls_files: TLSFiles,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_with_an_http2_identifier(
+    shared: Server, tls_files: TLSFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """§7.2.4.1: HTTP/2 setting identifiers (here 0x02, SETTINGS_ENABLE_PUSH) "MUST be treated
     as a connection error of type H3_SETTINGS_ERROR"."""
     original = H3Connection._get_local_settings
@@ -470,15 +473,17 @@ def test_settings_with_an_http2_identifier(shared: Server, tls_files: TLSFiles,
     assert client(shared, tls_files).request("GET", "/hello").status == 200
 
 
-def test_control_stream_must_start_with_settings(shared: Server, tls_files: TLSFiles,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_control_stream_must_start_with_settings(
+    shared: Server, tls_files: TLSFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """§6.2.1: "If the first frame of the control stream is any other frame type, this MUST be
     treated as a connection error of type H3_MISSING_SETTINGS.\""""
 
     def init_without_settings(self: H3Connection) -> None:
         self._local_control_stream_id = self._create_uni_stream(StreamType.CONTROL)
-        self._quic.send_stream_data(self._local_control_stream_id,
-                                    encode_frame(FrameType.MAX_PUSH_ID, encode_uint_var(8)))
+        self._quic.send_stream_data(
+            self._local_control_stream_id, encode_frame(FrameType.MAX_PUSH_ID, encode_uint_var(8))
+        )
         self._local_encoder_stream_id = self._create_uni_stream(StreamType.QPACK_ENCODER)
         self._local_decoder_stream_id = self._create_uni_stream(StreamType.QPACK_DECODER)
 
@@ -520,8 +525,6 @@ def udp_send(port: int, datagrams: list[bytes]) -> None:
             sock.sendto(d, ("127.0.0.1", port))
 
 
-
-
 # MARK: - The client gives up: RESET_STREAM and STOP_SENDING (RFC 9114 §4.1.1, RFC 9000 §3.5)
 
 
@@ -545,8 +548,9 @@ def test_client_reset_mid_body(shared: Server, tls_files: TLSFiles) -> None:
     (H3_REQUEST_CANCELLED) and the connection goes on serving."""
     ident = _ident("reset-body")
     before = len(shared.events())
-    ended = _logged(shared, before, f"disconnect {ident} ", f"read-error {ident} ", f"complete {ident} ",
-                    f"read-short {ident} ")
+    ended = _logged(
+        shared, before, f"disconnect {ident} ", f"read-error {ident} ", f"complete {ident} ", f"read-short {ident} "
+    )
 
     async def work(c: _Protocol) -> tuple[int | None, H3Response]:
         s = c.open([*c.fields(b"POST", f"/reader?id={ident}".encode()), (b"content-length", b"1000000")])
@@ -692,12 +696,18 @@ def test_early_hints_precede_the_final_head(server_pool: ServerPool, tls_files: 
     assert collapse(http_frames(raw)) == [FrameType.HEADERS, FrameType.HEADERS, FrameType.DATA]
 
 
-@pytest.mark.parametrize(("method", "path", "status"), [
-    ("HEAD", "/head", 200), ("GET", "/status?code=204", 204), ("GET", "/status?code=304", 304),
-    ("HEAD", "/status?code=404", 404),
-])
-def test_bodiless_responses_carry_no_data(shared: Server, tls_files: TLSFiles, method: str, path: str,
-                                          status: int) -> None:
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("HEAD", "/head", 200),
+        ("GET", "/status?code=204", 204),
+        ("GET", "/status?code=304", 304),
+        ("HEAD", "/status?code=404", 404),
+    ],
+)
+def test_bodiless_responses_carry_no_data(
+    shared: Server, tls_files: TLSFiles, method: str, path: str, status: int
+) -> None:
     """RFC 9110 §9.3.2, §15.3.5, §15.4.5: HEAD, 204 and 304 have no content, so the stream
     carries the HEADERS frame and no DATA frame; HEAD keeps the Content-Length of the GET."""
 
@@ -718,8 +728,9 @@ def test_bodiless_responses_carry_no_data(shared: Server, tls_files: TLSFiles, m
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_streams_beyond_the_limit_wait_for_max_streams(h3_server: Callable[..., Server], tls_files: TLSFiles,
-                                                       target: str) -> None:
+def test_streams_beyond_the_limit_wait_for_max_streams(
+    h3_server: Callable[..., Server], tls_files: TLSFiles, target: str
+) -> None:
     """--http3-max-streams 2 is initial_max_streams_bidi (RFC 9000 §4.6): the client's third
     concurrent request waits, blocked, until a finished stream brings MAX_STREAMS (§19.11) —
     every request succeeds, and never more than two run at once."""
@@ -858,8 +869,9 @@ def test_idle_timeout(h3_server: Callable[..., Server], tls_files: TLSFiles, tim
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_uploads_larger_than_the_flow_control_windows(h3_server: Callable[..., Server], tls_files: TLSFiles,
-                                                      target: str) -> None:
+def test_uploads_larger_than_the_flow_control_windows(
+    h3_server: Callable[..., Server], tls_files: TLSFiles, target: str
+) -> None:
     """--quic-stream-window 64k and --quic-connection-window 128k: four concurrent uploads of
     1 MiB each (far beyond both windows) complete, because the server returns credit
     (MAX_STREAM_DATA, MAX_DATA; RFC 9000 §4.2) as the body is consumed."""
@@ -940,12 +952,12 @@ def test_unknown_version_gets_version_negotiation(shared: Server) -> None:
     assert answer[0] & 0x80
     assert answer[1:5] == b"\x00\x00\x00\x00"
     assert answer[5] == len(scid)
-    assert answer[6:6 + len(scid)] == scid
+    assert answer[6 : 6 + len(scid)] == scid
     offset = 6 + len(scid)
     assert answer[offset] == len(dcid)
-    assert answer[offset + 1:offset + 1 + len(dcid)] == dcid
-    listed = answer[offset + 1 + len(dcid):]
-    versions = {int.from_bytes(listed[i:i + 4], "big") for i in range(0, len(listed), 4)}
+    assert answer[offset + 1 : offset + 1 + len(dcid)] == dcid
+    listed = answer[offset + 1 + len(dcid) :]
+    versions = {int.from_bytes(listed[i : i + 4], "big") for i in range(0, len(listed), 4)}
     assert {0x00000001, 0x6B3343CF} <= versions
 
 
@@ -956,8 +968,17 @@ def _garbage() -> list[bytes]:
     initial = bytes([0xC0]) + (1).to_bytes(4, "big") + bytes([8]) + os.urandom(8) + bytes([8]) + os.urandom(8)
     initial += bytes([0x00]) + encode_uint_var(1200) + os.urandom(1200)
     probe, _, _ = _version_negotiation_probe()
-    return [b"", b"\x00", os.urandom(7), os.urandom(100), os.urandom(1500), initial,
-            bytes([0x40]) + os.urandom(60), bytes([0x40]) + os.urandom(1300), probe[:300]]
+    return [
+        b"",
+        b"\x00",
+        os.urandom(7),
+        os.urandom(100),
+        os.urandom(1500),
+        initial,
+        bytes([0x40]) + os.urandom(60),
+        bytes([0x40]) + os.urandom(1300),
+        probe[:300],
+    ]
 
 
 def test_garbage_datagrams_between_requests(shared: Server, tls_files: TLSFiles) -> None:

@@ -181,8 +181,9 @@ def _initials(port: int, n: int) -> list[bytes]:
     """`n` real client Initials (each its own ClientHello and connection ID)."""
     out: list[bytes] = []
     for _ in range(n):
-        quic = QuicConnection(configuration=QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN,
-                                                               server_name="localhost"))
+        quic = QuicConnection(
+            configuration=QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name="localhost")
+        )
         now = time.monotonic()
         quic.connect(("127.0.0.1", port), now=now)
         out.append(quic.datagrams_to_send(now=now)[0][0])

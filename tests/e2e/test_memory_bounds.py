@@ -145,8 +145,14 @@ def h2_fill(server: Server) -> socket.socket:
         stream = 1 + 2 * index
         connection.send_headers(
             stream,
-            [(":method", "POST"), (":scheme", "http"), (":authority", "localhost"), (":path", "/hold"),
-             ("content-length", str(300 * KIB)), ("x-fill", f"{index:04d}" + "X" * 30_000)],
+            [
+                (":method", "POST"),
+                (":scheme", "http"),
+                (":authority", "localhost"),
+                (":path", "/hold"),
+                ("content-length", str(300 * KIB)),
+                ("x-fill", f"{index:04d}" + "X" * 30_000),
+            ],
         )
         sock.sendall(connection.data_to_send())
     chunk = b"h" * 16384
@@ -283,8 +289,14 @@ def test_http3_streams_fill_their_windows(start_server: Callable[..., Server], t
     server = start_server(
         "memory_apps:asgi",
         *tls_files.server_options(
-            "--no-lifespan", "--workers", "1", "--http3", "--http3-max-streams", str(H3_STREAMS),
-            "--quic-stream-window", str(H3_STREAM_WINDOW),
+            "--no-lifespan",
+            "--workers",
+            "1",
+            "--http3",
+            "--http3-max-streams",
+            str(H3_STREAMS),
+            "--quic-stream-window",
+            str(H3_STREAM_WINDOW),
         ),
     )
     line = server.stderr.wait_for(lambda text: "HTTP/3 on UDP port" in text, 10.0)

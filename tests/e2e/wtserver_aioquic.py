@@ -115,9 +115,7 @@ class _EchoProtocol(QuicConnectionProtocol):
             self.http.send_headers(event.stream_id, [(b":status", b"404")], end_stream=True)
             return
         self.sessions.add(event.stream_id)
-        self.http.send_headers(
-            event.stream_id, [(b":status", b"200"), (b"sec-webtransport-http3-draft", b"draft02")]
-        )
+        self.http.send_headers(event.stream_id, [(b":status", b"200"), (b"sec-webtransport-http3-draft", b"draft02")])
         if target.path == "/close":
             query = parse_qs(target.query)
             capsule = encode_close_capsule(int(query.get("code", ["0"])[0]), query.get("reason", [""])[0])

@@ -407,9 +407,7 @@ def variant(request: pytest.FixtureRequest) -> Variant:
 
 
 @pytest.fixture
-def fresh_target(
-    tmp_path_factory: pytest.TempPathFactory, h2_pool: TargetPool
-) -> Iterator[Callable[..., Target]]:
+def fresh_target(tmp_path_factory: pytest.TempPathFactory, h2_pool: TargetPool) -> Iterator[Callable[..., Target]]:
     """`fresh_target(variant, peregrine_options=(), hypercorn_options=())`: a server of the test's own."""
     started: list[Target] = []
 

@@ -162,9 +162,11 @@ def test_header_list_over_the_advertised_limit_is_refused_for_the_stream(target:
         for index, piece in enumerate(frames[1:], start=2):
             conn.continuation(1, piece, end_headers=index == len(frames))
         conn.wait_for(
-            lambda r: (r.kind == T.RST_STREAM and r.stream_id == 1)
-            or (r.kind == T.HEADERS and r.stream_id == 1)
-            or r.kind == T.GOAWAY,
+            lambda r: (
+                (r.kind == T.RST_STREAM and r.stream_id == 1)
+                or (r.kind == T.HEADERS and r.stream_id == 1)
+                or r.kind == T.GOAWAY
+            ),
             "431 or RST_STREAM for stream 1",
         )
         assert conn.goaway is None, f"the whole connection was dropped for one large field section; {conn.log()}"

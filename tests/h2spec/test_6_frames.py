@@ -432,4 +432,3 @@ def test_rst_stream_with_an_unknown_error_code_triggers_nothing_special(target: 
         conn.rst(stream_id, 0xFF)
         expect_ignored(conn)
         assert conn.response(conn.request("/hello")).status == 200
-
