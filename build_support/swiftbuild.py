@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -97,7 +98,9 @@ def build_binary(swift: str, root: Path, environ: Mapping[str, str]) -> list[Pat
         flush=True,
     )
     started = time.monotonic()
-    with log.open("w") as sink:
+    # The toolchain leaves a TemporaryDirectory.* in $TMPDIR on every run: give it one of its own.
+    with log.open("w") as sink, tempfile.TemporaryDirectory(dir=scratch, prefix="swift-tmp.") as tmp:
+        env["TMPDIR"] = tmp
         for product in PRODUCTS:
             command = [*common, "--product", product, "-j", jobs(environ), *flags]
             sink.write(" ".join(command) + "\n")
