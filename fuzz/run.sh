@@ -47,11 +47,15 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # stall it after a finding; libFuzzer and ASan print the stack anyway.
 export SWIFT_BACKTRACE=enable=no
 mkdir -p "$here/artifacts"
+# The toolchain leaves a TemporaryDirectory.* in $TMPDIR on every build: its own, removed at the end.
+mkdir -p "$scratch"
+toolchain_tmp=$(mktemp -d "$scratch/swift-tmp.XXXXXX")
+trap 'rm -rf "$toolchain_tmp"' EXIT
 
 fuzz() {
     local name=$1 corpus=$2; shift 2
     case " ${FUZZ_TARGETS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
-    swift build --package-path "$root" -c "$config" --scratch-path "$scratch" --product "fuzz-$name" "${sanitizers[@]}"
+    TMPDIR=$toolchain_tmp swift build --package-path "$root" -c "$config" --scratch-path "$scratch" --product "fuzz-$name" "${sanitizers[@]}"
     # New inputs go to a scratch corpus, so the committed seeds stay a
     # curated set (copy interesting ones into fuzz/corpus/NAME/ by hand).
     local work
