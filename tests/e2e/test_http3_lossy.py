@@ -213,7 +213,10 @@ def test_fifty_handshakes_at_30_percent_loss(
             missing = [d.name for d in directories if not (d / "info").exists()]
             assert not missing, f"{len(missing)} of {connections} got no /info ({missing[:5]}); {describe(link)}"
             bodies = [json.loads((d / "info").read_bytes()) for d in directories]
-        assert link.flows == connections
+        # Every client went through the link. Not `flows == connections`: a client that finished early frees its
+        # UDP port, and one that binds later may be given it and so share its flow (49 flows for 50 gtlsclient
+        # connections, once in CI).
+        assert 0 < link.flows <= connections
         # The loss really happened, both ways.
         for direction in (UPSTREAM, DOWNSTREAM):
             stats = link.stats[direction]
